@@ -1,0 +1,33 @@
+// swift-tools-version: 6.1
+//
+// Benchmarks of practiced, in their own package so that their tooling never becomes a
+// dependency of the library or the daemon. Run from this folder:
+//   swift package benchmark                      (all benchmarks, table output)
+//   swift package benchmark thresholds check     (CI: malloc counts against Thresholds/)
+import PackageDescription
+
+let package = Package(
+    name: "practiced-benchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "practiced", path: "../"),
+        .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.1", traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        // The C references the Swift kernels are measured against: plain C loops that the
+        // C compiler auto-vectorizes for the same baseline CPU (no -march=native). Run with
+        // `-Xcc -O3` as the README shows; SwiftPM's release default for C is -O2.
+        .target(name: "CReference"),
+        .executableTarget(
+            name: "KernelBenchmarks",
+            dependencies: [
+                .product(name: "AudioKernel", package: "practiced"),
+                .product(name: "Benchmark", package: "benchmark"),
+                "CReference",
+            ],
+            path: "Benchmarks/KernelBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

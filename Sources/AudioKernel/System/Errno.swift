@@ -1,0 +1,31 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A POSIX error number, as a typed error with the C library's text.
+public struct Errno: Error, RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: Int32
+
+    public init(rawValue: Int32) { self.rawValue = rawValue }
+
+    /// `EINTR`: a signal interrupted the call.
+    public static let interrupted = Errno(rawValue: EINTR)
+    /// `EAGAIN`: the call would block.
+    public static let wouldBlock = Errno(rawValue: EAGAIN)
+    /// `ENOENT`: no such file or directory.
+    public static let noSuchFileOrDirectory = Errno(rawValue: ENOENT)
+    /// `ENODEV`: no such device.
+    public static let noSuchDevice = Errno(rawValue: ENODEV)
+    /// `EPIPE`: broken pipe (for PCMs: an underrun or overrun).
+    public static let brokenPipe = Errno(rawValue: EPIPE)
+
+    /// The current thread's `errno`.
+    public static var current: Errno { Errno(rawValue: errno) }
+
+    /// `strerror` text followed by the symbolic number, e.g. "No such file or directory (errno 2)".
+    public var description: String { "\(String(cString: strerror(rawValue))) (errno \(rawValue))" }
+}

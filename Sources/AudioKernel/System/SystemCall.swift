@@ -1,0 +1,72 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The one place that retries a system call interrupted by a signal (`EINTR`); every call
+/// site goes through it, so no loop forgets to.
+enum SystemCall {
+    /// Calls `body` until it returns something other than -1 with `errno == EINTR`.
+    ///
+    /// - Returns: the call's non-negative result, or the `errno` it failed with.
+    static func retryingOnInterrupt<T: FixedWidthInteger>(_ body: () -> T) -> Result<T, Errno> {
+        while true {
+            let result = body()
+            if result != -1 { return .success(result) }
+            let code = errno
+            if code != EINTR { return .failure(Errno(rawValue: code)) }
+        }
+    }
+
+    /// Writes all of `bytes` to `fd`, continuing after short writes.
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Result<Void, Errno> {
+        var offset = 0
+        while offset < bytes.count {
+            switch retryingOnInterrupt({ write(fd, bytes.baseAddress! + offset, bytes.count - offset) }) {
+            case .success(let n): offset += n
+            case .failure(let e): return .failure(e)
+            }
+        }
+        return .success(())
+    }
+
+    /// Writes all of `bytes` to `fd` at `position`, without moving the file offset.
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at position: Int) -> Result<Void, Errno> {
+        var offset = 0
+        while offset < bytes.count {
+            let r = retryingOnInterrupt {
+                pwrite(fd, bytes.baseAddress! + offset, bytes.count - offset, off_t(position + offset))
+            }
+            switch r {
+            case .success(let n): offset += n
+            case .failure(let e): return .failure(e)
+            }
+        }
+        return .success(())
+    }
+
+    /// Reads a whole file into memory.
+    static func readFile(atPath path: String) -> Result<[UInt8], Errno> {
+        let fd: Int32
+        switch retryingOnInterrupt({ open(path, O_RDONLY | O_CLOEXEC) }) {
+        case .success(let d): fd = d
+        case .failure(let e): return .failure(e)
+        }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let r = chunk.withUnsafeMutableBytes { buffer in
+                retryingOnInterrupt { read(fd, buffer.baseAddress!, buffer.count) }
+            }
+            switch r {
+            case .success(0): return .success(bytes)
+            case .success(let n): bytes.append(contentsOf: chunk[0..<n])
+            case .failure(let e): return .failure(e)
+            }
+        }
+    }
+}
