@@ -14,9 +14,16 @@ let package = Package(
         .executable(name: "audiokernel-demo", targets: ["audiokernel-demo"]),
     ],
     targets: [
-        // Sample kernels, WAV, speech detection and ring buffers. Devices, the recorder and
-        // the streaming player join this target in later work, under Devices/ and Engine/.
-        .target(name: "AudioKernel"),
+        // The system's audio libraries, found with pkg-config.
+        .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        .systemLibrary(name: "CPulse", pkgConfig: "libpulse-simple", providers: [.apt(["libpulse-dev"])]),
+        // What Swift cannot import from Glibc (eventfd, per-thread counters), prefixed practiced_.
+        .target(name: "CAudioShim"),
+
+        // Sample kernels, WAV, speech detection, ring buffers and the capture and playback
+        // devices (ALSA, PulseAudio, WAV file, null). The C modules are imported internally:
+        // no C type appears in its public API.
+        .target(name: "AudioKernel", dependencies: ["CALSA", "CPulse", "CAudioShim"]),
 
         // A demo of the kernels on a WAV file: the README's first quick-start command.
         .executableTarget(name: "audiokernel-demo", dependencies: ["AudioKernel"]),

@@ -28,6 +28,15 @@ let package = Package(
             path: "Benchmarks/KernelBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        .executableTarget(
+            name: "DeviceBenchmarks",
+            dependencies: [
+                .product(name: "AudioKernel", package: "practiced"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/DeviceBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,38 @@
+/// What one blocking I/O step of a backend did.
+enum DeviceIOResult: Equatable {
+    /// A full period was transferred.
+    case transferred
+    /// The wake signal was set (stop); nothing more was transferred.
+    case woken
+    /// A full period was transferred after an xrun was recovered: the device lost data
+    /// (capture overrun) or played silence (playback underrun) before it.
+    case transferredAfterXrun
+    /// An xrun happened and was recovered; nothing was transferred.
+    case xrun
+}
+
+/// The device-specific half of a capture stream. Every method runs on the device's I/O
+/// thread except `close`, which runs after that thread has ended.
+protocol CaptureBackend: AnyObject {
+    /// Reads exactly one period into `buffer`, blocking until it is there, the wake signal
+    /// is set, or an xrun happens.
+    func read(into buffer: UnsafeMutableBufferPointer<Int16>, wake: EventSignal) throws(AudioError) -> DeviceIOResult
+    /// The capture latency in frames, when the device reports one.
+    func latencyFrames() -> Int?
+    /// Whether a finite input (a file) has been read to its end; silence follows.
+    var reachedEnd: Bool { get }
+    func close()
+}
+
+/// The device-specific half of a playback stream.
+protocol PlaybackBackend: AnyObject {
+    /// Writes exactly one period from `buffer`, blocking while the device buffer is full.
+    func write(_ buffer: UnsafeBufferPointer<Int16>, wake: EventSignal) throws(AudioError) -> DeviceIOResult
+    /// Blocks until everything written has been played.
+    func drain(wake: EventSignal) throws(AudioError)
+    /// Discards what is queued but not yet played.
+    func flush()
+    /// The playback latency in frames: how long a sample written now takes to be heard.
+    func latencyFrames() -> Int?
+    func close()
+}

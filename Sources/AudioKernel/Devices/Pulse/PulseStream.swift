@@ -1,0 +1,290 @@
+internal import CPulse
+import Synchronization
+
+/// A PulseAudio stream on libpulse's asynchronous API with a threaded main loop.
+///
+/// Not `pa_simple`: its blocking read cannot be interrupted, and a source that delivers
+/// nothing (a pipe source with no writer) would hold `stop` forever. Here a read or write
+/// waits on the main loop's condition, which the stream's callbacks signal when data or
+/// room arrives, and which `stop` signals through the stream's wake observer.
+///
+/// Buffer attributes are always explicit (with none the server picks about two seconds):
+/// playback asks for a target length of the stream's buffer (4 × 10 ms by default), a
+/// minimum request of one period and a prebuffer of two periods; capture asks for
+/// fragments of one period. Underflows and overflows reported by the server are counted as
+/// xruns. A server that goes away fails the stream, reported as a lost device.
+final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
+    private let mainloop: OpaquePointer
+    private var context: OpaquePointer?
+    private var stream: OpaquePointer?
+    private let isCapture: Bool
+    private let label: String
+    private let periodBytes: Int
+    private let sampleRate: Int
+    /// Set by `interrupt`, under the main loop lock.
+    private var interrupted = false
+    /// Underflows and overflows the server reported, counted on the main loop thread.
+    private let xrunsReported = Atomic<Int>(0)
+    private var xrunsSeen = 0
+    /// A capture fragment peeked but not yet wholly consumed.
+    private var peeked: (data: UnsafeRawPointer?, length: Int, offset: Int)?
+    private var observedWake: EventSignal?
+    private var started = false
+    private var closed = false
+
+    init(device: String?, capture: Bool, configuration: AudioStreamConfiguration) throws(AudioError) {
+        isCapture = capture
+        label = "PulseAudio \(capture ? "source" : "sink") '\(device ?? "default")'"
+        periodBytes = configuration.periodSamples * 2
+        sampleRate = configuration.sampleRate
+        guard let loop = pa_threaded_mainloop_new() else {
+            throw AudioError(.io, message: "pa_threaded_mainloop_new failed", operation: "opening \(label)")
+        }
+        mainloop = loop
+        try open(device: device, configuration: configuration)
+    }
+
+    deinit { close() }
+
+    private var selfPointer: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
+
+    private static func from(_ pointer: UnsafeMutableRawPointer?) -> PulseStream {
+        Unmanaged<PulseStream>.fromOpaque(pointer!).takeUnretainedValue()
+    }
+
+    private func open(device: String?, configuration: AudioStreamConfiguration) throws(AudioError) {
+        let operation = "opening \(label)"
+        guard pa_threaded_mainloop_start(mainloop) >= 0 else {
+            throw AudioError(.io, message: "pa_threaded_mainloop_start failed", operation: operation)
+        }
+        started = true
+        pa_threaded_mainloop_lock(mainloop)
+        defer { pa_threaded_mainloop_unlock(mainloop) }
+
+        guard let context = pa_context_new(pa_threaded_mainloop_get_api(mainloop), configuration.applicationName) else {
+            throw AudioError(.io, message: "pa_context_new failed", operation: operation)
+        }
+        self.context = context
+        pa_context_set_state_callback(context, { _, userdata in
+            pa_threaded_mainloop_signal(PulseStream.from(userdata).mainloop, 0)
+        }, selfPointer)
+        let connected = withOptionalCString(configuration.pulseServer) { pa_context_connect(context, $0, PA_CONTEXT_NOAUTOSPAWN, nil) }
+        if connected < 0 { throw contextError(operation) }
+        while true {
+            let state = pa_context_get_state(context)
+            if state == PA_CONTEXT_READY { break }
+            if state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED { throw contextError(operation) }
+            pa_threaded_mainloop_wait(mainloop)
+        }
+
+        var spec = pa_sample_spec(format: PA_SAMPLE_S16LE, rate: UInt32(configuration.sampleRate), channels: UInt8(configuration.channels))
+        guard let stream = pa_stream_new(context, isCapture ? "practiced capture" : "practiced playback", &spec, nil) else {
+            throw contextError(operation)
+        }
+        self.stream = stream
+        pa_stream_set_state_callback(stream, { _, userdata in
+            pa_threaded_mainloop_signal(PulseStream.from(userdata).mainloop, 0)
+        }, selfPointer)
+        let bytesPerFrame = UInt32(configuration.channels * 2)
+        let period = UInt32(configuration.periodFrames) * bytesPerFrame
+        var attributes = pa_buffer_attr(
+            maxlength: UInt32.max,
+            tlength: isCapture ? UInt32.max : UInt32(configuration.bufferFrames) * bytesPerFrame,
+            prebuf: isCapture ? UInt32.max : 2 * period,
+            minreq: isCapture ? UInt32.max : period,
+            fragsize: isCapture ? period : UInt32.max
+        )
+        let flags = pa_stream_flags_t(rawValue: PA_STREAM_ADJUST_LATENCY.rawValue | PA_STREAM_AUTO_TIMING_UPDATE.rawValue
+                                      | PA_STREAM_INTERPOLATE_TIMING.rawValue)
+        let result: Int32
+        if isCapture {
+            pa_stream_set_read_callback(stream, { _, _, userdata in
+                pa_threaded_mainloop_signal(PulseStream.from(userdata).mainloop, 0)
+            }, selfPointer)
+            pa_stream_set_overflow_callback(stream, { _, userdata in
+                let me = PulseStream.from(userdata)
+                me.xrunsReported.add(1, ordering: .relaxed)
+            }, selfPointer)
+            result = withOptionalCString(device) { pa_stream_connect_record(stream, $0, &attributes, flags) }
+        } else {
+            pa_stream_set_write_callback(stream, { _, _, userdata in
+                pa_threaded_mainloop_signal(PulseStream.from(userdata).mainloop, 0)
+            }, selfPointer)
+            pa_stream_set_underflow_callback(stream, { _, userdata in
+                let me = PulseStream.from(userdata)
+                me.xrunsReported.add(1, ordering: .relaxed)
+            }, selfPointer)
+            result = withOptionalCString(device) { pa_stream_connect_playback(stream, $0, &attributes, flags, nil, nil) }
+        }
+        if result < 0 { throw contextError(operation) }
+        while true {
+            let state = pa_stream_get_state(stream)
+            if state == PA_STREAM_READY { break }
+            if state == PA_STREAM_FAILED || state == PA_STREAM_TERMINATED { throw contextError(operation) }
+            pa_threaded_mainloop_wait(mainloop)
+        }
+    }
+
+    /// The context's last error, as an AudioError of the right kind.
+    private func contextError(_ operation: String, kind: AudioError.Kind = .openFailed) -> AudioError {
+        let code = context.map { pa_context_errno($0) } ?? Int32(PA_ERR_UNKNOWN.rawValue)
+        return AudioError(kind, code: code, message: String(cString: pa_strerror(code)), operation: operation)
+    }
+
+    func close() {
+        guard !closed else { return }
+        closed = true
+        observedWake?.setObserver(nil)
+        observedWake = nil
+        pa_threaded_mainloop_lock(mainloop)
+        if let stream {
+            if peeked != nil { pa_stream_drop(stream) }
+            pa_stream_set_state_callback(stream, nil, nil)
+            pa_stream_set_read_callback(stream, nil, nil)
+            pa_stream_set_write_callback(stream, nil, nil)
+            pa_stream_set_overflow_callback(stream, nil, nil)
+            pa_stream_set_underflow_callback(stream, nil, nil)
+            pa_stream_disconnect(stream)
+            pa_stream_unref(stream)
+        }
+        if let context {
+            pa_context_set_state_callback(context, nil, nil)
+            pa_context_disconnect(context)
+            pa_context_unref(context)
+        }
+        stream = nil
+        context = nil
+        peeked = nil
+        pa_threaded_mainloop_unlock(mainloop)
+        if started { pa_threaded_mainloop_stop(mainloop) }
+        pa_threaded_mainloop_free(mainloop)
+    }
+
+    var reachedEnd: Bool { false }
+
+    /// Registers `stop`'s wake-up once per wake signal; called on the I/O thread.
+    private func observe(_ wake: EventSignal) {
+        guard observedWake !== wake else { return }
+        observedWake = wake
+        wake.setObserver { [weak self] in
+            guard let self else { return }
+            pa_threaded_mainloop_lock(self.mainloop)
+            self.interrupted = true
+            pa_threaded_mainloop_signal(self.mainloop, 0)
+            pa_threaded_mainloop_unlock(self.mainloop)
+        }
+    }
+
+    /// Throws when the stream or its connection has failed (the server went away).
+    private func checkAlive(_ doing: String) throws(AudioError) {
+        guard let stream, pa_stream_get_state(stream) == PA_STREAM_READY else {
+            throw contextError("\(doing) \(label)", kind: .deviceLost)
+        }
+    }
+
+    /// Whether the server reported an xrun since the last call.
+    private func takeXrun() -> Bool {
+        let reported = xrunsReported.load(ordering: .relaxed)
+        defer { xrunsSeen = reported }
+        return reported != xrunsSeen
+    }
+
+    func read(into buffer: UnsafeMutableBufferPointer<Int16>, wake: EventSignal) throws(AudioError) -> DeviceIOResult {
+        observe(wake)
+        pa_threaded_mainloop_lock(mainloop)
+        defer { pa_threaded_mainloop_unlock(mainloop) }
+        let target = UnsafeMutableRawPointer(buffer.baseAddress!)
+        var filled = 0
+        // The stop flag is checked only before waiting: data that is there is still moved.
+        while filled < periodBytes {
+            try checkAlive("reading from")
+            if peeked == nil {
+                var data: UnsafeRawPointer?
+                var length = 0
+                if pa_stream_peek(stream, &data, &length) < 0 { throw contextError("reading from \(label)", kind: .io) }
+                if length == 0 {
+                    if interrupted { return .woken }
+                    pa_threaded_mainloop_wait(mainloop)
+                    continue
+                }
+                peeked = (data, length, 0)
+            }
+            let fragment = peeked!
+            let n = min(fragment.length - fragment.offset, periodBytes - filled)
+            if let data = fragment.data {
+                (target + filled).copyMemory(from: data + fragment.offset, byteCount: n)
+            } else {
+                (target + filled).initializeMemory(as: UInt8.self, repeating: 0, count: n)  // a hole in the stream
+            }
+            filled += n
+            if fragment.offset + n == fragment.length {
+                pa_stream_drop(stream)
+                peeked = nil
+            } else {
+                peeked = (fragment.data, fragment.length, fragment.offset + n)
+            }
+        }
+        return takeXrun() ? .transferredAfterXrun : .transferred
+    }
+
+    func write(_ buffer: UnsafeBufferPointer<Int16>, wake: EventSignal) throws(AudioError) -> DeviceIOResult {
+        observe(wake)
+        pa_threaded_mainloop_lock(mainloop)
+        defer { pa_threaded_mainloop_unlock(mainloop) }
+        let source = UnsafeRawPointer(buffer.baseAddress!)
+        var written = 0
+        while written < periodBytes {
+            try checkAlive("writing to")
+            let room = pa_stream_writable_size(stream)
+            if room == 0 || room == Int.max {
+                if interrupted { return .woken }
+                pa_threaded_mainloop_wait(mainloop)
+                continue
+            }
+            let n = min(room, periodBytes - written)
+            if pa_stream_write(stream, source + written, n, nil, 0, PA_SEEK_RELATIVE) < 0 {
+                throw contextError("writing to \(label)", kind: .io)
+            }
+            written += n
+        }
+        return takeXrun() ? .transferredAfterXrun : .transferred
+    }
+
+    func drain(wake: EventSignal) throws(AudioError) {
+        pa_threaded_mainloop_lock(mainloop)
+        defer { pa_threaded_mainloop_unlock(mainloop) }
+        interrupted = false
+        guard let stream, pa_stream_get_state(stream) == PA_STREAM_READY else { return }
+        guard let op = pa_stream_drain(stream, { _, _, userdata in
+            pa_threaded_mainloop_signal(PulseStream.from(userdata).mainloop, 0)
+        }, selfPointer) else { throw contextError("draining \(label)", kind: .io) }
+        defer { pa_operation_unref(op) }
+        while pa_operation_get_state(op) == PA_OPERATION_RUNNING {
+            if pa_stream_get_state(stream) != PA_STREAM_READY { throw contextError("draining \(label)", kind: .deviceLost) }
+            pa_threaded_mainloop_wait(mainloop)
+        }
+    }
+
+    func flush() {
+        pa_threaded_mainloop_lock(mainloop)
+        defer { pa_threaded_mainloop_unlock(mainloop) }
+        guard let stream, pa_stream_get_state(stream) == PA_STREAM_READY else { return }
+        if let op = pa_stream_flush(stream, nil, nil) { pa_operation_unref(op) }
+    }
+
+    func latencyFrames() -> Int? {
+        pa_threaded_mainloop_lock(mainloop)
+        defer { pa_threaded_mainloop_unlock(mainloop) }
+        guard let stream else { return nil }
+        var usec: pa_usec_t = 0
+        var negative: Int32 = 0
+        guard pa_stream_get_latency(stream, &usec, &negative) >= 0 else { return nil }
+        return negative != 0 ? 0 : Int(usec * UInt64(sampleRate) / 1_000_000)
+    }
+}
+
+/// Calls `body` with a C string for `string`, or with nil.
+func withOptionalCString<R>(_ string: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
+    guard let string else { return body(nil) }
+    return string.withCString { body($0) }
+}

@@ -1,0 +1,68 @@
+internal import CAudioShim
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An eventfd that wakes a thread blocked in `poll`: how `stop` always reaches an I/O thread,
+/// whether it waits on a PCM's descriptors, a pacing deadline or a reconnect backoff. A
+/// backend that waits on something else (PulseAudio's main loop condition) registers an
+/// observer that `signal` calls too.
+final class EventSignal: @unchecked Sendable {
+    let fd: Int32
+    private let observer = Mutex<(@Sendable () -> Void)?>(nil)
+
+    init() throws(AudioError) {
+        let fd = practiced_eventfd_create()
+        guard fd >= 0 else {
+            throw AudioError(.io, code: errno, message: Errno.current.description, operation: "creating an eventfd")
+        }
+        self.fd = fd
+    }
+
+    deinit { close(fd) }
+
+    /// Wakes the waiting thread; the signal stays set until ``reset()``.
+    func signal() {
+        _ = practiced_eventfd_signal(fd)
+        let notify = observer.withLock { $0 }
+        notify?()
+    }
+
+    /// Sets (or clears, with nil) the closure `signal` calls besides setting the eventfd.
+    func setObserver(_ notify: (@Sendable () -> Void)?) {
+        observer.withLock { $0 = notify }
+    }
+
+    /// Clears the signal.
+    func reset() { _ = practiced_eventfd_drain(fd) }
+
+    /// Whether the signal is set, without waiting.
+    var isSet: Bool { wait(timeoutNanoseconds: 0) }
+
+    /// Waits until the signal is set or the timeout passes.
+    ///
+    /// - Returns: true when the signal is set.
+    func wait(timeoutNanoseconds: Int64) -> Bool {
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let deadline = Monotonic.now() + timeoutNanoseconds
+        while true {
+            let left = max(0, deadline - Monotonic.now())
+            // poll's timeout is in milliseconds; round up so a short wait does not spin.
+            let millis = Int32(clamping: (left + 999_999) / 1_000_000)
+            let r = poll(&entry, 1, millis)
+            if r > 0 { return true }
+            if r < 0, errno == EINTR { continue }
+            if Monotonic.now() >= deadline { return false }
+        }
+    }
+}
+
+/// The monotonic clock in nanoseconds.
+enum Monotonic {
+    static func now() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+}

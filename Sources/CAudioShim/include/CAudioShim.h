@@ -1,0 +1,27 @@
+#ifndef PRACTICED_CAUDIOSHIM_H
+#define PRACTICED_CAUDIOSHIM_H
+
+// What Swift cannot import from Glibc: eventfd(2) and the per-thread resource counters.
+// Every name carries the practiced_ prefix.
+
+#include <stdint.h>
+
+/// eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); -1 with errno on failure.
+int practiced_eventfd_create(void);
+
+/// Adds 1 to the eventfd's counter (wakes a poll on it). Returns 0 or -errno.
+int practiced_eventfd_signal(int fd);
+
+/// Resets the eventfd's counter to 0. Returns 0 or -errno (-EAGAIN when it was 0).
+int practiced_eventfd_drain(int fd);
+
+/// CPU time (user + system) of the calling thread, in nanoseconds.
+int64_t practiced_thread_cpu_time_ns(void);
+
+/// Voluntary context switches of the calling thread (its wake-ups from blocking calls).
+int64_t practiced_thread_voluntary_switches(void);
+
+/// Names the calling thread (at most 15 characters are kept), for top and gdb.
+void practiced_thread_set_name(const char *name);
+
+#endif

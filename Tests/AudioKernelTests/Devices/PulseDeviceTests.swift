@@ -1,0 +1,178 @@
+import AudioKernel
+import XCTest
+
+/// PulseAudio headless with a null sink: what is played into `kiosk` is recorded from
+/// `kiosk.monitor`, a true loopback through the real server.
+final class PulseDeviceTests: XCTestCase {
+    var server: PulseAudioServer!
+    var config = AudioStreamConfiguration()
+
+    override func setUpWithError() throws {
+        server = try PulseAudioServer()
+        try server.start()
+        config.pulseServer = server.address
+    }
+
+    override func tearDown() {
+        server?.stop()
+        server = nil
+    }
+
+    /// Plays `signal` into the sink while recording its monitor; returns the recording, the
+    /// time playback took, and the playback latency seen.
+    private func loopback(_ signal: [Int16]) throws -> (recording: [Int16], seconds: Double, playback: AudioDeviceStatistics) {
+        let capture = try CaptureDevice(name: .pulse(device: "kiosk.monitor"), configuration: config)
+        let probe = DeviceProbe()
+        try capture.start(onPeriod: { probe.append($0) })
+        XCTAssertTrue(probe.wait(timeout: 5) { $0.periods >= 5 }, "monitor delivers nothing")
+        let playback = try PlaybackDevice(name: .pulse(device: "kiosk"), configuration: config)
+        let source = SignalSource(signal)
+        let start = Date()
+        try playback.start(render: { source.render(into: $0) })
+        // Once the period after the signal is asked for, the whole signal has been written.
+        XCTAssertTrue(source.wait(timeout: Double(signal.count) / 24_000 + 5) { $0 > signal.count + self.config.periodSamples })
+        playback.stop(drain: true)
+        let seconds = Date().timeIntervalSince(start)
+        let stats = playback.statistics
+        // Let the monitor catch the tail: wait for 200 ms more of recording.
+        let have = probe.snapshot().samples.count
+        XCTAssertTrue(probe.wait(timeout: 5) { $0.samples.count >= have + 4_800 })
+        capture.stop()
+        return (probe.snapshot().samples, seconds, stats)
+    }
+
+    func testLoopbackRecordsWhatWasPlayedInRealTime() throws {
+        let signal = Loopback.signal(count: 48_000)  // 2 s
+        let (recording, seconds, stats) = try loopback(signal)
+        guard let lag = Loopback.align(signal, in: recording) else { return XCTFail("signal not found in the monitor recording") }
+        XCTAssertLessThanOrEqual(lag + signal.count, recording.count, "the recording ends before the signal")
+        var maxDifference = 0
+        var firstMismatch: Int?
+        for i in 0..<min(signal.count, recording.count - lag) {
+            let d = abs(Int(signal[i]) - Int(recording[lag + i]))
+            if d > 2, firstMismatch == nil { firstMismatch = i }
+            maxDifference = max(maxDifference, d)
+        }
+        if let firstMismatch {
+            XCTFail("first mismatch at \(firstMismatch) of \(signal.count), lag \(lag), xruns \(stats.xruns), recording \(recording.count)")
+        }
+        XCTAssertLessThanOrEqual(maxDifference, 2, "the null sink passes PCM16 through unchanged")
+        // Pacing: 2 s of audio takes about 2 s (prebuffer and drain included).
+        XCTAssertGreaterThan(seconds, 1.9)
+        XCTAssertLessThan(seconds, 2.6)
+        // Latency within the configured budget: the buffer plus two periods.
+        let latency = try XCTUnwrap(stats.latencyFrames, "no latency reported")
+        XCTAssertLessThanOrEqual(latency, config.bufferFrames + 2 * config.periodFrames)
+        XCTAssertEqual(stats.xruns, 0)
+    }
+
+    func testPipeSourceMicrophoneDeliversTheFixture() throws {
+        let fifo = server.directory.appendingPathComponent("mic.fifo").path
+        try server.pactl(["load-module", "module-pipe-source", "source_name=mic", "file=\(fifo)",
+                          "format=s16le", "rate=24000", "channels=1"])
+        let fixture = Loopback.signal(count: 24_000, seed: 11)
+        let capture = try CaptureDevice(name: .pulse(device: "mic"), configuration: config)
+        let probe = DeviceProbe()
+        try capture.start(onPeriod: { probe.append($0) })
+        // The pipe has no clock of its own: whatever is written is captured.
+        let writer = Thread {
+            guard let handle = FileHandle(forWritingAtPath: fifo) else { return }
+            handle.write(Data(WAVBuilder.samples(fixture + [Int16](repeating: 0, count: 4_800))))
+            try? handle.close()
+        }
+        writer.start()
+        XCTAssertTrue(probe.wait(timeout: 10) { probe in
+            guard let lag = Loopback.align(fixture, in: probe.samples) else { return false }
+            return probe.samples.count >= lag + fixture.count
+        }, "the fixture did not come through the pipe source")
+        capture.stop()
+        let recording = probe.snapshot().samples
+        let lag = try XCTUnwrap(Loopback.align(fixture, in: recording))
+        XCTAssertEqual(Array(recording[lag..<(lag + fixture.count)]), fixture)
+    }
+
+    /// A source with no clock that delivers nothing must not hold `stop`: the read waits on
+    /// the main loop, which stop signals.
+    func testStopReturnsWhileASilentPipeSourceDeliversNothing() throws {
+        let fifo = server.directory.appendingPathComponent("quiet.fifo").path
+        try server.pactl(["load-module", "module-pipe-source", "source_name=quiet", "file=\(fifo)",
+                          "format=s16le", "rate=24000", "channels=1"])
+        let capture = try CaptureDevice(name: .pulse(device: "quiet"), configuration: config)
+        try capture.start(onPeriod: { _ in })
+        let start = Date()
+        capture.stop()
+        XCTAssertLessThan(Date().timeIntervalSince(start), 0.1, "stop waited for data that never came")
+        XCTAssertFalse(capture.isRunning)
+    }
+
+    func testKilledServerIsReportedAndTheDeviceComesBack() throws {
+        let capture = try CaptureDevice(name: .pulse(device: "kiosk.monitor"), configuration: config)
+        let probe = DeviceProbe()
+        try capture.start(onPeriod: { probe.append($0) }, onEvent: { event in
+            switch event {
+            case .deviceLost(let error): probe.record(.lost(error.kind.rawValue))
+            case .deviceRestored(let attempts): probe.record(.restored(attempts))
+            default: break
+            }
+        })
+        XCTAssertTrue(probe.wait(timeout: 5) { $0.periods >= 10 })
+        server.kill()
+        XCTAssertTrue(probe.wait(timeout: 5) { $0.events.contains(.lost("device_lost")) }, "\(probe.snapshot().events)")
+        try server.start()
+        XCTAssertTrue(probe.wait(timeout: 10) { $0.events.contains { if case .restored = $0 { return true } else { return false } } },
+                      "\(probe.snapshot().events)")
+        let periodsAfter = probe.snapshot().periods
+        XCTAssertTrue(probe.wait(timeout: 5) { $0.periods >= periodsAfter + 10 }, "no periods after the restart")
+        capture.stop()
+        XCTAssertEqual(capture.statistics.losses, 1)
+        XCTAssertEqual(capture.statistics.reopens, 1)
+    }
+
+    func testMissingSinkFailsFast() throws {
+        let start = Date()
+        let device = try PlaybackDevice(name: .pulse(device: "no-such-sink"), configuration: config)
+        XCTAssertThrowsError(try device.start(render: { $0.update(repeating: 0) })) { error in
+            guard let error = error as? AudioError else { return XCTFail("\(error)") }
+            XCTAssertEqual(error.kind, .openFailed)
+            XCTAssertTrue(error.description.contains("no-such-sink"), error.description)
+        }
+        XCTAssertLessThan(Date().timeIntervalSince(start), 2)
+    }
+
+    func testListsSinksAndSources() {
+        let (devices, errors) = AudioDeviceList.all(pulseServer: server.address)
+        XCTAssertEqual(errors, [])
+        XCTAssertTrue(devices.contains(AudioDeviceInfo(name: .pulse(device: "kiosk"), description: devices.first { $0.name == .pulse(device: "kiosk") }?.description ?? "", direction: .playback)))
+        XCTAssertTrue(devices.contains { $0.name == .pulse(device: "kiosk.monitor") && $0.direction == .capture })
+        XCTAssertTrue(devices.contains { $0.name == .alsa(pcm: "null") })
+    }
+
+    func testAutoPicksPulseWhenAServerAnswers() throws {
+        let device = try CaptureDevice(name: .automatic, configuration: config)
+        let probe = DeviceProbe()
+        try device.start(onPeriod: { probe.append($0) })
+        XCTAssertTrue(probe.wait(timeout: 5) { $0.periods >= 5 })
+        device.stop()
+        let clients = try server.pactl(["list", "short", "source-outputs"])
+        XCTAssertEqual(clients.trimmingCharacters(in: .whitespacesAndNewlines), "", "the stream is closed after stop")
+    }
+
+    /// ALSA with a real clock: alsa-plugins' `pulse` PCM on the headless server. A stalled
+    /// render makes a real underrun, which is recovered and counted; playback goes on.
+    func testALSAUnderrunFromAStallIsRecoveredAndCounted() throws {
+        var alsa = AudioStreamConfiguration()
+        alsa.alsaConfiguration = """
+            pcm.kioskpulse { type pulse server "\(server.address)" device "kiosk" handle_underrun true }
+            """
+        let device = try PlaybackDevice(name: .alsa(pcm: "kioskpulse"), configuration: alsa)
+        let source = SignalSource(Loopback.signal(count: 24_000 * 3))
+        source.stall = (period: 30, microseconds: 300_000)
+        let probe = DeviceProbe()
+        try device.start(render: { source.render(into: $0) }, onEvent: { if case .xrun(let n) = $0 { probe.record(.xrun(n)) } })
+        XCTAssertTrue(probe.wait(timeout: 5) { $0.events.contains(.xrun(1)) }, "no xrun reported")
+        let after = source.position
+        XCTAssertTrue(source.wait(timeout: 5) { $0 >= after + 24_000 / 2 }, "playback did not go on after the xrun")
+        device.stop()
+        XCTAssertGreaterThanOrEqual(device.statistics.xruns, 1)
+    }
+}

@@ -1,0 +1,148 @@
+import Foundation
+import XCTest
+
+/// A PulseAudio server run headless for a test: private runtime and home folders, a unix
+/// socket with anonymous auth, and a null sink `kiosk` (PCM16 24 kHz mono, `norewinds=1` so
+/// it paces in real time) whose monitor `kiosk.monitor` records what is played.
+final class PulseAudioServer: @unchecked Sendable {
+    let directory: URL
+    var socketPath: String { directory.appendingPathComponent("native").path }
+    /// The server address for libpulse (`pa_simple_new`, `pa_context_connect`).
+    var address: String { "unix:\(socketPath)" }
+    private var process: ChildProcess?
+
+    init() throws {
+        directory = try makeTemporaryDirectory()
+        for sub in ["run", "home"] {
+            try FileManager.default.createDirectory(at: directory.appendingPathComponent(sub), withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        }
+    }
+
+    /// Starts the server and waits (with a deadline) until it answers.
+    func start() throws {
+        try? FileManager.default.removeItem(atPath: socketPath)
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_RUNTIME_DIR"] = directory.appendingPathComponent("run").path
+        environment["HOME"] = directory.appendingPathComponent("home").path
+        environment.removeValue(forKey: "PULSE_SERVER")
+        let process = try ChildProcess(executable: "/usr/bin/pulseaudio", arguments: [
+            "-n", "--daemonize=no", "--exit-idle-time=-1", "--use-pid-file=no", "--disable-shm=yes",
+            "--log-target=file:\(directory.appendingPathComponent("pulse.log").path)",
+            "--load=module-native-protocol-unix socket=\(socketPath) auth-anonymous=1",
+            "--load=module-null-sink sink_name=kiosk format=s16le rate=24000 channels=1 norewinds=1",
+        ], environment: environment)
+        self.process = process
+        let deadline = Date().addingTimeInterval(15)
+        while (try? pactl(["info"])) == nil {
+            guard process.isRunning else { throw ToolError(command: "pulseaudio", status: -1, stderr: log) }
+            guard Date() < deadline else { throw ToolError(command: "pulseaudio (no answer in 15 s)", status: -1, stderr: log) }
+            usleep(20_000)  // polling the server's readiness, bounded by the deadline above
+        }
+    }
+
+    /// Kills the server at once (SIGKILL), as a crash would.
+    func kill() {
+        process?.terminate(signal: SIGKILL)
+        process = nil
+    }
+
+    /// Stops the server and removes its folders.
+    func stop() {
+        process?.terminate()
+        process = nil
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Runs pactl against this server.
+    @discardableResult
+    func pactl(_ arguments: [String]) throws -> String {
+        try runTool("env", ["PULSE_SERVER=\(address)", "pactl"] + arguments)
+    }
+
+    var log: String {
+        (try? String(contentsOf: directory.appendingPathComponent("pulse.log"), encoding: .utf8)) ?? ""
+    }
+}
+
+/// Collects what a device reports on its I/O thread and lets a test wait for a condition
+/// with a deadline.
+final class DeviceProbe: @unchecked Sendable {
+    private let condition = NSCondition()
+    private(set) var samples: [Int16] = []
+    private(set) var events: [AudioKernelEventCopy] = []
+    private(set) var periods = 0
+
+    enum AudioKernelEventCopy: Equatable {
+        case started, xrun(Int), lost(String), restored(Int), endOfInput
+    }
+
+    init() { samples.reserveCapacity(24_000 * 10) }
+
+    func append(_ buffer: UnsafeBufferPointer<Int16>) {
+        condition.lock()
+        samples.append(contentsOf: buffer)
+        periods += 1
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    func record(_ event: AudioKernelEventCopy) {
+        condition.lock()
+        events.append(event)
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Waits until `predicate` holds, at most `timeout` seconds.
+    @discardableResult
+    func wait(timeout: TimeInterval, _ predicate: (DeviceProbe) -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while !predicate(self) {
+            if !condition.wait(until: deadline) { return predicate(self) }
+        }
+        return true
+    }
+
+    func snapshot() -> (samples: [Int16], events: [AudioKernelEventCopy], periods: Int) {
+        condition.lock()
+        defer { condition.unlock() }
+        return (samples, events, periods)
+    }
+}
+
+/// Test signals and alignment for loopback checks.
+enum Loopback {
+    /// A deterministic noise-like signal: no two windows alike, so alignment is unambiguous.
+    static func signal(count: Int, amplitude: Double = 8000, seed: UInt64 = 7) -> [Int16] {
+        var g = SeededGenerator(seed: seed)
+        var smooth = 0.0
+        return (0..<count).map { i in
+            smooth = 0.7 * smooth + 0.3 * Double.random(in: -1...1, using: &g)
+            let tone = sin(Double(i) * 0.031) * 0.4
+            return Int16(clamping: Int((smooth + tone) * amplitude))
+        }
+    }
+
+    /// The lag at which `template` best matches `recording`: coarse onset, then the best of
+    /// the cross-correlations around it.
+    static func align(_ template: [Int16], in recording: [Int16], search: Int = 256) -> Int? {
+        guard let onset = recording.firstIndex(where: { abs(Int($0)) > 200 }),
+              let templateOnset = template.firstIndex(where: { abs(Int($0)) > 200 }) else { return nil }
+        let guess = onset - templateOnset
+        let window = min(2400, template.count)
+        var best: (lag: Int, score: Double)?
+        for lag in max(0, guess - search)...max(0, guess + search) where lag + window <= recording.count {
+            var score = 0.0
+            for i in 0..<window { score += Double(template[i]) * Double(recording[lag + i]) }
+            if best == nil || score > best!.score { best = (lag, score) }
+        }
+        return best?.lag
+    }
+}
