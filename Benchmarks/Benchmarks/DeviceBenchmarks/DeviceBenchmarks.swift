@@ -76,34 +76,27 @@ func configuration(gated: Bool) -> Benchmark.Configuration {
 /// steady state only.
 func measure(_ loop: Loop, _ name: AudioDeviceName, _ config: AudioStreamConfiguration, _ benchmark: Benchmark) throws {
     let counter = PeriodCounter()
-    let start: AudioDeviceStatistics
-    let end: AudioDeviceStatistics
+    counter.arm(warmupPeriods)
+    let statistics: () -> AudioDeviceStatistics
+    let stop: () -> Void
     switch loop {
     case .capture:
         let device = try CaptureDevice(name: name, configuration: config)
-        counter.arm(warmupPeriods)
         try device.start(onPeriod: { period in blackHole(period.count); counter.tick() })
-        guard counter.waitArmed() else { return }
-        counter.arm(warmupPeriods + measuredPeriods)
-        start = device.statistics
-        benchmark.startMeasurement()
-        _ = counter.waitArmed()
-        benchmark.stopMeasurement()
-        device.stop()
-        end = device.statistics
+        (statistics, stop) = ({ device.statistics }, { device.stop() })
     case .playback:
         let device = try PlaybackDevice(name: name, configuration: config)
-        counter.arm(warmupPeriods)
         try device.start(render: { buffer in buffer.update(repeating: 0); counter.tick() })
-        guard counter.waitArmed() else { return }
-        counter.arm(warmupPeriods + measuredPeriods)
-        start = device.statistics
-        benchmark.startMeasurement()
-        _ = counter.waitArmed()
-        benchmark.stopMeasurement()
-        device.stop()
-        end = device.statistics
+        (statistics, stop) = ({ device.statistics }, { device.stop() })
     }
+    guard counter.waitArmed() else { return stop() }
+    counter.arm(warmupPeriods + measuredPeriods)
+    let start = statistics()
+    benchmark.startMeasurement()
+    _ = counter.waitArmed()
+    benchmark.stopMeasurement()
+    stop()
+    let end = statistics()
     let audioSeconds = Double(end.frames - start.frames) / Double(config.sampleRate)
     guard audioSeconds > 0 else { return }
     let cpu = Double(end.ioThreadCPUNanoseconds - start.ioThreadCPUNanoseconds) / 1000 / audioSeconds

@@ -8,16 +8,14 @@
 public final class CaptureDevice: @unchecked Sendable {
     public let name: AudioDeviceName
     public let configuration: AudioStreamConfiguration
-    private let runner: DeviceRunner
+    private let runner: DeviceRunner<any CaptureBackend>
     private let buffer: UnsafeMutableBufferPointer<Int16>
-    // Touched by `start`/`stop` on the owner's thread and, while running, by the I/O thread.
-    private var backend: CaptureBackend?
 
     public init(name: AudioDeviceName, configuration: AudioStreamConfiguration = AudioStreamConfiguration()) throws(AudioError) {
         try configuration.validate()
         self.name = name
         self.configuration = configuration
-        self.runner = try DeviceRunner(label: "capture")
+        self.runner = try DeviceRunner(common: { $0 })
         self.buffer = .allocate(capacity: configuration.periodSamples)
         buffer.initialize(repeating: 0)
     }
@@ -37,43 +35,23 @@ public final class CaptureDevice: @unchecked Sendable {
         onPeriod: @escaping @Sendable (UnsafeBufferPointer<Int16>) -> Void,
         onEvent: @escaping @Sendable (AudioDeviceEvent) -> Void = { _ in }
     ) throws(AudioError) {
-        guard !runner.isRunning else {
-            throw AudioError(.invalidState, message: "already started", operation: "starting capture on \(name)")
-        }
-        backend = try DeviceBackends.openCapture(name, configuration)
-        let buffer = self.buffer
-        let wake = runner.wake
-        do {
-            try runner.start(
-                step: { [unowned self] () throws(AudioError) -> DeviceIOResult in
-                    let result = try backend!.read(into: buffer, wake: wake)
-                    if result == .transferred || result == .transferredAfterXrun { onPeriod(UnsafeBufferPointer(buffer)) }
-                    return result
-                },
-                reopen: { [unowned self] () throws(AudioError) in
-                    backend = try DeviceBackends.openCapture(name, configuration)
-                },
-                closeBackend: { [unowned self] in
-                    backend?.close()
-                    backend = nil
-                },
-                latency: { [unowned self] in backend?.latencyFrames() },
-                reachedEnd: { [unowned self] in backend?.reachedEnd ?? false },
-                framesPerPeriod: configuration.periodFrames,
-                onEvent: onEvent
-            )
-        } catch {
-            backend?.close()
-            backend = nil
-            throw error
-        }
+        let (name, configuration, buffer, wake) = (self.name, self.configuration, self.buffer, runner.wake)
+        try runner.start(
+            label: "capture on \(name)",
+            framesPerPeriod: configuration.periodFrames,
+            open: { () throws(AudioError) -> any CaptureBackend in try DeviceBackends.openCapture(name, configuration) },
+            step: { backend throws(AudioError) -> DeviceIOResult in
+                let result = try backend.read(into: buffer, wake: wake)
+                if result == .transferred || result == .transferredAfterXrun { onPeriod(UnsafeBufferPointer(buffer)) }
+                return result
+            },
+            onEvent: onEvent
+        )
     }
 
     /// Stops delivering periods (within one period) and closes the device.
     public func stop() {
         runner.stop()
-        backend?.close()
-        backend = nil
     }
 
     /// Whether the stream is running.

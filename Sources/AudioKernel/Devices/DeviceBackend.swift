@@ -11,28 +11,34 @@ enum DeviceIOResult: Equatable {
     case xrun
 }
 
-/// The device-specific half of a capture stream. Every method runs on the device's I/O
-/// thread except `close`, which runs after that thread has ended.
-protocol CaptureBackend: AnyObject {
-    /// Reads exactly one period into `buffer`, blocking until it is there, the wake signal
-    /// is set, or an xrun happens.
-    func read(into buffer: UnsafeMutableBufferPointer<Int16>, wake: EventSignal) throws(AudioError) -> DeviceIOResult
-    /// The capture latency in frames, when the device reports one.
+/// The device-specific half of a stream. Every method runs on the device's I/O thread
+/// except `close` (and a playback drain or flush), which run after that thread has ended.
+protocol DeviceBackend: AnyObject {
+    /// The latency in frames when the device reports one: for playback, how long a sample
+    /// written now takes to be heard.
     func latencyFrames() -> Int?
     /// Whether a finite input (a file) has been read to its end; silence follows.
     var reachedEnd: Bool { get }
     func close()
 }
 
+extension DeviceBackend {
+    var reachedEnd: Bool { false }
+}
+
+/// The device-specific half of a capture stream.
+protocol CaptureBackend: DeviceBackend {
+    /// Reads exactly one period into `buffer`, blocking until it is there, the wake signal
+    /// is set, or an xrun happens.
+    func read(into buffer: UnsafeMutableBufferPointer<Int16>, wake: EventSignal) throws(AudioError) -> DeviceIOResult
+}
+
 /// The device-specific half of a playback stream.
-protocol PlaybackBackend: AnyObject {
+protocol PlaybackBackend: DeviceBackend {
     /// Writes exactly one period from `buffer`, blocking while the device buffer is full.
     func write(_ buffer: UnsafeBufferPointer<Int16>, wake: EventSignal) throws(AudioError) -> DeviceIOResult
     /// Blocks until everything written has been played.
     func drain(wake: EventSignal) throws(AudioError)
     /// Discards what is queued but not yet played.
     func flush()
-    /// The playback latency in frames: how long a sample written now takes to be heard.
-    func latencyFrames() -> Int?
-    func close()
 }

@@ -1,91 +1,101 @@
 import Synchronization
 
-/// The I/O loop shared by capture and playback: one thread that repeats one period of I/O,
-/// counts xruns, and when the device is lost reopens it with backoff until it is back or
-/// the stream is stopped. `stop` sets an eventfd that every blocking wait in the loop
-/// polls, so it always takes effect within one period.
-final class DeviceRunner: @unchecked Sendable {
-    /// One period of I/O; returns what happened.
-    typealias Step = () throws(AudioError) -> DeviceIOResult
+/// The stream life cycle shared by capture and playback: it opens the backend (at once, so a
+/// missing device fails fast), runs one thread that repeats one period of I/O, counts xruns,
+/// and when the device is lost closes it and reopens it with backoff until it is back or the
+/// stream is stopped. `stop` sets an eventfd that every blocking wait in the loop polls, so it
+/// always takes effect within one period.
+///
+/// The backend is touched by the owner's thread only while no I/O thread runs (`start`,
+/// after `stop`), and by the I/O thread only while it runs.
+final class DeviceRunner<Backend>: @unchecked Sendable {
+    /// One period of I/O on the open backend; returns what happened.
+    typealias Step = (Backend) throws(AudioError) -> DeviceIOResult
+    typealias Open = () throws(AudioError) -> Backend
 
-    let label: String
     let wake: EventSignal
+    /// Views a backend as its common protocol (`Backend` is an existential such as
+    /// `any CaptureBackend`, which does not conform to `DeviceBackend` itself).
+    private let common: (Backend) -> any DeviceBackend
     private let statistics = Mutex(AudioDeviceStatistics())
     private var thread: IOThread?
+    private var backend: Backend?
 
     /// Backoff between reopen attempts: 50 ms doubling up to 2 s.
-    static let initialBackoffNanoseconds: Int64 = 50_000_000
-    static let maximumBackoffNanoseconds: Int64 = 2_000_000_000
+    static var initialBackoffNanoseconds: Int64 { 50_000_000 }
+    static var maximumBackoffNanoseconds: Int64 { 2_000_000_000 }
 
-    init(label: String) throws(AudioError) {
-        self.label = label
+    init(common: @escaping (Backend) -> any DeviceBackend) throws(AudioError) {
         self.wake = try EventSignal()
+        self.common = common
     }
 
     var isRunning: Bool { thread != nil }
 
     var currentStatistics: AudioDeviceStatistics { statistics.withLock { $0 } }
 
-    /// Starts the loop. `step` runs once per period; `reopen` opens the backend again after
-    /// a loss (and throws while it cannot); `latency` reads the device's latency.
+    /// Opens the backend and starts the loop.
+    ///
+    /// - Parameters:
+    ///   - label: names the thread and the errors, e.g. "capture on alsa:default".
+    ///   - open: opens the backend; called now and again after a loss.
+    ///   - step: one period of I/O.
     func start(
-        step: @escaping Step,
-        reopen: @escaping () throws(AudioError) -> Void,
-        closeBackend: @escaping () -> Void,
-        latency: @escaping () -> Int?,
-        reachedEnd: @escaping () -> Bool,
+        label: String,
         framesPerPeriod: Int,
+        open: @escaping Open,
+        step: @escaping Step,
         onEvent: @escaping @Sendable (AudioDeviceEvent) -> Void
     ) throws(AudioError) {
         guard thread == nil else {
             throw AudioError(.invalidState, message: "already started", operation: "starting \(label)")
         }
+        backend = try open()
         wake.reset()
-        let box = LoopState(step: step, reopen: reopen, closeBackend: closeBackend, latency: latency,
-                            reachedEnd: reachedEnd, framesPerPeriod: framesPerPeriod, onEvent: onEvent)
-        thread = try IOThread(name: label) { [self] in self.run(box) }
-    }
-
-    /// Stops the loop and waits for the thread to end.
-    func stop() {
-        guard let thread else { return }
-        wake.signal()
-        thread.join()
-        self.thread = nil
-    }
-
-    private final class LoopState: @unchecked Sendable {
-        let step: Step
-        let reopen: () throws(AudioError) -> Void
-        let closeBackend: () -> Void
-        let latency: () -> Int?
-        let reachedEnd: () -> Bool
-        let framesPerPeriod: Int
-        let onEvent: @Sendable (AudioDeviceEvent) -> Void
-        init(step: @escaping Step, reopen: @escaping () throws(AudioError) -> Void, closeBackend: @escaping () -> Void,
-             latency: @escaping () -> Int?, reachedEnd: @escaping () -> Bool, framesPerPeriod: Int,
-             onEvent: @escaping @Sendable (AudioDeviceEvent) -> Void) {
-            self.step = step
-            self.reopen = reopen
-            self.closeBackend = closeBackend
-            self.latency = latency
-            self.reachedEnd = reachedEnd
-            self.framesPerPeriod = framesPerPeriod
-            self.onEvent = onEvent
+        let loop = Loop(open: open, step: step, framesPerPeriod: framesPerPeriod, onEvent: onEvent)
+        do {
+            thread = try IOThread(name: label) { [self] in self.run(loop) }
+        } catch {
+            backend.map { common($0).close() }
+            backend = nil
+            throw error
         }
     }
 
-    private func run(_ loop: LoopState) {
+    /// Stops the loop, waits for its thread, then hands the backend (if open) to `finish`
+    /// before closing it.
+    func stop(finish: (Backend) -> Void = { _ in }) {
+        if let thread {
+            wake.signal()
+            thread.join()
+            self.thread = nil
+        }
+        if let backend {
+            finish(backend)
+            common(backend).close()
+        }
+        backend = nil
+    }
+
+    private struct Loop: @unchecked Sendable {
+        let open: Open
+        let step: Step
+        let framesPerPeriod: Int
+        let onEvent: @Sendable (AudioDeviceEvent) -> Void
+    }
+
+    private func run(_ loop: Loop) {
         var started = false
         var endReported = false
-        var periodsSinceLatency = 0
+        var periodsSinceSample = 0
         defer { publishThreadUsage() }
         while !wake.isSet {
+            guard let backend else { return }
             let result: DeviceIOResult
             do {
-                result = try loop.step()
+                result = try loop.step(backend)
             } catch {
-                guard recover(from: error, loop) else { return }
+                guard reopen(after: error, loop) else { return }
                 continue
             }
             switch result {
@@ -102,10 +112,10 @@ final class DeviceRunner: @unchecked Sendable {
             case .transferred:
                 // Latency and thread usage are sampled every 10 periods: cheap, and fresh
                 // enough for status and metrics.
-                periodsSinceLatency += 1
-                let sample = periodsSinceLatency >= 10
-                if sample { periodsSinceLatency = 0 }
-                let latency = sample ? loop.latency() : nil
+                periodsSinceSample += 1
+                let sample = periodsSinceSample >= 10
+                if sample { periodsSinceSample = 0 }
+                let latency = sample ? common(backend).latencyFrames() : nil
                 let cpu = sample ? ThreadUsage.cpuNanoseconds() : 0
                 let wakeups = sample ? ThreadUsage.voluntarySwitches() : 0
                 statistics.withLock { s in
@@ -121,7 +131,7 @@ final class DeviceRunner: @unchecked Sendable {
                     started = true
                     loop.onEvent(.started)
                 }
-                if !endReported, loop.reachedEnd() {
+                if !endReported, common(backend).reachedEnd {
                     endReported = true
                     loop.onEvent(.endOfInput)
                 }
@@ -129,19 +139,20 @@ final class DeviceRunner: @unchecked Sendable {
         }
     }
 
-    /// Handles a failed step: a lost device is closed and reopened with backoff.
-    /// - Returns: false when the loop must end (stopped while waiting, or a fatal error).
-    private func recover(from error: AudioError, _ loop: LoopState) -> Bool {
+    /// Handles a failed step: the device is reported lost, closed, and reopened with backoff.
+    /// - Returns: false when the loop must end (stopped while waiting).
+    private func reopen(after error: AudioError, _ loop: Loop) -> Bool {
         statistics.withLock { $0.losses += 1 }
         loop.onEvent(.deviceLost(error))
-        loop.closeBackend()
+        backend.map { common($0).close() }
+        backend = nil
         var backoff = Self.initialBackoffNanoseconds
         var attempts = 0
         while true {
             if wake.wait(timeoutNanoseconds: backoff) { return false }
             attempts += 1
             do {
-                try loop.reopen()
+                backend = try loop.open()
                 statistics.withLock { $0.reopens += 1 }
                 loop.onEvent(.deviceRestored(attempts: attempts))
                 return true

@@ -7,15 +7,14 @@
 public final class PlaybackDevice: @unchecked Sendable {
     public let name: AudioDeviceName
     public let configuration: AudioStreamConfiguration
-    private let runner: DeviceRunner
+    private let runner: DeviceRunner<any PlaybackBackend>
     private let buffer: UnsafeMutableBufferPointer<Int16>
-    private var backend: PlaybackBackend?
 
     public init(name: AudioDeviceName, configuration: AudioStreamConfiguration = AudioStreamConfiguration()) throws(AudioError) {
         try configuration.validate()
         self.name = name
         self.configuration = configuration
-        self.runner = try DeviceRunner(label: "playback")
+        self.runner = try DeviceRunner(common: { $0 })
         self.buffer = .allocate(capacity: configuration.periodSamples)
         buffer.initialize(repeating: 0)
     }
@@ -35,35 +34,17 @@ public final class PlaybackDevice: @unchecked Sendable {
         render: @escaping @Sendable (UnsafeMutableBufferPointer<Int16>) -> Void,
         onEvent: @escaping @Sendable (AudioDeviceEvent) -> Void = { _ in }
     ) throws(AudioError) {
-        guard !runner.isRunning else {
-            throw AudioError(.invalidState, message: "already started", operation: "starting playback on \(name)")
-        }
-        backend = try DeviceBackends.openPlayback(name, configuration)
-        let buffer = self.buffer
-        let wake = runner.wake
-        do {
-            try runner.start(
-                step: { [unowned self] () throws(AudioError) -> DeviceIOResult in
-                    render(buffer)
-                    return try backend!.write(UnsafeBufferPointer(buffer), wake: wake)
-                },
-                reopen: { [unowned self] () throws(AudioError) in
-                    backend = try DeviceBackends.openPlayback(name, configuration)
-                },
-                closeBackend: { [unowned self] in
-                    backend?.close()
-                    backend = nil
-                },
-                latency: { [unowned self] in backend?.latencyFrames() },
-                reachedEnd: { false },
-                framesPerPeriod: configuration.periodFrames,
-                onEvent: onEvent
-            )
-        } catch {
-            backend?.close()
-            backend = nil
-            throw error
-        }
+        let (name, configuration, buffer, wake) = (self.name, self.configuration, self.buffer, runner.wake)
+        try runner.start(
+            label: "playback on \(name)",
+            framesPerPeriod: configuration.periodFrames,
+            open: { () throws(AudioError) -> any PlaybackBackend in try DeviceBackends.openPlayback(name, configuration) },
+            step: { backend throws(AudioError) -> DeviceIOResult in
+                render(buffer)
+                return try backend.write(UnsafeBufferPointer(buffer), wake: wake)
+            },
+            onEvent: onEvent
+        )
     }
 
     /// Stops asking for periods and closes the device.
@@ -71,17 +52,15 @@ public final class PlaybackDevice: @unchecked Sendable {
     /// - Parameter drain: true waits until what was written has been played; false drops it
     ///   at once.
     public func stop(drain: Bool = false) {
-        runner.stop()
-        if let backend {
+        let wake = runner.wake
+        runner.stop { backend in
             if drain {
-                runner.wake.reset()
-                try? backend.drain(wake: runner.wake)
+                wake.reset()
+                try? backend.drain(wake: wake)
             } else {
                 backend.flush()
             }
-            backend.close()
         }
-        backend = nil
     }
 
     /// Whether the stream is running.

@@ -175,4 +175,34 @@ final class PulseDeviceTests: XCTestCase {
         device.stop()
         XCTAssertGreaterThanOrEqual(device.statistics.xruns, 1)
     }
+
+    /// The ALSA path of a vanished device: the pulse PCM's server is killed mid-stream; the
+    /// ALSA error is reported as a loss and the PCM is reopened once the server is back.
+    func testALSADeviceThatVanishesIsReopenedWithBackoff() throws {
+        var alsa = AudioStreamConfiguration()
+        alsa.alsaConfiguration = """
+            pcm.kioskpulse { type pulse server "\(server.address)" device "kiosk" }
+            """
+        let device = try PlaybackDevice(name: .alsa(pcm: "kioskpulse"), configuration: alsa)
+        let source = SignalSource(Loopback.signal(count: 24_000 * 20))
+        let probe = DeviceProbe()
+        try device.start(render: { source.render(into: $0) }, onEvent: { event in
+            switch event {
+            case .deviceLost(let error): probe.record(.lost(error.operation))
+            case .deviceRestored(let attempts): probe.record(.restored(attempts))
+            default: break
+            }
+        })
+        XCTAssertTrue(source.wait(timeout: 5) { $0 >= 2_400 })
+        server.kill()
+        XCTAssertTrue(probe.wait(timeout: 5) { $0.events.contains { if case .lost(let op) = $0 { return op.contains("kioskpulse") } else { return false } } },
+                      "\(probe.snapshot().events)")
+        try server.start()
+        XCTAssertTrue(probe.wait(timeout: 10) { $0.events.contains { if case .restored = $0 { return true } else { return false } } },
+                      "\(probe.snapshot().events)")
+        let after = source.position
+        XCTAssertTrue(source.wait(timeout: 5) { $0 >= after + 4_800 }, "playback did not resume")
+        device.stop()
+        XCTAssertGreaterThanOrEqual(device.statistics.reopens, 1)
+    }
 }

@@ -176,8 +176,6 @@ final class ALSAPCM: CaptureBackend, PlaybackBackend {
         }
     }
 
-    var reachedEnd: Bool { false }
-
     // MARK: I/O
 
     func read(into buffer: UnsafeMutableBufferPointer<Int16>, wake: EventSignal) throws(AudioError) -> DeviceIOResult {

@@ -26,12 +26,7 @@ final class WAVFileCapture: CaptureBackend {
     var reachedEnd: Bool { position >= samples.count }
 
     func read(into buffer: UnsafeMutableBufferPointer<Int16>, wake: EventSignal) throws(AudioError) -> DeviceIOResult {
-        if var pacer {
-            defer { self.pacer = pacer }
-            if pacer.waitForNextPeriod(wake: wake) { return .woken }
-        } else if wake.isSet {
-            return .woken
-        }
+        if RealTimePacer.wait(&pacer, wake: wake) { return .woken }
         let available = max(0, min(buffer.count, samples.count - position))
         if available > 0 {
             samples.withUnsafeBufferPointer { all in
@@ -65,12 +60,7 @@ final class WAVFilePlayback: PlaybackBackend {
     }
 
     func write(_ buffer: UnsafeBufferPointer<Int16>, wake: EventSignal) throws(AudioError) -> DeviceIOResult {
-        if var pacer {
-            defer { self.pacer = pacer }
-            if pacer.waitForNextPeriod(wake: wake) { return .woken }
-        } else if wake.isSet {
-            return .woken
-        }
+        if RealTimePacer.wait(&pacer, wake: wake) { return .woken }
         do {
             try writer.write(buffer)
         } catch {
@@ -96,8 +86,6 @@ final class NullDevice: CaptureBackend, PlaybackBackend {
         pacer = RealTimePacer(periodNanoseconds: configuration.periodNanoseconds)
     }
 
-    var reachedEnd: Bool { false }
-
     func read(into buffer: UnsafeMutableBufferPointer<Int16>, wake: EventSignal) throws(AudioError) -> DeviceIOResult {
         if pacer.waitForNextPeriod(wake: wake) { return .woken }
         buffer.update(repeating: 0)
@@ -121,6 +109,13 @@ struct RealTimePacer {
     private var nextDeadline: Int64?
 
     init(periodNanoseconds: Int64) { self.periodNanoseconds = periodNanoseconds }
+
+    /// Waits for the next period when `pacer` is set; otherwise only checks the wake signal.
+    /// - Returns: true when the wake signal is set.
+    static func wait(_ pacer: inout RealTimePacer?, wake: EventSignal) -> Bool {
+        guard pacer != nil else { return wake.isSet }
+        return pacer!.waitForNextPeriod(wake: wake)
+    }
 
     /// Waits until the next period is due.
     /// - Returns: true when the wake signal was set instead.

@@ -160,8 +160,6 @@ final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
         pa_threaded_mainloop_free(mainloop)
     }
 
-    var reachedEnd: Bool { false }
-
     /// Registers `stop`'s wake-up once per wake signal; called on the I/O thread.
     private func observe(_ wake: EventSignal) {
         guard observedWake !== wake else { return }
