@@ -1,0 +1,290 @@
+import Synchronization
+
+/// Settings of the ``Recorder``.
+public struct RecorderConfiguration: Hashable, Sendable {
+    public var detector = SpeechDetectorConfiguration()
+    /// Audio kept from before the speech onset (or before push-to-talk), so the first
+    /// syllable is never clipped.
+    public var preRollMilliseconds: Int = 300
+    /// How often a level event is sent (about 15 times a second).
+    public var levelIntervalMilliseconds: Int = 66
+    /// The input is echo-cancelled (e.g. PulseAudio's module-echo-cancel): speech may start
+    /// while the kiosk is speaking. Otherwise the recorder is half-duplex.
+    public var echoCancelledInput = false
+
+    public init() {}
+}
+
+/// A finished turn.
+public struct RecordedTurn: Sendable {
+    /// Why the turn ended.
+    public enum EndReason: String, Sendable {
+        /// Push-to-talk released (`endTurn`).
+        case released
+        /// Hands-free: the learner stopped talking (hangover elapsed).
+        case endOfSpeech
+        /// The maximum turn length was reached.
+        case maximumLength
+    }
+
+    /// The turn as a WAV file: the 44-byte header and the samples, written in place as they
+    /// were captured (no copy of the samples was made to build it).
+    public var wav: [UInt8]
+    public var format: WAVFormat
+    public var endReason: EndReason
+    /// The whole turn's level (exact RMS and peak of its samples, header excluded).
+    public var level: SignalLevel
+    /// The time the detector heard speech, in seconds.
+    public var speechDuration: Double
+    /// The iOS client's gate verdict: RMS above 300.
+    public var holdsSpeech: Bool
+
+    /// The turn's duration in seconds.
+    public var duration: Double { format.duration(ofSamples: (wav.count - WAVEncoder.headerSize) / 2) }
+}
+
+/// What the recorder reports, on the capture thread.
+public enum RecorderEvent: Sendable {
+    /// The input level over the last interval, in dBFS.
+    case level(rmsDBFS: Double, peakDBFS: Double)
+    /// The detector heard speech start (whether or not a turn is recording).
+    case speechStarted
+    /// The detector heard speech stop.
+    case speechStopped
+    /// A turn is complete.
+    case turn(RecordedTurn)
+}
+
+/// Records spoken turns from a capture device: push-to-talk (`beginTurn`/`endTurn`) and
+/// hands-free (`listen`: the turn starts when speech starts, with the pre-roll before it,
+/// and ends by itself after the hangover). It meters the input level and reports speech
+/// start and stop. While the kiosk plays (``setPlaybackActive(_:)``) it does not treat the
+/// kiosk's own voice as speech unless the input is declared echo-cancelled.
+///
+/// All audio work runs on the capture device's thread; commands from other threads pass
+/// through a small mailbox. Per period nothing is allocated; a turn's buffer is allocated
+/// once when the turn starts, sized for the maximum turn.
+public final class Recorder: @unchecked Sendable {
+    public let configuration: RecorderConfiguration
+    public let format: WAVFormat
+    private let device: CaptureDevice?
+    private let onEvent: @Sendable (RecorderEvent) -> Void
+
+    private enum Command { case begin, end, cancel, listen }
+    private let mailbox = Mutex<[Command]>([])
+    private let playbackActive = Atomic<Bool>(false)
+
+    // Capture-thread state.
+    private var detector: SpeechDetector
+    private var preRoll: [Int16]
+    private var preRollEnd = 0  // absolute position of the sample after the newest
+    private let preRollSamples: Int
+    private var pending: [Command] = []
+    private enum Mode { case idle, listening, recording(handsFree: Bool) }
+    private var mode = Mode.idle
+    private var turn: [UInt8] = []
+    private var turnLevel = SignalLevel.zero
+    private var turnSpeechOnset: Int?
+    private var turnSpeechSamples = 0
+    private var turnStartPosition = 0
+    private let maximumTurnSamples: Int
+    private var meter = SignalLevel.zero
+    private let meterInterval: Int
+
+    /// A recorder on a capture device; call ``start()`` to open it.
+    public convenience init(
+        device name: AudioDeviceName, stream: AudioStreamConfiguration = AudioStreamConfiguration(),
+        configuration: RecorderConfiguration = RecorderConfiguration(),
+        onEvent: @escaping @Sendable (RecorderEvent) -> Void
+    ) throws(AudioError) {
+        try self.init(device: CaptureDevice(name: name, configuration: stream), format: stream.format,
+                      configuration: configuration, onEvent: onEvent)
+    }
+
+    /// A recorder fed by ``process(_:)`` directly (tests, offline processing).
+    public convenience init(format: WAVFormat = .speech, configuration: RecorderConfiguration = RecorderConfiguration(),
+                            onEvent: @escaping @Sendable (RecorderEvent) -> Void) {
+        self.init(device: nil, format: format, configuration: configuration, onEvent: onEvent)
+    }
+
+    private init(device: CaptureDevice?, format: WAVFormat, configuration: RecorderConfiguration,
+                 onEvent: @escaping @Sendable (RecorderEvent) -> Void) {
+        self.device = device
+        self.format = format
+        self.configuration = configuration
+        self.onEvent = onEvent
+        let samplesPerMillisecond = format.sampleRate * format.channels / 1000
+        detector = SpeechDetector(configuration: configuration.detector, sampleRate: format.sampleRate * format.channels)
+        preRollSamples = configuration.preRollMilliseconds * samplesPerMillisecond
+        // The ring also holds the minimum speech length (speech is confirmed only after it)
+        // and a spare period.
+        let ringSize = preRollSamples + configuration.detector.minimumSpeechMilliseconds * samplesPerMillisecond + 4_800
+        preRoll = [Int16](repeating: 0, count: ringSize)
+        maximumTurnSamples = configuration.detector.maximumTurnMilliseconds * samplesPerMillisecond
+        meterInterval = max(1, configuration.levelIntervalMilliseconds * samplesPerMillisecond)
+        pending.reserveCapacity(16)
+        mailbox.withLock { $0.reserveCapacity(16) }
+    }
+
+    /// Opens the capture device; levels and speech events start flowing.
+    public func start(onDeviceEvent: @escaping @Sendable (AudioDeviceEvent) -> Void = { _ in }) throws(AudioError) {
+        try device?.start(onPeriod: { [unowned self] period in self.process(period) }, onEvent: onDeviceEvent)
+    }
+
+    /// Closes the capture device. A turn in progress is ended as if released.
+    public func stop() {
+        device?.stop()
+        if case .recording = mode { finishTurn(.released) }
+        mode = .idle
+    }
+
+    /// The capture device's counters.
+    public var deviceStatistics: AudioDeviceStatistics? { device?.statistics }
+
+    // MARK: Commands (any thread)
+
+    /// Push-to-talk: starts a turn now, with the pre-roll before it.
+    public func beginTurn() { post(.begin) }
+    /// Push-to-talk: ends the turn; the ``RecorderEvent/turn(_:)`` event follows.
+    public func endTurn() { post(.end) }
+    /// Drops the turn in progress (or stops listening) without a turn event.
+    public func cancelTurn() { post(.cancel) }
+    /// Hands-free: the next turn starts when speech starts and ends by itself.
+    public func listen() { post(.listen) }
+
+    /// Whether the kiosk is playing (half-duplex: no speech may start meanwhile).
+    public func setPlaybackActive(_ active: Bool) { playbackActive.store(active, ordering: .relaxed) }
+
+    private func post(_ command: Command) {
+        mailbox.withLock { $0.append(command) }
+    }
+
+    // MARK: Audio (capture thread)
+
+    /// Processes one period of captured samples.
+    public func process(_ period: UnsafeBufferPointer<Int16>) {
+        mailbox.withLock { commands in
+            pending.append(contentsOf: commands)
+            commands.removeAll(keepingCapacity: true)
+        }
+        for command in pending { apply(command) }
+        pending.removeAll(keepingCapacity: true)
+
+        storePreRoll(period)
+        let level = SignalLevel(measuring: period)
+        meter.merge(level)
+        if meter.sampleCount >= meterInterval {
+            onEvent(.level(rmsDBFS: meter.rmsDBFS, peakDBFS: meter.peakDBFS))
+            meter = .zero
+        }
+
+        let suppressed = playbackActive.load(ordering: .relaxed) && !configuration.echoCancelledInput
+        let decision = detector.process(level, suppressed: suppressed)
+        if case .recording = mode {
+            appendToTurn(period, level: level)
+        }
+        switch decision {
+        case .none:
+            break
+        case .speechStarted(let onset):
+            onEvent(.speechStarted)
+            if case .listening = mode {
+                startTurn(from: onset - preRollSamples, handsFree: true)
+            }
+            if case .recording = mode, turnSpeechOnset == nil { turnSpeechOnset = onset }
+        case .speechEnded(let end), .maximumReached(let end):
+            onEvent(.speechStopped)
+            if case .recording = mode, let onset = turnSpeechOnset {
+                turnSpeechSamples += end - max(onset, turnStartPosition)
+                turnSpeechOnset = nil
+            }
+            if case .recording(let handsFree) = mode, handsFree {
+                if case .maximumReached = decision { finishTurn(.maximumLength) } else { finishTurn(.endOfSpeech) }
+            }
+        }
+        // The maximum also cuts a push-to-talk turn.
+        if case .recording = mode, (turn.count - WAVEncoder.headerSize) / 2 >= maximumTurnSamples {
+            finishTurn(.maximumLength)
+        }
+    }
+
+    private func apply(_ command: Command) {
+        switch (command, mode) {
+        case (.begin, .recording), (.listen, .recording), (.end, .idle), (.end, .listening):
+            break
+        case (.begin, _):
+            startTurn(from: detector.position - preRollSamples, handsFree: false)
+            if detector.inSpeech { turnSpeechOnset = detector.position }
+        case (.listen, _):
+            mode = .listening
+        case (.end, .recording):
+            finishTurn(.released)
+        case (.cancel, _):
+            mode = .idle
+            turn = []
+            detector.reset()
+        }
+    }
+
+    private func storePreRoll(_ period: UnsafeBufferPointer<Int16>) {
+        let size = preRoll.count
+        preRoll.withUnsafeMutableBufferPointer { ring in
+            for (i, sample) in period.enumerated() { ring[(preRollEnd + i) % size] = sample }
+        }
+        preRollEnd += period.count
+    }
+
+    /// Starts a turn whose first sample is at absolute position `from` (clamped to what the
+    /// pre-roll ring still holds); the samples up to now come from the ring.
+    private func startTurn(from: Int, handsFree: Bool) {
+        let oldest = max(0, preRollEnd - preRoll.count)
+        let first = max(from, oldest)
+        turn = []
+        turn.reserveCapacity(WAVEncoder.headerSize + maximumTurnSamples * 2 + 9_600)
+        turn.append(contentsOf: repeatElement(0, count: WAVEncoder.headerSize))
+        turnLevel = .zero
+        turnSpeechSamples = 0
+        turnSpeechOnset = nil
+        turnStartPosition = first
+        mode = .recording(handsFree: handsFree)
+        let size = preRoll.count
+        // The ring is copied in at most two contiguous runs.
+        var position = first
+        while position < preRollEnd {
+            let start = position % size
+            let run = min(preRollEnd - position, size - start)
+            preRoll.withUnsafeBufferPointer { ring in
+                appendToTurn(UnsafeBufferPointer(rebasing: ring[start..<(start + run)]), level: nil)
+            }
+            position += run
+        }
+    }
+
+    private func appendToTurn(_ samples: UnsafeBufferPointer<Int16>, level: SignalLevel?) {
+        turnLevel.merge(level ?? SignalLevel(measuring: samples))
+        #if _endian(little)
+        turn.append(contentsOf: UnsafeRawBufferPointer(samples))
+        #else
+        for s in samples { withUnsafeBytes(of: s.littleEndian) { turn.append(contentsOf: $0) } }
+        #endif
+    }
+
+    private func finishTurn(_ reason: RecordedTurn.EndReason) {
+        if let onset = turnSpeechOnset {
+            turnSpeechSamples += detector.position - max(onset, turnStartPosition)
+            turnSpeechOnset = nil
+        }
+        let dataBytes = turn.count - WAVEncoder.headerSize
+        turn.withUnsafeMutableBytes { bytes in
+            WAVEncoder.writeHeader(format: format, dataByteCount: dataBytes, into: bytes)
+        }
+        let result = RecordedTurn(
+            wav: turn, format: format, endReason: reason, level: turnLevel,
+            speechDuration: Double(turnSpeechSamples) / Double(format.sampleRate * format.channels),
+            holdsSpeech: SpeechGate(threshold: configuration.detector.gateThreshold).holdsSpeech(turnLevel)
+        )
+        turn = []
+        mode = .idle
+        onEvent(.turn(result))
+    }
+}

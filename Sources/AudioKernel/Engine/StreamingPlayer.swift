@@ -1,0 +1,303 @@
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Settings of the ``StreamingPlayer``.
+public struct StreamingPlayerConfiguration: Hashable, Sendable {
+    /// Audio buffered before the device starts on a reply, absorbing network jitter.
+    public var prebufferMilliseconds: Int = 50
+    /// The fade-out of `stop` (barge-in, void turn): short enough to feel instant, long
+    /// enough not to click.
+    public var fadeMilliseconds: Int = 20
+    /// The most audio queued ahead of the device; a reply arriving faster than real time
+    /// is held up to this much.
+    public var capacitySeconds: Int = 120
+
+    public init() {}
+}
+
+/// How a reply's playback ended.
+public struct PlaybackReport: Equatable, Sendable {
+    /// Seconds of the reply that were played.
+    public var playedSeconds: Double
+    /// Whether `stop` cut it short.
+    public var interrupted: Bool
+    /// Underruns during the reply (the network was late; silence was played).
+    public var underruns: Int
+
+    public init(playedSeconds: Double, interrupted: Bool, underruns: Int) {
+        self.playedSeconds = playedSeconds
+        self.interrupted = interrupted
+        self.underruns = underruns
+    }
+}
+
+/// What the player reports, on the playback thread.
+public enum PlayerEvent: Equatable, Sendable {
+    /// The reply's first sample was handed to the device; it is heard after `latencyFrames`.
+    case started(latencyFrames: Int)
+    /// The queue ran dry before the reply's end; silence is played until data comes.
+    case underrun(total: Int)
+    /// The device has played the reply's last sample (or the fade after `stop`).
+    case finished(PlaybackReport)
+}
+
+/// Plays a reply's PCM16 audio as its chunks arrive from the network.
+///
+/// The network side calls ``beginReply()``, then ``enqueue(_:)`` with chunks of any size (an
+/// odd trailing byte is carried to the next chunk), then ``endReply()``. Samples cross to the
+/// device thread through a lock-free ring. The device thread starts a reply after a small
+/// prebuffer, fills an underrun with silence (counted and reported) and continues when data
+/// comes, and reports `finished` only once the device has drained the last sample.
+/// ``stop()`` (barge-in, void turn) takes effect within one period with a short linear
+/// fade-out, then flushes everything queued.
+///
+/// Nothing on the per-chunk or per-period path allocates.
+public final class StreamingPlayer: @unchecked Sendable {
+    public let configuration: StreamingPlayerConfiguration
+    public let format: WAVFormat
+    private let device: PlaybackDevice?
+    private let onEvent: @Sendable (PlayerEvent) -> Void
+    private let ring: RingBuffer<Int16>
+
+    // Producer side (the network thread).
+    private var carry: UInt8?
+    private let scratch: UnsafeMutableBufferPointer<Int16>
+
+    // Shared flags.
+    private let replyOpen = Atomic<Bool>(false)
+    private let replyEnded = Atomic<Bool>(false)
+    private let stopRequested = Atomic<Bool>(false)
+    private let generation = Atomic<Int>(0)
+    private let playedSamples = Atomic<Int>(0)
+    private let active = Atomic<Bool>(false)
+
+    // Device-thread state.
+    private enum State { case idle, prebuffering, playing, draining(left: Int, interrupted: Bool) }
+    private var state = State.idle
+    private var seenGeneration = 0
+    private var startedReported = false
+    private var underruns = 0
+    private var inUnderrun = false
+    private var fade: GainRamp?
+    private let prebufferSamples: Int
+    private let fadeSamples: Int
+    private let drainFallbackSamples: Int
+
+    /// A player on a playback device; call ``start()`` to open it.
+    public convenience init(
+        device name: AudioDeviceName, stream: AudioStreamConfiguration = AudioStreamConfiguration(),
+        configuration: StreamingPlayerConfiguration = StreamingPlayerConfiguration(),
+        onEvent: @escaping @Sendable (PlayerEvent) -> Void
+    ) throws(AudioError) {
+        try self.init(device: PlaybackDevice(name: name, configuration: stream), format: stream.format,
+                      drainFallback: stream.bufferFrames + stream.periodFrames, configuration: configuration, onEvent: onEvent)
+    }
+
+    /// A player whose periods are pulled with ``render(into:)`` directly (tests).
+    public convenience init(format: WAVFormat = .speech, configuration: StreamingPlayerConfiguration = StreamingPlayerConfiguration(),
+                            onEvent: @escaping @Sendable (PlayerEvent) -> Void) {
+        self.init(device: nil, format: format, drainFallback: 0, configuration: configuration, onEvent: onEvent)
+    }
+
+    private init(device: PlaybackDevice?, format: WAVFormat, drainFallback: Int,
+                 configuration: StreamingPlayerConfiguration, onEvent: @escaping @Sendable (PlayerEvent) -> Void) {
+        self.device = device
+        self.format = format
+        self.configuration = configuration
+        self.onEvent = onEvent
+        let perMillisecond = format.sampleRate * format.channels / 1000
+        prebufferSamples = configuration.prebufferMilliseconds * perMillisecond
+        fadeSamples = max(1, configuration.fadeMilliseconds * perMillisecond)
+        drainFallbackSamples = drainFallback * format.channels
+        ring = RingBuffer(minimumCapacity: configuration.capacitySeconds * 1000 * perMillisecond)
+        scratch = .allocate(capacity: 8_192)
+    }
+
+    deinit {
+        device?.stop()
+        scratch.deallocate()
+    }
+
+    /// Opens the device; it plays silence until a reply comes.
+    public func start(onDeviceEvent: @escaping @Sendable (AudioDeviceEvent) -> Void = { _ in }) throws(AudioError) {
+        try device?.start(render: { [unowned self] buffer in self.render(into: buffer) }, onEvent: onDeviceEvent)
+    }
+
+    /// Closes the device at once.
+    public func shutdown() { device?.stop() }
+
+    /// The playback device's counters.
+    public var deviceStatistics: AudioDeviceStatistics? { device?.statistics }
+
+    /// Whether a reply is being played (from its first sample to `finished`): the recorder's
+    /// half-duplex switch.
+    public var isActive: Bool { active.load(ordering: .relaxed) }
+
+    /// Seconds of the current (or last) reply handed to the device.
+    public var position: Double { Double(playedSamples.load(ordering: .relaxed)) / Double(format.sampleRate * format.channels) }
+
+    // MARK: Network side (one thread at a time)
+
+    /// Starts a new reply. A reply still playing is stopped first (fade-out and flush, at
+    /// most a few periods), so that no sample of the new reply is flushed with it.
+    public func beginReply() {
+        if active.load(ordering: .acquiring), device?.isRunning ?? false {
+            stop()
+            let deadline = Monotonic.now() + 500_000_000
+            while active.load(ordering: .acquiring), Monotonic.now() < deadline { usleep(1_000) }
+        }
+        carry = nil
+        replyEnded.store(false, ordering: .relaxed)
+        stopRequested.store(false, ordering: .relaxed)
+        generation.add(1, ordering: .releasing)
+        replyOpen.store(true, ordering: .releasing)
+    }
+
+    /// Queues a chunk of PCM16 little-endian bytes of any length.
+    ///
+    /// - Returns: false when the queue was full and some audio was dropped.
+    @discardableResult
+    public func enqueue(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard replyOpen.load(ordering: .acquiring), !bytes.isEmpty else { return true }
+        var input = bytes
+        var complete = true
+        if let first = carry {
+            // The odd byte of the previous chunk is the low byte of this sample.
+            let sample = Int16(bitPattern: UInt16(first) | UInt16(input[0]) << 8)
+            scratch[0] = sample
+            complete = ring.write(UnsafeBufferPointer(rebasing: scratch[0..<1])) == 1 && complete
+            carry = nil
+            input = UnsafeRawBufferPointer(rebasing: input[1...])
+        }
+        while input.count >= 2 {
+            let n = min(scratch.count, input.count / 2)
+            // memcpy into aligned scratch: the chunk's bytes may sit at any address.
+            UnsafeMutableRawBufferPointer(scratch).copyMemory(from: UnsafeRawBufferPointer(rebasing: input[0..<(n * 2)]))
+            #if _endian(big)
+            for i in 0..<n { scratch[i] = Int16(littleEndian: scratch[i]) }
+            #endif
+            if ring.write(UnsafeBufferPointer(rebasing: scratch[0..<n])) < n { complete = false }
+            input = UnsafeRawBufferPointer(rebasing: input[(n * 2)...])
+        }
+        if input.count == 1 { carry = input[0] }
+        return complete
+    }
+
+    /// Queues a chunk of PCM16 little-endian bytes.
+    @discardableResult
+    public func enqueue(_ bytes: [UInt8]) -> Bool { bytes.withUnsafeBytes { enqueue($0) } }
+
+    /// No more chunks for this reply: `finished` follows when the device has played it all.
+    public func endReply() {
+        replyEnded.store(true, ordering: .releasing)
+    }
+
+    /// Stops the reply within one period, with a short fade-out, and drops what is queued.
+    public func stop() {
+        stopRequested.store(true, ordering: .releasing)
+    }
+
+    // MARK: Device side
+
+    /// Fills one period for the device.
+    public func render(into buffer: UnsafeMutableBufferPointer<Int16>) {
+        let currentGeneration = generation.load(ordering: .acquiring)
+        if currentGeneration != seenGeneration {
+            // A new reply: whatever was left of the old one is dropped.
+            seenGeneration = currentGeneration
+            state = .prebuffering
+            startedReported = false
+            underruns = 0
+            inUnderrun = false
+            fade = nil
+            playedSamples.store(0, ordering: .relaxed)
+            active.store(true, ordering: .relaxed)
+        }
+        if stopRequested.load(ordering: .acquiring), fade == nil {
+            switch state {
+            case .prebuffering, .playing:
+                fade = GainRamp(from: 1, to: 0, length: fadeSamples)
+            default:
+                break
+            }
+        }
+        if var ramp = fade {
+            // Fade what is queued (silence where nothing is), then flush the rest.
+            let n = ring.read(into: buffer)
+            if n < buffer.count { UnsafeMutableBufferPointer(rebasing: buffer[n...]).update(repeating: 0) }
+            ramp.apply(to: buffer)
+            fade = ramp
+            if ramp.isFinished {
+                ring.discard()
+                fade = nil
+                stopRequested.store(false, ordering: .relaxed)
+                state = .draining(left: drainSamples(), interrupted: true)
+            }
+            return
+        }
+
+        switch state {
+        case .idle:
+            buffer.update(repeating: 0)
+        case .prebuffering:
+            let available = ring.availableToRead
+            let ended = replyEnded.load(ordering: .acquiring)
+            if available >= prebufferSamples || (ended && available > 0) {
+                state = .playing
+                play(into: buffer)
+            } else if ended {
+                // A reply with no audio at all.
+                buffer.update(repeating: 0)
+                finish(interrupted: false)
+            } else {
+                buffer.update(repeating: 0)
+            }
+        case .playing:
+            play(into: buffer)
+        case .draining(let left, let interrupted):
+            buffer.update(repeating: 0)
+            let remaining = left - buffer.count
+            if remaining <= 0 { finish(interrupted: interrupted) } else { state = .draining(left: remaining, interrupted: interrupted) }
+        }
+    }
+
+    private func play(into buffer: UnsafeMutableBufferPointer<Int16>) {
+        let n = ring.read(into: buffer)
+        if n > 0 {
+            playedSamples.add(n, ordering: .relaxed)
+            inUnderrun = false
+            if !startedReported {
+                startedReported = true
+                onEvent(.started(latencyFrames: device?.statistics.latencyFrames ?? 0))
+            }
+        }
+        if n < buffer.count {
+            UnsafeMutableBufferPointer(rebasing: buffer[n...]).update(repeating: 0)
+            if replyEnded.load(ordering: .acquiring), ring.availableToRead == 0 {
+                // The last sample is now on its way: wait until the device has played it.
+                let left = drainSamples() - (buffer.count - n)
+                if left <= 0 { finish(interrupted: false) } else { state = .draining(left: left, interrupted: false) }
+            } else if !inUnderrun {
+                inUnderrun = true
+                underruns += 1
+                onEvent(.underrun(total: underruns))
+            }
+        }
+    }
+
+    /// Samples to render after the last one before it has been heard: the device's reported
+    /// latency, or its buffer when it reports none.
+    private func drainSamples() -> Int {
+        if let latency = device?.statistics.latencyFrames { return max(latency * format.channels, 1) }
+        return drainFallbackSamples
+    }
+
+    private func finish(interrupted: Bool) {
+        state = .idle
+        active.store(false, ordering: .relaxed)
+        let report = PlaybackReport(playedSeconds: position, interrupted: interrupted, underruns: underruns)
+        onEvent(.finished(report))
+    }
+}

@@ -1,0 +1,131 @@
+/// Settings of the ``SpeechDetector``, all in milliseconds or PCM16 RMS units.
+public struct SpeechDetectorConfiguration: Hashable, Sendable {
+    /// The iOS client's gate: a turn at or below this RMS holds no speech.
+    public var gateThreshold: Double = SpeechGate.defaultThreshold
+    /// Speech starts above this multiple of the gate (hysteresis: harder to start...).
+    public var startFactor: Double = 1.2
+    /// ...and ends below this multiple of the gate (...than to keep going).
+    public var stopFactor: Double = 0.8
+    /// Both thresholds are raised to this multiple of the noise floor in a noisy room.
+    public var noiseFactor: Double = 3
+    /// Speech shorter than this is a click or a cough, not a turn.
+    public var minimumSpeechMilliseconds: Int = 250
+    /// Silence after speech that ends the turn.
+    public var hangoverMilliseconds: Int = 700
+    /// The longest turn; a turn is cut here.
+    public var maximumTurnMilliseconds: Int = 60_000
+
+    public init() {}
+}
+
+/// Decides where speech starts and ends in a stream of PCM16 blocks, better than a single RMS
+/// threshold: separate start and stop thresholds (hysteresis) derived from the 300-RMS gate,
+/// an adaptive noise floor that raises them in a noisy room, a minimum speech length, an
+/// end-of-turn silence (hangover) and a maximum turn length.
+///
+/// It works in sample counts, not wall time, so its decisions are exact and repeatable: the
+/// end of a turn is decided on the first block that completes the hangover. Feed it blocks
+/// of one device period (10 ms by default). It allocates nothing.
+public struct SpeechDetector: Sendable {
+    /// What a block changed.
+    public enum Decision: Equatable, Sendable {
+        /// Nothing changed.
+        case none
+        /// Speech has lasted the minimum length; it began at `onset` (a sample index of the
+        /// stream, counted from the detector's first block).
+        case speechStarted(onset: Int)
+        /// The hangover has passed since speech was last heard at `end`: the turn is over.
+        case speechEnded(end: Int)
+        /// The turn reached the maximum length at `end`.
+        case maximumReached(end: Int)
+    }
+
+    public let configuration: SpeechDetectorConfiguration
+    public let sampleRate: Int
+
+    /// The running estimate of the room's noise RMS.
+    public private(set) var noiseFloor: Double = 0
+    /// Samples seen so far.
+    public private(set) var position = 0
+    /// Whether speech is in progress (confirmed).
+    public private(set) var inSpeech = false
+
+    private var candidateOnset: Int?
+    private var speechOnset = 0
+    private var lastSpeechEnd = 0
+    private let minimumSpeechSamples: Int
+    private let hangoverSamples: Int
+    private let maximumSamples: Int
+
+    public init(configuration: SpeechDetectorConfiguration = SpeechDetectorConfiguration(), sampleRate: Int = 24_000) {
+        self.configuration = configuration
+        self.sampleRate = sampleRate
+        minimumSpeechSamples = configuration.minimumSpeechMilliseconds * sampleRate / 1000
+        hangoverSamples = configuration.hangoverMilliseconds * sampleRate / 1000
+        maximumSamples = configuration.maximumTurnMilliseconds * sampleRate / 1000
+    }
+
+    /// The threshold a block must exceed to count as speech when none is in progress.
+    public var startThreshold: Double {
+        max(configuration.gateThreshold * configuration.startFactor, noiseFloor * configuration.noiseFactor)
+    }
+
+    /// The threshold below which a block counts as silence during speech.
+    public var stopThreshold: Double {
+        max(configuration.gateThreshold * configuration.stopFactor, noiseFloor * configuration.noiseFactor * 0.8)
+    }
+
+    /// Forgets the current turn (the noise floor is kept).
+    public mutating func reset() {
+        inSpeech = false
+        candidateOnset = nil
+    }
+
+    /// Processes the next block.
+    ///
+    /// - Parameters:
+    ///   - level: the block's level (``SignalLevel``).
+    ///   - suppressed: when true (the kiosk is speaking and the input is not echo-cancelled)
+    ///     no new speech may start; speech already in progress continues.
+    public mutating func process(_ level: SignalLevel, suppressed: Bool = false) -> Decision {
+        let start = position
+        position += level.sampleCount
+        let rms = level.rms
+        if !inSpeech {
+            updateNoiseFloor(rms)
+            if rms > startThreshold, !suppressed {
+                if candidateOnset == nil { candidateOnset = start }
+                if position - candidateOnset! >= minimumSpeechSamples {
+                    inSpeech = true
+                    speechOnset = candidateOnset!
+                    lastSpeechEnd = position
+                    candidateOnset = nil
+                    return .speechStarted(onset: speechOnset)
+                }
+            } else if candidateOnset != nil, rms <= stopThreshold || suppressed {
+                candidateOnset = nil  // too short: a click, not speech
+            }
+            return .none
+        }
+        if rms > stopThreshold { lastSpeechEnd = position }
+        if position - speechOnset >= maximumSamples {
+            inSpeech = false
+            return .maximumReached(end: position)
+        }
+        if position - lastSpeechEnd >= hangoverSamples {
+            inSpeech = false
+            return .speechEnded(end: lastSpeechEnd)
+        }
+        return .none
+    }
+
+    /// The floor follows quiet blocks quickly down and slowly up, so speech does not drag it
+    /// up but a noisier room does, over a few seconds.
+    private mutating func updateNoiseFloor(_ rms: Double) {
+        if noiseFloor == 0 || rms < noiseFloor {
+            noiseFloor = noiseFloor == 0 ? rms : 0.7 * noiseFloor + 0.3 * rms
+        } else if rms < startThreshold {
+            noiseFloor += (rms - noiseFloor) * 0.01
+        }
+    }
+}

@@ -1,0 +1,85 @@
+@testable import AudioKernel
+import Foundation
+
+/// Builds a microphone signal: noise, with "utterances" (voiced bursts) at given times.
+struct MicrophoneScript {
+    var samples: [Int16] = []
+    /// (start, end) sample positions of each utterance.
+    var utterances: [(start: Int, end: Int)] = []
+    private var generator = SeededGenerator(seed: 3)
+    let noiseAmplitude: Double
+
+    init(noiseAmplitude: Double = 60) { self.noiseAmplitude = noiseAmplitude }
+
+    mutating func silence(ms: Int) {
+        for _ in 0..<(ms * 24) { samples.append(Int16(Double.random(in: -1...1, using: &generator) * noiseAmplitude)) }
+    }
+
+    mutating func speech(ms: Int, amplitude: Double = 4000) {
+        let start = samples.count
+        for i in 0..<(ms * 24) {
+            let t = Double(i) / 24_000
+            let envelope = min(1, t * 40, Double(ms * 24 - i) / 240)  // 25 ms attack, 10 ms release
+            let voice = sin(2 * .pi * 140 * t) + 0.5 * sin(2 * .pi * 420 * t + 0.3)
+            samples.append(Int16(clamping: Int(voice * amplitude * envelope + Double.random(in: -1...1, using: &generator) * noiseAmplitude)))
+        }
+        utterances.append((start, samples.count))
+    }
+
+    mutating func append(_ other: [Int16], isSpeech: Bool) {
+        let start = samples.count
+        samples += other
+        if isSpeech { utterances.append((start, samples.count)) }
+    }
+}
+
+/// Collects recorder and player events on any thread; waits with deadlines.
+final class EventLog<Event: Sendable>: @unchecked Sendable {
+    private let condition = NSCondition()
+    private(set) var events: [(event: Event, time: Date)] = []
+
+    func append(_ event: Event) {
+        condition.lock()
+        events.append((event, Date()))
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    func snapshot() -> [(event: Event, time: Date)] {
+        condition.lock()
+        defer { condition.unlock() }
+        return events
+    }
+
+    @discardableResult
+    func wait(timeout: TimeInterval, _ predicate: ([(event: Event, time: Date)]) -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while !predicate(events) {
+            if !condition.wait(until: deadline) { return predicate(events) }
+        }
+        return true
+    }
+}
+
+extension Recorder {
+    /// Feeds `samples` in periods of `period` samples.
+    func feed(_ samples: [Int16], period: Int = 240) {
+        samples.withUnsafeBufferPointer { all in
+            var i = 0
+            while i < all.count {
+                process(UnsafeBufferPointer(rebasing: all[i..<min(all.count, i + period)]))
+                i += period
+            }
+        }
+    }
+}
+
+extension RecordedTurn {
+    var samples: [Int16] {
+        wav.withUnsafeBytes { raw in
+            Array(UnsafeRawBufferPointer(rebasing: raw[WAVEncoder.headerSize...]).bindMemory(to: Int16.self))
+        }
+    }
+}

@@ -1,0 +1,145 @@
+import AudioKernel
+import XCTest
+
+final class RecorderTests: XCTestCase {
+    func turns(_ log: EventLog<RecorderEvent>) -> [RecordedTurn] {
+        log.snapshot().compactMap { if case .turn(let t) = $0.event { return t } else { return nil } }
+    }
+
+    func testHandsFreeTurnsEndAfterTheHangoverAndKeepThePreRoll() throws {
+        var mic = MicrophoneScript()
+        mic.silence(ms: 1000)
+        mic.speech(ms: 900)
+        mic.silence(ms: 1500)
+        mic.speech(ms: 1200)
+        mic.silence(ms: 1500)
+        let log = EventLog<RecorderEvent>()
+        let recorder = Recorder { log.append($0) }
+        var turnEndPositions: [Int] = []
+        // Feed period by period, re-arming after each turn, and note where each turn ended.
+        var fed = 0
+        recorder.listen()
+        mic.samples.withUnsafeBufferPointer { all in
+            while fed < all.count {
+                let before = turns(log).count
+                recorder.process(UnsafeBufferPointer(rebasing: all[fed..<min(all.count, fed + 240)]))
+                fed += 240
+                if turns(log).count > before {
+                    turnEndPositions.append(fed)
+                    recorder.listen()
+                }
+            }
+        }
+        let result = turns(log)
+        XCTAssertEqual(result.count, 2)
+        let hangover = 700 * 24
+        for (i, turn) in result.enumerated() {
+            let speech = mic.utterances[i]
+            // The end is decided within hangover + one period (10 ms) + 30 ms of the speech's end.
+            XCTAssertLessThanOrEqual(turnEndPositions[i] - speech.end, hangover + 30 * 24, "turn \(i)")
+            XCTAssertGreaterThanOrEqual(turnEndPositions[i] - speech.end, hangover - 240, "turn \(i) ended early")
+            // The first 50 ms of the utterance are in the turn (pre-roll).
+            let head = Array(mic.samples[speech.start..<(speech.start + 1200)])
+            let samples = turn.samples
+            let found = samples.indices.dropLast(1200).contains { Array(samples[$0..<($0 + 1200)]) == head }
+            XCTAssertTrue(found, "turn \(i) lost the first 50 ms")
+            XCTAssertEqual(turn.endReason, .endOfSpeech)
+            XCTAssertTrue(turn.holdsSpeech)
+            XCTAssertEqual(turn.speechDuration, Double(speech.end - speech.start) / 24_000, accuracy: 0.1)
+            XCTAssertEqual(try WAVDecoder.decode(turn.wav).samples, samples, "the WAV is valid")
+        }
+    }
+
+    func testSilenceAndNoiseYieldNoTurn() {
+        var mic = MicrophoneScript(noiseAmplitude: 150)
+        mic.silence(ms: 5000)
+        let log = EventLog<RecorderEvent>()
+        let recorder = Recorder { log.append($0) }
+        recorder.listen()
+        recorder.feed(mic.samples)
+        XCTAssertTrue(turns(log).isEmpty)
+        XCTAssertFalse(log.snapshot().contains { if case .speechStarted = $0.event { return true } else { return false } })
+        // Levels are metered about 15 times a second: every 66 ms rounded up to whole 10 ms
+        // periods, so every 70 ms: 5 s gives 71 events.
+        let levels = log.snapshot().filter { if case .level = $0.event { return true } else { return false } }.count
+        XCTAssertEqual(levels, 5000 / 70)
+    }
+
+    func testAClickShorterThanTheMinimumIsNotSpeech() {
+        var mic = MicrophoneScript()
+        mic.silence(ms: 800)
+        mic.speech(ms: 120)
+        mic.silence(ms: 1500)
+        let log = EventLog<RecorderEvent>()
+        let recorder = Recorder { log.append($0) }
+        recorder.listen()
+        recorder.feed(mic.samples)
+        XCTAssertTrue(turns(log).isEmpty)
+    }
+
+    func testATurnLongerThanTheMaximumIsCut() {
+        var config = RecorderConfiguration()
+        config.detector.maximumTurnMilliseconds = 2000
+        var mic = MicrophoneScript()
+        mic.silence(ms: 500)
+        mic.speech(ms: 4000)
+        mic.silence(ms: 1000)
+        let log = EventLog<RecorderEvent>()
+        let recorder = Recorder(configuration: config) { log.append($0) }
+        recorder.listen()
+        recorder.feed(mic.samples)
+        let result = turns(log)
+        XCTAssertEqual(result.first?.endReason, .maximumLength)
+        // The recording, pre-roll included, is cut at the maximum.
+        XCTAssertEqual(result.first?.duration ?? 0, 2.0, accuracy: 0.011)
+    }
+
+    func testPushToTalkRecordsBetweenBeginAndEndWithPreRoll() {
+        var mic = MicrophoneScript()
+        mic.silence(ms: 1000)
+        let log = EventLog<RecorderEvent>()
+        let recorder = Recorder { log.append($0) }
+        recorder.feed(mic.samples)
+        recorder.beginTurn()
+        var speech = MicrophoneScript()
+        speech.speech(ms: 800)
+        recorder.feed(speech.samples)
+        recorder.endTurn()
+        recorder.feed([Int16](repeating: 0, count: 240))  // the command is applied on the next period
+        let result = turns(log)
+        XCTAssertEqual(result.count, 1)
+        XCTAssertEqual(result.first?.endReason, .released)
+        // 300 ms of pre-roll, 800 ms of speech, and the period that applied `end`.
+        XCTAssertEqual(result.first?.duration ?? 0, 0.3 + 0.8 + 0.01, accuracy: 0.011)
+    }
+
+    func testHalfDuplexIgnoresSpeechWhilePlayingUnlessEchoCancelled() {
+        var mic = MicrophoneScript()
+        mic.silence(ms: 500)
+        mic.speech(ms: 1000)
+        mic.silence(ms: 1000)
+        for echoCancelled in [false, true] {
+            var config = RecorderConfiguration()
+            config.echoCancelledInput = echoCancelled
+            let log = EventLog<RecorderEvent>()
+            let recorder = Recorder(configuration: config) { log.append($0) }
+            recorder.setPlaybackActive(true)
+            recorder.listen()
+            recorder.feed(mic.samples)
+            XCTAssertEqual(turns(log).count, echoCancelled ? 1 : 0, "echo cancelled: \(echoCancelled)")
+        }
+    }
+
+    func testNoiseFloorAdaptsSoThatAHummingRoomIsNotSpeech() {
+        // A steady hum at RMS 500 (above the fixed gate) is the room, not a learner.
+        var detector = SpeechDetector()
+        let hum = TestSignals.sine(amplitude: 707, frequency: 100, count: 240)
+        var decisions: [SpeechDetector.Decision] = []
+        for _ in 0..<500 { decisions.append(detector.process(SignalLevel(measuring: hum))) }
+        XCTAssertGreaterThan(detector.noiseFloor, 400)
+        // It may be taken for speech at first, but after it has set the floor, a further
+        // stretch of hum starts nothing.
+        let late = decisions.suffix(300)
+        XCTAssertFalse(late.contains { if case .speechStarted = $0 { return true } else { return false } })
+    }
+}
