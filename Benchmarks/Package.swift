@@ -37,6 +37,15 @@ let package = Package(
             path: "Benchmarks/DeviceBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        .executableTarget(
+            name: "EngineBenchmarks",
+            dependencies: [
+                .product(name: "AudioKernel", package: "practiced"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/EngineBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

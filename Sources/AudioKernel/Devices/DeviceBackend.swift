@@ -33,8 +33,12 @@ protocol CaptureBackend: DeviceBackend {
     func read(into buffer: UnsafeMutableBufferPointer<Int16>, wake: EventSignal) throws(AudioError) -> DeviceIOResult
 }
 
-/// The device-specific half of a playback stream.
+/// The device-specific half of a playback stream. The loop waits for room first and renders
+/// only then, so a period is never rendered early and held while the device is full: a chunk
+/// that arrives is heard one period sooner, and `stop` takes effect one period sooner.
 protocol PlaybackBackend: DeviceBackend {
+    /// Blocks until the device can take a whole period (or the wake signal is set).
+    func waitForRoom(wake: EventSignal) throws(AudioError) -> DeviceIOResult
     /// Writes exactly one period from `buffer`, blocking while the device buffer is full.
     func write(_ buffer: UnsafeBufferPointer<Int16>, wake: EventSignal) throws(AudioError) -> DeviceIOResult
     /// Blocks until everything written has been played.

@@ -40,8 +40,12 @@ public final class PlaybackDevice: @unchecked Sendable {
             framesPerPeriod: configuration.periodFrames,
             open: { () throws(AudioError) -> any PlaybackBackend in try DeviceBackends.openPlayback(name, configuration) },
             step: { backend throws(AudioError) -> DeviceIOResult in
+                // Room first, then render: the period goes to the device the moment it is made.
+                let room = try backend.waitForRoom(wake: wake)
+                if room == .woken { return .woken }
                 render(buffer)
-                return try backend.write(UnsafeBufferPointer(buffer), wake: wake)
+                let written = try backend.write(UnsafeBufferPointer(buffer), wake: wake)
+                return room == .xrun && written == .transferred ? .transferredAfterXrun : written
             },
             onEvent: onEvent
         )

@@ -141,6 +141,9 @@ public final class Recorder: @unchecked Sendable {
     /// The capture device's counters.
     public var deviceStatistics: AudioDeviceStatistics? { device?.statistics }
 
+    /// Samples processed so far (read it on the capture thread, e.g. in an event handler).
+    public var samplesProcessed: Int { detector.position }
+
     // MARK: Commands (any thread)
 
     /// Push-to-talk: starts a turn now, with the pre-roll before it.

@@ -190,6 +190,28 @@ final class ALSAPCM: CaptureBackend, PlaybackBackend {
         }
     }
 
+    func waitForRoom(wake: EventSignal) throws(AudioError) -> DeviceIOResult {
+        guard let pcm else { throw AudioError(.invalidState, message: "closed", operation: "using ALSA PCM '\(pcmName)'") }
+        while true {
+            let avail = snd_pcm_avail_update(pcm)
+            if avail < 0 {
+                let code = Int32(avail)
+                guard code == -EPIPE || code == -ESTRPIPE else { throw classify(code, doing: "querying") }
+                try recover(pcm, code: code)
+                return .xrun
+            }
+            // Not started yet (prepared, below the start threshold): writes go straight in.
+            if avail >= snd_pcm_sframes_t(periodFrames) || snd_pcm_state(pcm) == SND_PCM_STATE_PREPARED { return .transferred }
+            switch try waitReady(pcm, wake: wake) {
+            case .woken: return .woken
+            case .xrun, .transferredAfterXrun:
+                try recover(pcm, code: -EPIPE)
+                return .xrun
+            case .transferred: continue
+            }
+        }
+    }
+
     /// Moves one period with `io`, waiting in poll whenever the PCM is not ready.
     private func transfer(
         wake: EventSignal, _ io: (OpaquePointer, Int, Int) -> snd_pcm_sframes_t

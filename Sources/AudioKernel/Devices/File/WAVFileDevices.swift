@@ -59,8 +59,11 @@ final class WAVFilePlayback: PlaybackBackend {
         pacer = realTime ? RealTimePacer(periodNanoseconds: configuration.periodNanoseconds) : nil
     }
 
+    func waitForRoom(wake: EventSignal) throws(AudioError) -> DeviceIOResult {
+        RealTimePacer.wait(&pacer, wake: wake) ? .woken : .transferred
+    }
+
     func write(_ buffer: UnsafeBufferPointer<Int16>, wake: EventSignal) throws(AudioError) -> DeviceIOResult {
-        if RealTimePacer.wait(&pacer, wake: wake) { return .woken }
         do {
             try writer.write(buffer)
         } catch {
@@ -92,8 +95,12 @@ final class NullDevice: CaptureBackend, PlaybackBackend {
         return .transferred
     }
 
-    func write(_ buffer: UnsafeBufferPointer<Int16>, wake: EventSignal) throws(AudioError) -> DeviceIOResult {
+    func waitForRoom(wake: EventSignal) throws(AudioError) -> DeviceIOResult {
         pacer.waitForNextPeriod(wake: wake) ? .woken : .transferred
+    }
+
+    func write(_ buffer: UnsafeBufferPointer<Int16>, wake: EventSignal) throws(AudioError) -> DeviceIOResult {
+        .transferred
     }
 
     func drain(wake: EventSignal) throws(AudioError) {}

@@ -225,6 +225,19 @@ final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
         return takeXrun() ? .transferredAfterXrun : .transferred
     }
 
+    func waitForRoom(wake: EventSignal) throws(AudioError) -> DeviceIOResult {
+        observe(wake)
+        pa_threaded_mainloop_lock(mainloop)
+        defer { pa_threaded_mainloop_unlock(mainloop) }
+        while true {
+            try checkAlive("waiting for room in")
+            let room = pa_stream_writable_size(stream)
+            if room != Int.max, room >= periodBytes { return .transferred }
+            if interrupted { return .woken }
+            pa_threaded_mainloop_wait(mainloop)
+        }
+    }
+
     func write(_ buffer: UnsafeBufferPointer<Int16>, wake: EventSignal) throws(AudioError) -> DeviceIOResult {
         observe(wake)
         pa_threaded_mainloop_lock(mainloop)

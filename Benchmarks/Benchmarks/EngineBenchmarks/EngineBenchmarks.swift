@@ -1,0 +1,132 @@
+import AudioKernel
+@preconcurrency import Benchmark
+import Dispatch
+import Foundation
+
+// The recorder and the streaming player.
+//
+// Offline (no device; CI gates their allocations at 0):
+// - "Recorder.listening": 100 periods (1 s) of a noisy room through `Recorder.process`
+//   while listening: wall time per second of audio, mallocs.
+// - "Player.enqueueRender": 100 chunks of 10 ms enqueued and rendered: wall time, mallocs.
+//
+// On PulseAudio (needs PULSE_SERVER, e.g. `bash .ci/with-pulse swift package benchmark
+// --target EngineBenchmarks`):
+// - "Player.chunkToDevice.pulse": an idle player gets a chunk; time until its first sample is
+//   handed to the device (the `started` event), 50 trials at random moments of the period;
+//   this includes waiting for room in the full device buffer (at most one period); the
+//   minimum shows the software path alone.
+// End of speech to turn ready is measured over PulseAudio by EnginePulseTests
+// (testEndOfSpeechToTurnReadyLatency), which prints its figures.
+
+func noisyRoom(_ count: Int) -> [Int16] {
+    var state: UInt32 = 1
+    return (0..<count).map { _ in
+        state = state &* 1_664_525 &+ 1_013_904_223
+        return Int16(truncatingIfNeeded: Int32(state >> 16) % 120)
+    }
+}
+
+func speechBurst(milliseconds: Int, amplitude: Double = 6000) -> [Int16] {
+    (0..<(milliseconds * 24)).map { i in
+        let t = Double(i) / 24_000
+        return Int16((sin(2 * .pi * 140 * t) + 0.5 * sin(2 * .pi * 420 * t)) * amplitude * min(1, t * 40))
+    }
+}
+
+var zeroMallocs: [BenchmarkMetric: BenchmarkThresholds] {
+    [.mallocCountTotal: .init(absolute: [.p0: 0, .p25: 0, .p50: 0, .p75: 0, .p90: 0, .p99: 0, .p100: 0])]
+}
+
+/// Waits for events with a deadline.
+final class Waiter: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var times: [String: [UInt64]] = [:]
+
+    func note(_ key: String) {
+        condition.lock()
+        times[key, default: []].append(DispatchTime.now().uptimeNanoseconds)
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    func wait(_ key: String, count: Int, timeout: TimeInterval) -> UInt64? {
+        let deadline = Date().addingTimeInterval(timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while (times[key]?.count ?? 0) < count {
+            if !condition.wait(until: deadline) { return nil }
+        }
+        return times[key]![count - 1]
+    }
+}
+
+let benchmarks: @Sendable () -> Void = {
+    let room = noisyRoom(24_000)
+    Benchmark("Recorder.listening", configuration: .init(metrics: [.wallClock, .mallocCountTotal], timeUnits: .microseconds,
+                                                        warmupIterations: 3, maxDuration: .seconds(3), thresholds: zeroMallocs)) { b in
+        let recorder = Recorder { event in blackHole(event) }
+        recorder.listen()
+        room.withUnsafeBufferPointer { all in
+            // Warm the pre-roll ring and the noise floor outside the measured region.
+            recorder.process(UnsafeBufferPointer(rebasing: all[0..<240]))
+            b.startMeasurement()
+            var i = 0
+            while i < all.count {
+                recorder.process(UnsafeBufferPointer(rebasing: all[i..<(i + 240)]))
+                i += 240
+            }
+            b.stopMeasurement()
+        }
+    }
+
+    let chunk = noisyRoom(240).withUnsafeBytes { [UInt8]($0) }
+    Benchmark("Player.enqueueRender", configuration: .init(metrics: [.wallClock, .mallocCountTotal], timeUnits: .microseconds,
+                                                          warmupIterations: 3, maxDuration: .seconds(3), thresholds: zeroMallocs)) { b in
+        let player = StreamingPlayer { event in blackHole(event) }
+        let out = UnsafeMutableBufferPointer<Int16>.allocate(capacity: 240)
+        defer { out.deallocate() }
+        player.beginReply()
+        chunk.withUnsafeBytes { bytes in
+            player.enqueue(bytes)
+            player.enqueue(bytes)
+            player.render(into: out)
+            b.startMeasurement()
+            for _ in 0..<100 {
+                player.enqueue(bytes)
+                player.render(into: out)
+            }
+            b.stopMeasurement()
+        }
+    }
+
+    guard let server = ProcessInfo.processInfo.environment["PULSE_SERVER"] else { return }
+    var stream = AudioStreamConfiguration()
+    stream.pulseServer = server
+
+    Benchmark("Player.chunkToDevice.pulse", configuration: .init(metrics: [.custom("chunk_to_device_us")], warmupIterations: 0,
+                                                               maxDuration: .seconds(60), maxIterations: 1)) { b in
+        let waiter = Waiter()
+        let player = try StreamingPlayer(device: .pulse(device: "kiosk"), stream: stream) { event in
+            if case .started = event { waiter.note("started") }
+            if case .finished = event { waiter.note("finished") }
+        }
+        try player.start()
+        defer { player.shutdown() }
+        let audio = speechBurst(milliseconds: 30).withUnsafeBytes { [UInt8]($0) }
+        var phase = SystemRandomNumberGenerator()
+        for trial in 1...50 {
+            // Chunks arrive at any moment of a device period, not just after one began.
+            usleep(UInt32.random(in: 0..<10_000, using: &phase))
+            let start = DispatchTime.now().uptimeNanoseconds
+            player.beginReply()
+            player.enqueue(audio)
+            player.endReply()
+            guard let started = waiter.wait("started", count: trial, timeout: 5),
+                  waiter.wait("finished", count: trial, timeout: 5) != nil else { return }
+            b.measurement(.custom("chunk_to_device_us"), Int((started - start) / 1_000))
+        }
+    }
+
+}
+

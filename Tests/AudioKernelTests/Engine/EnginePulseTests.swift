@@ -1,0 +1,323 @@
+@testable import AudioKernel
+import XCTest
+
+/// The recorder and the player on real PulseAudio: a pipe-source microphone fed with
+/// espeak-ng speech over background noise, and the null sink recorded through its monitor.
+final class EnginePulseTests: XCTestCase {
+    var server: PulseAudioServer!
+    var stream = AudioStreamConfiguration()
+
+    override func setUpWithError() throws {
+        server = try PulseAudioServer()
+        try server.start()
+        stream.pulseServer = server.address
+    }
+
+    override func tearDown() {
+        server?.stop()
+        server = nil
+    }
+
+    /// A phrase spoken by espeak-ng, as PCM16 24 kHz mono.
+    func speak(_ text: String) throws -> [Int16] {
+        let dir = server.directory
+        let raw = dir.appendingPathComponent("espeak-\(UUID().uuidString).wav").path
+        let converted = raw + ".24k.wav"
+        try runTool("espeak-ng", ["-w", raw, text])
+        try runTool("sox", [raw, "-r", "24000", "-c", "1", "-b", "16", "-e", "signed-integer", converted])
+        return try WAVDecoder.decode(contentsOfFile: converted).samples
+    }
+
+    /// Adds deterministic background noise to a whole script.
+    func addNoise(_ samples: inout [Int16], amplitude: Double) {
+        var g = SeededGenerator(seed: 99)
+        for i in samples.indices {
+            samples[i] = Int16(clamping: Int(samples[i]) + Int(Double.random(in: -1...1, using: &g) * amplitude))
+        }
+    }
+
+    /// Feeds `samples` into a new pipe-source microphone named `name` from a thread.
+    func microphone(_ name: String, playing samples: [Int16]) throws {
+        let fifo = server.directory.appendingPathComponent("\(name).fifo").path
+        try server.pactl(["load-module", "module-pipe-source", "source_name=\(name)", "file=\(fifo)",
+                          "format=s16le", "rate=24000", "channels=1"])
+        let bytes = Data(WAVBuilder.samples(samples))
+        Thread {
+            guard let handle = FileHandle(forWritingAtPath: fifo) else { return }
+            handle.write(bytes)
+            try? handle.close()
+        }.start()
+    }
+
+    func index(of needle: ArraySlice<Int16>, in haystack: [Int16]) -> Int? {
+        guard let first = needle.first else { return nil }
+        var i = 0
+        while i + needle.count <= haystack.count {
+            if haystack[i] == first, haystack[i..<(i + needle.count)].elementsEqual(needle) { return i }
+            i += 1
+        }
+        return nil
+    }
+
+    func testHandsFreeTurnsOnRealSpeechEndAfterTheHangoverWithPreRoll() throws {
+        let phrases = ["I would like a coffee, please.", "Yesterday I went to the park with my sister.", "Thank you very much."]
+        var script: [Int16] = [Int16](repeating: 0, count: 24_000)
+        var utterances: [(start: Int, end: Int)] = []
+        for phrase in phrases {
+            let speech = try speak(phrase)
+            let first = speech.firstIndex { abs(Int($0)) > 300 } ?? 0
+            let last = speech.lastIndex { abs(Int($0)) > 300 } ?? speech.count
+            utterances.append((script.count + first, script.count + last))
+            script += speech + [Int16](repeating: 0, count: 36_000)
+        }
+        script += [Int16](repeating: 0, count: 48_000)
+        addNoise(&script, amplitude: 80)  // a quiet room
+
+        let log = EventLog<RecorderEvent>()
+        let recorder = try Recorder(device: .pulse(device: "mic"), stream: stream, configuration: RecorderConfiguration()) { event in
+            log.append(event)
+        }
+        try microphone("mic", playing: script)
+        recorder.listen()
+        try recorder.start()
+        // Re-arm after each turn, as the daemon does.
+        var armedFor = 0
+        while armedFor < phrases.count {
+            let have = log.wait(timeout: 20) { events in events.filter { if case .turn = $0.event { return true } else { return false } }.count > armedFor }
+            guard have else { break }
+            armedFor += 1
+            recorder.listen()
+        }
+        recorder.stop()
+        let turns = log.snapshot().compactMap { entry -> RecordedTurn? in if case .turn(let t) = entry.event { return t } else { return nil } }
+        XCTAssertEqual(turns.count, phrases.count, "one turn per phrase")
+        let hangover = 700 * 24
+        for (i, turn) in turns.prefix(utterances.count).enumerated() {
+            let samples = turn.samples
+            // Where the turn sits in the script (the noise makes every window unique).
+            guard let start = index(of: samples[0..<480], in: script) else { XCTFail("turn \(i) not found in the script"); continue }
+            let end = start + samples.count
+            XCTAssertEqual(Array(script[start..<end]), samples, "turn \(i) is the microphone's audio, unaltered")
+            XCTAssertLessThanOrEqual(start, utterances[i].start, "turn \(i) misses its first syllable")
+            XCTAssertGreaterThanOrEqual(end, utterances[i].start + 1_200)
+            XCTAssertLessThanOrEqual(end - utterances[i].end, hangover + 240 + 720, "turn \(i) ended late")
+            XCTAssertGreaterThanOrEqual(end - utterances[i].end, hangover - 240, "turn \(i) ended early")
+            XCTAssertEqual(turn.endReason, .endOfSpeech)
+            XCTAssertTrue(turn.holdsSpeech)
+        }
+        XCTAssertEqual(recorder.deviceStatistics?.xruns, 0)
+    }
+
+    func testSilentMicrophoneYieldsNoTurnAndALongTurnIsCut() throws {
+        var quiet = [Int16](repeating: 0, count: 24_000 * 3)
+        addNoise(&quiet, amplitude: 100)
+        let speech = try speak("This is a long sentence that keeps going and going for more than two seconds without a pause.")
+        var config = RecorderConfiguration()
+        config.detector.maximumTurnMilliseconds = 1_500
+        let log = EventLog<RecorderEvent>()
+        let recorder = try Recorder(device: .pulse(device: "mic2"), stream: stream, configuration: config) { log.append($0) }
+        var script = quiet + speech + [Int16](repeating: 0, count: 24_000)
+        addNoise(&script, amplitude: 30)
+        try microphone("mic2", playing: script)
+        recorder.listen()
+        try recorder.start()
+        XCTAssertTrue(log.wait(timeout: 20) { $0.contains { if case .turn = $0.event { return true } else { return false } } })
+        recorder.stop()
+        let turns = log.snapshot().compactMap { entry -> RecordedTurn? in if case .turn(let t) = entry.event { return t } else { return nil } }
+        XCTAssertEqual(turns.count, 1, "the quiet part made no turn")
+        XCTAssertEqual(turns.first?.endReason, .maximumLength)
+        XCTAssertEqual(turns.first?.duration ?? 0, 1.5, accuracy: 0.011)
+        guard let first = turns.first, let start = index(of: first.samples[0..<480], in: script) else { return XCTFail("turn not found") }
+        XCTAssertGreaterThanOrEqual(start, quiet.count - 24_000, "the turn began in the quiet part")
+    }
+
+    /// End of speech to turn ready, in wall time: bursts of speech are played into the null
+    /// sink and the recorder listens on its monitor. The moment the last speech sample is
+    /// heard is when it was handed to the device plus the device's latency.
+    func testEndOfSpeechToTurnReadyLatency() throws {
+        let turns = EventLog<Int>()
+        let recorder = try Recorder(device: .pulse(device: "kiosk.monitor"), stream: stream) { event in
+            if case .turn = event { turns.append(0) }
+        }
+        try recorder.start()
+        var burst = MicrophoneScript(noiseAmplitude: 0)
+        burst.speech(ms: 500, amplitude: 6000)
+        let script = BurstScript()
+        let playback = try PlaybackDevice(name: .pulse(device: "kiosk"), configuration: stream)
+        try playback.start(render: { buffer in
+            if script.render(into: buffer) {
+                let latency = Double(playback.statistics.latencyFrames ?? 0) / 24_000
+                script.markSpeechEnd(Date().addingTimeInterval(latency))
+            }
+        })
+        var results: [Double] = []
+        for trial in 1...8 {
+            recorder.listen()
+            script.load(burst.samples)
+            XCTAssertTrue(turns.wait(timeout: 10) { $0.count >= trial }, "no turn in trial \(trial)")
+            guard let turnTime = turns.snapshot().last?.time, let heard = script.speechEnd else { continue }
+            results.append(turnTime.timeIntervalSince(heard) - 0.7)
+        }
+        playback.stop()
+        recorder.stop()
+        let sorted = results.sorted()
+        print("end of speech to turn ready, beyond the 700 ms hangover: p50 \(String(format: "%.1f", sorted[sorted.count / 2] * 1000)) ms, max \(String(format: "%.1f", (sorted.last ?? 0) * 1000)) ms over \(sorted.count) turns")
+        for extra in results {
+            // Within hangover + one period, plus the monitor's 10 ms fragment and scheduling.
+            XCTAssertLessThan(extra, 0.010 + 0.010 + 0.015)
+            XCTAssertGreaterThan(extra, -0.020)
+        }
+    }
+
+    /// Plays `signal` in chunks of random sizes (odd ones included) with network-like delays,
+    /// recording the monitor; returns the recording with each period's arrival time.
+    func playChunked(_ signal: [Int16], player: StreamingPlayer, monitor: DeviceProbe, stopAfter: Double? = nil) throws -> [Date] {
+        var arrival: [Date] = []
+        let bytes = WAVBuilder.samples(signal)
+        player.beginReply()
+        var g = SeededGenerator(seed: 17)
+        var offset = 0
+        let start = Date()
+        while offset < bytes.count {
+            let n = min(bytes.count - offset, Int.random(in: 1...9_601, using: &g))
+            player.enqueue(Array(bytes[offset..<(offset + n)]))
+            offset += n
+            // The network: bursts a little faster than real time, with jitter.
+            usleep(UInt32(Double(n) / 48_000 * 0.7 * 1_000_000 * Double.random(in: 0.5...1.5, using: &g)))
+            if let stopAfter, Date().timeIntervalSince(start) >= stopAfter {
+                player.stop()
+                return arrival
+            }
+        }
+        player.endReply()
+        return arrival
+    }
+
+    func testChunkedReplyIsPlayedGapFreeAndFinishedComesAfterTheLastSampleIsHeard() throws {
+        let monitor = DeviceProbe()
+        let times = ArrivalTimes()
+        let capture = try CaptureDevice(name: .pulse(device: "kiosk.monitor"), configuration: stream)
+        try capture.start(onPeriod: { period in
+            monitor.append(period)
+            times.add(period.count)
+        })
+        let log = EventLog<PlayerEvent>()
+        let player = try StreamingPlayer(device: .pulse(device: "kiosk"), stream: stream) { log.append($0) }
+        try player.start()
+        let signal = Loopback.signal(count: 24_000 * 2)
+        _ = try playChunked(signal, player: player, monitor: monitor)
+        XCTAssertTrue(log.wait(timeout: 10) { $0.contains { if case .finished = $0.event { return true } else { return false } } })
+        let finishedAt = log.snapshot().first { if case .finished = $0.event { return true } else { return false } }!.time
+        let have = monitor.snapshot().samples.count
+        XCTAssertTrue(monitor.wait(timeout: 5) { $0.samples.count >= have + 4_800 })
+        player.shutdown()
+        capture.stop()
+
+        let recording = monitor.snapshot().samples
+        let lag = try XCTUnwrap(Loopback.align(signal, in: recording))
+        XCTAssertLessThanOrEqual(lag + signal.count, recording.count)
+        let underruns = log.snapshot().filter { if case .underrun = $0.event { return true } else { return false } }.count
+        XCTAssertEqual(underruns, 0, "the network kept ahead")
+        XCTAssertEqual(Array(recording[lag..<(lag + signal.count)]), signal, "played in order, no gap")
+        // The last sample reached the monitor in the period that brought the count past it;
+        // `finished` must not come before that.
+        let lastHeard = times.time(whenCountReached: lag + signal.count)
+        let heard = try XCTUnwrap(lastHeard)
+        XCTAssertGreaterThanOrEqual(finishedAt.timeIntervalSince(heard), -0.012, "finished was reported before the last sample was heard")
+        if case .finished(let report) = log.snapshot().last(where: { if case .finished = $0.event { return true } else { return false } })!.event {
+            XCTAssertFalse(report.interrupted)
+            XCTAssertEqual(report.playedSeconds, 2.0, accuracy: 0.001)
+        }
+    }
+
+    func testStopMidReplyFadesOutWithinAPeriodAndDoesNotClick() throws {
+        let monitor = DeviceProbe()
+        let capture = try CaptureDevice(name: .pulse(device: "kiosk.monitor"), configuration: stream)
+        try capture.start(onPeriod: { monitor.append($0) })
+        let log = EventLog<PlayerEvent>()
+        let player = try StreamingPlayer(device: .pulse(device: "kiosk"), stream: stream) { log.append($0) }
+        try player.start()
+        let tone = TestSignals.sine(amplitude: 16_000, frequency: 200, count: 24_000 * 3)
+        player.beginReply()
+        player.enqueue(WAVBuilder.samples(tone))
+        player.endReply()
+        XCTAssertTrue(log.wait(timeout: 5) { $0.contains { if case .started = $0.event { return true } else { return false } } })
+        XCTAssertTrue(monitor.wait(timeout: 5) { $0.samples.filter { $0 != 0 }.count > 24_000 })  // 1 s heard
+        let handedAtStop = player.position
+        player.stop()
+        XCTAssertTrue(log.wait(timeout: 5) { $0.contains { if case .finished = $0.event { return true } else { return false } } })
+        let have = monitor.snapshot().samples.count
+        XCTAssertTrue(monitor.wait(timeout: 5) { $0.samples.count >= have + 4_800 })
+        player.shutdown()
+        capture.stop()
+        guard case .finished(let report) = log.snapshot().last!.event else { return XCTFail("no finished event") }
+        XCTAssertTrue(report.interrupted)
+        // At most one period plus the fade was handed to the device after stop.
+        XCTAssertLessThanOrEqual(report.playedSeconds - handedAtStop, 0.010 + 0.020 + 0.0005)
+        // No click: no step in what was heard larger than the tone's own steepest step.
+        let heard = monitor.snapshot().samples
+        let steepest = zip(tone, tone.dropFirst()).map { abs(Int($1) - Int($0)) }.max()!
+        let jumps = zip(heard, heard.dropFirst()).map { abs(Int($1) - Int($0)) }
+        XCTAssertLessThanOrEqual(jumps.max() ?? 0, steepest + 2)
+        // And the tone did stop: the end of the recording is silent.
+        XCTAssertTrue(heard.suffix(2_400).allSatisfy { $0 == 0 })
+    }
+}
+
+/// When each captured period arrived, by the running sample count.
+final class ArrivalTimes: @unchecked Sendable {
+    private let lock = NSLock()
+    private var entries: [(count: Int, time: Date)] = []
+    private var count = 0
+
+    func add(_ samples: Int) {
+        lock.lock()
+        count += samples
+        entries.append((count, Date()))
+        lock.unlock()
+    }
+
+    func time(whenCountReached target: Int) -> Date? {
+        lock.lock()
+        defer { lock.unlock() }
+        return entries.first { $0.count >= target }?.time
+    }
+}
+
+/// A burst played once per `load`; reports the render call that hands its last sample over.
+final class BurstScript: @unchecked Sendable {
+    private let lock = NSLock()
+    private var samples: [Int16] = []
+    private var position = 0
+    private var ended: Date?
+
+    func load(_ burst: [Int16]) {
+        lock.lock()
+        samples = burst
+        position = 0
+        ended = nil
+        lock.unlock()
+    }
+
+    var speechEnd: Date? {
+        lock.lock()
+        defer { lock.unlock() }
+        return ended
+    }
+
+    func markSpeechEnd(_ date: Date) {
+        lock.lock()
+        ended = date
+        lock.unlock()
+    }
+
+    /// Renders the next period; true when it holds the burst's last sample.
+    func render(into buffer: UnsafeMutableBufferPointer<Int16>) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        for i in 0..<buffer.count { buffer[i] = position + i < samples.count ? samples[position + i] : 0 }
+        let last = !samples.isEmpty && position < samples.count && position + buffer.count >= samples.count
+        position += buffer.count
+        return last
+    }
+}
