@@ -9,21 +9,15 @@ public final class CaptureDevice: @unchecked Sendable {
     public let name: AudioDeviceName
     public let configuration: AudioStreamConfiguration
     private let runner: DeviceRunner<any CaptureBackend>
-    private let buffer: UnsafeMutableBufferPointer<Int16>
 
     public init(name: AudioDeviceName, configuration: AudioStreamConfiguration = AudioStreamConfiguration()) throws(AudioError) {
         try configuration.validate()
         self.name = name
         self.configuration = configuration
-        self.runner = try DeviceRunner(common: { $0 })
-        self.buffer = .allocate(capacity: configuration.periodSamples)
-        buffer.initialize(repeating: 0)
+        self.runner = try DeviceRunner(periodSamples: configuration.periodSamples, common: { $0 })
     }
 
-    deinit {
-        stop()
-        buffer.deallocate()
-    }
+    deinit { stop() }
 
     /// Opens the device and starts delivering periods.
     ///
@@ -35,7 +29,7 @@ public final class CaptureDevice: @unchecked Sendable {
         onPeriod: @escaping @Sendable (UnsafeBufferPointer<Int16>) -> Void,
         onEvent: @escaping @Sendable (AudioDeviceEvent) -> Void = { _ in }
     ) throws(AudioError) {
-        let (name, configuration, buffer, wake) = (self.name, self.configuration, self.buffer, runner.wake)
+        let (name, configuration, buffer, wake) = (self.name, self.configuration, runner.buffer, runner.wake)
         try runner.start(
             label: "capture on \(name)",
             framesPerPeriod: configuration.periodFrames,

@@ -8,21 +8,15 @@ public final class PlaybackDevice: @unchecked Sendable {
     public let name: AudioDeviceName
     public let configuration: AudioStreamConfiguration
     private let runner: DeviceRunner<any PlaybackBackend>
-    private let buffer: UnsafeMutableBufferPointer<Int16>
 
     public init(name: AudioDeviceName, configuration: AudioStreamConfiguration = AudioStreamConfiguration()) throws(AudioError) {
         try configuration.validate()
         self.name = name
         self.configuration = configuration
-        self.runner = try DeviceRunner(common: { $0 })
-        self.buffer = .allocate(capacity: configuration.periodSamples)
-        buffer.initialize(repeating: 0)
+        self.runner = try DeviceRunner(periodSamples: configuration.periodSamples, common: { $0 })
     }
 
-    deinit {
-        stop(drain: false)
-        buffer.deallocate()
-    }
+    deinit { stop(drain: false) }
 
     /// Opens the device and starts playing what `render` provides.
     ///
@@ -34,7 +28,7 @@ public final class PlaybackDevice: @unchecked Sendable {
         render: @escaping @Sendable (UnsafeMutableBufferPointer<Int16>) -> Void,
         onEvent: @escaping @Sendable (AudioDeviceEvent) -> Void = { _ in }
     ) throws(AudioError) {
-        let (name, configuration, buffer, wake) = (self.name, self.configuration, self.buffer, runner.wake)
+        let (name, configuration, buffer, wake) = (self.name, self.configuration, runner.buffer, runner.wake)
         try runner.start(
             label: "playback on \(name)",
             framesPerPeriod: configuration.periodFrames,

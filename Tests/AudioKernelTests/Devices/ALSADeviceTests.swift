@@ -79,37 +79,31 @@ final class ALSADeviceTests: XCTestCase {
 /// Renders a fixed signal, then silence, and counts the samples handed out.
 final class SignalSource: @unchecked Sendable {
     private let signal: [Int16]
-    private let condition = NSCondition()
-    private(set) var position = 0
+    private let progress = Awaitable((position: 0, periods: 0))
     /// When set, the render call for that period index sleeps this long (an injected stall).
     var stall: (period: Int, microseconds: UInt32)?
-    private var periods = 0
 
     init(_ signal: [Int16]) { self.signal = signal }
 
+    var position: Int { progress.value.position }
+
     func render(into buffer: UnsafeMutableBufferPointer<Int16>) {
-        condition.lock()
-        let start = position
-        position += buffer.count
-        periods += 1
-        let stallNow = stall.map { $0.period == periods } ?? false
-        condition.broadcast()
-        condition.unlock()
+        let (start, period) = progress.update { p -> (Int, Int) in
+            defer {
+                p.position += buffer.count
+                p.periods += 1
+            }
+            return (p.position, p.periods + 1)
+        }
         for i in 0..<buffer.count {
             let index = start + i
             buffer[i] = index < signal.count ? signal[index] : 0
         }
-        if stallNow, let stall { usleep(stall.microseconds) }
+        if let stall, stall.period == period { usleep(stall.microseconds) }
     }
 
     /// Waits until `predicate(position)` holds, at most `timeout` seconds.
     func wait(timeout: TimeInterval, _ predicate: (Int) -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        condition.lock()
-        defer { condition.unlock() }
-        while !predicate(position) {
-            if !condition.wait(until: deadline) { return predicate(position) }
-        }
-        return true
+        progress.wait(timeout: timeout) { predicate($0.position) }
     }
 }

@@ -3,34 +3,20 @@ import XCTest
 
 /// PulseAudio headless with a null sink: what is played into `kiosk` is recorded from
 /// `kiosk.monitor`, a true loopback through the real server.
-final class PulseDeviceTests: XCTestCase {
-    var server: PulseAudioServer!
-    var config = AudioStreamConfiguration()
-
-    override func setUpWithError() throws {
-        server = try PulseAudioServer()
-        try server.start()
-        config.pulseServer = server.address
-    }
-
-    override func tearDown() {
-        server?.stop()
-        server = nil
-    }
-
+final class PulseDeviceTests: PulseAudioTestCase {
     /// Plays `signal` into the sink while recording its monitor; returns the recording, the
     /// time playback took, and the playback latency seen.
     private func loopback(_ signal: [Int16]) throws -> (recording: [Int16], seconds: Double, playback: AudioDeviceStatistics) {
-        let capture = try CaptureDevice(name: .pulse(device: "kiosk.monitor"), configuration: config)
+        let capture = try CaptureDevice(name: .pulse(device: "kiosk.monitor"), configuration: stream)
         let probe = DeviceProbe()
         try capture.start(onPeriod: { probe.append($0) })
         XCTAssertTrue(probe.wait(timeout: 5) { $0.periods >= 5 }, "monitor delivers nothing")
-        let playback = try PlaybackDevice(name: .pulse(device: "kiosk"), configuration: config)
+        let playback = try PlaybackDevice(name: .pulse(device: "kiosk"), configuration: stream)
         let source = SignalSource(signal)
         let start = Date()
         try playback.start(render: { source.render(into: $0) })
         // Once the period after the signal is asked for, the whole signal has been written.
-        XCTAssertTrue(source.wait(timeout: Double(signal.count) / 24_000 + 5) { $0 > signal.count + self.config.periodSamples })
+        XCTAssertTrue(source.wait(timeout: Double(signal.count) / 24_000 + 5) { $0 > signal.count + self.stream.periodSamples })
         playback.stop(drain: true)
         let seconds = Date().timeIntervalSince(start)
         let stats = playback.statistics
@@ -62,7 +48,7 @@ final class PulseDeviceTests: XCTestCase {
         XCTAssertLessThan(seconds, 2.6)
         // Latency within the configured budget: the buffer plus two periods.
         let latency = try XCTUnwrap(stats.latencyFrames, "no latency reported")
-        XCTAssertLessThanOrEqual(latency, config.bufferFrames + 2 * config.periodFrames)
+        XCTAssertLessThanOrEqual(latency, stream.bufferFrames + 2 * stream.periodFrames)
         XCTAssertEqual(stats.xruns, 0)
     }
 
@@ -71,7 +57,7 @@ final class PulseDeviceTests: XCTestCase {
         try server.pactl(["load-module", "module-pipe-source", "source_name=mic", "file=\(fifo)",
                           "format=s16le", "rate=24000", "channels=1"])
         let fixture = Loopback.signal(count: 24_000, seed: 11)
-        let capture = try CaptureDevice(name: .pulse(device: "mic"), configuration: config)
+        let capture = try CaptureDevice(name: .pulse(device: "mic"), configuration: stream)
         let probe = DeviceProbe()
         try capture.start(onPeriod: { probe.append($0) })
         // The pipe has no clock of its own: whatever is written is captured.
@@ -97,7 +83,7 @@ final class PulseDeviceTests: XCTestCase {
         let fifo = server.directory.appendingPathComponent("quiet.fifo").path
         try server.pactl(["load-module", "module-pipe-source", "source_name=quiet", "file=\(fifo)",
                           "format=s16le", "rate=24000", "channels=1"])
-        let capture = try CaptureDevice(name: .pulse(device: "quiet"), configuration: config)
+        let capture = try CaptureDevice(name: .pulse(device: "quiet"), configuration: stream)
         try capture.start(onPeriod: { _ in })
         let start = Date()
         capture.stop()
@@ -106,7 +92,7 @@ final class PulseDeviceTests: XCTestCase {
     }
 
     func testKilledServerIsReportedAndTheDeviceComesBack() throws {
-        let capture = try CaptureDevice(name: .pulse(device: "kiosk.monitor"), configuration: config)
+        let capture = try CaptureDevice(name: .pulse(device: "kiosk.monitor"), configuration: stream)
         let probe = DeviceProbe()
         try capture.start(onPeriod: { probe.append($0) }, onEvent: { event in
             switch event {
@@ -130,7 +116,7 @@ final class PulseDeviceTests: XCTestCase {
 
     func testMissingSinkFailsFast() throws {
         let start = Date()
-        let device = try PlaybackDevice(name: .pulse(device: "no-such-sink"), configuration: config)
+        let device = try PlaybackDevice(name: .pulse(device: "no-such-sink"), configuration: stream)
         XCTAssertThrowsError(try device.start(render: { $0.update(repeating: 0) })) { error in
             guard let error = error as? AudioError else { return XCTFail("\(error)") }
             XCTAssertEqual(error.kind, .openFailed)
@@ -148,7 +134,7 @@ final class PulseDeviceTests: XCTestCase {
     }
 
     func testAutoPicksPulseWhenAServerAnswers() throws {
-        let device = try CaptureDevice(name: .automatic, configuration: config)
+        let device = try CaptureDevice(name: .automatic, configuration: stream)
         let probe = DeviceProbe()
         try device.start(onPeriod: { probe.append($0) })
         XCTAssertTrue(probe.wait(timeout: 5) { $0.periods >= 5 })

@@ -35,31 +35,18 @@ struct MicrophoneScript {
 
 /// Collects recorder and player events on any thread; waits with deadlines.
 final class EventLog<Event: Sendable>: @unchecked Sendable {
-    private let condition = NSCondition()
-    private(set) var events: [(event: Event, time: Date)] = []
+    private let shared = Awaitable<[(event: Event, time: Date)]>([])
 
     func append(_ event: Event) {
-        condition.lock()
-        events.append((event, Date()))
-        condition.broadcast()
-        condition.unlock()
+        let now = Date()
+        shared.update { $0.append((event, now)) }
     }
 
-    func snapshot() -> [(event: Event, time: Date)] {
-        condition.lock()
-        defer { condition.unlock() }
-        return events
-    }
+    func snapshot() -> [(event: Event, time: Date)] { shared.value }
 
     @discardableResult
     func wait(timeout: TimeInterval, _ predicate: ([(event: Event, time: Date)]) -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        condition.lock()
-        defer { condition.unlock() }
-        while !predicate(events) {
-            if !condition.wait(until: deadline) { return predicate(events) }
-        }
-        return true
+        shared.wait(timeout: timeout, predicate)
     }
 }
 

@@ -1,3 +1,4 @@
+import AudioKernel
 import Foundation
 import XCTest
 
@@ -72,49 +73,36 @@ final class PulseAudioServer: @unchecked Sendable {
 /// Collects what a device reports on its I/O thread and lets a test wait for a condition
 /// with a deadline.
 final class DeviceProbe: @unchecked Sendable {
-    private let condition = NSCondition()
-    private(set) var samples: [Int16] = []
-    private(set) var events: [AudioKernelEventCopy] = []
-    private(set) var periods = 0
+    struct State {
+        var samples: [Int16] = []
+        var events: [AudioKernelEventCopy] = []
+        var periods = 0
+    }
 
     enum AudioKernelEventCopy: Equatable {
         case started, xrun(Int), lost(String), restored(Int), endOfInput
     }
 
-    init() { samples.reserveCapacity(24_000 * 10) }
+    private let shared = Awaitable(State())
 
     func append(_ buffer: UnsafeBufferPointer<Int16>) {
-        condition.lock()
-        samples.append(contentsOf: buffer)
-        periods += 1
-        condition.broadcast()
-        condition.unlock()
+        shared.update { state in
+            state.samples.append(contentsOf: buffer)
+            state.periods += 1
+        }
     }
 
     func record(_ event: AudioKernelEventCopy) {
-        condition.lock()
-        events.append(event)
-        condition.broadcast()
-        condition.unlock()
+        shared.update { $0.events.append(event) }
     }
 
     /// Waits until `predicate` holds, at most `timeout` seconds.
     @discardableResult
-    func wait(timeout: TimeInterval, _ predicate: (DeviceProbe) -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        condition.lock()
-        defer { condition.unlock() }
-        while !predicate(self) {
-            if !condition.wait(until: deadline) { return predicate(self) }
-        }
-        return true
+    func wait(timeout: TimeInterval, _ predicate: (State) -> Bool) -> Bool {
+        shared.wait(timeout: timeout, predicate)
     }
 
-    func snapshot() -> (samples: [Int16], events: [AudioKernelEventCopy], periods: Int) {
-        condition.lock()
-        defer { condition.unlock() }
-        return (samples, events, periods)
-    }
+    func snapshot() -> State { shared.value }
 }
 
 /// Test signals and alignment for loopback checks.
@@ -144,5 +132,23 @@ enum Loopback {
             if best == nil || score > best!.score { best = (lag, score) }
         }
         return best?.lag
+    }
+}
+
+/// A test case with its own headless PulseAudio server, started before each test and
+/// stopped after it; `stream` points devices at it.
+class PulseAudioTestCase: XCTestCase {
+    var server: PulseAudioServer!
+    var stream = AudioStreamConfiguration()
+
+    override func setUpWithError() throws {
+        server = try PulseAudioServer()
+        try server.start()
+        stream.pulseServer = server.address
+    }
+
+    override func tearDown() {
+        server?.stop()
+        server = nil
     }
 }
