@@ -11,6 +11,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "AudioKernel", targets: ["AudioKernel"]),
+        .library(name: "PracticeKit", targets: ["PracticeKit"]),
         .executable(name: "audiokernel-demo", targets: ["audiokernel-demo"]),
     ],
     targets: [
@@ -25,6 +26,11 @@ let package = Package(
         // no C type appears in its public API.
         .target(name: "AudioKernel", dependencies: ["CALSA", "CPulse", "CAudioShim"]),
 
+        // The practice backend's side: the SSE parser and audio payload decoding so far;
+        // the backend client, the session state machine, the spool and the control protocol
+        // join it under Backend/, Session/, Spool/ and Control/.
+        .target(name: "PracticeKit", dependencies: ["AudioKernel"]),
+
         // A demo of the kernels on a WAV file: the README's first quick-start command.
         .executableTarget(name: "audiokernel-demo", dependencies: ["AudioKernel"]),
 
@@ -37,6 +43,13 @@ let package = Package(
             path: "Sources/Fuzz/WAVDecoderFuzzer"
         ),
 
+        .executableTarget(
+            name: "fuzz-sse-parser",
+            dependencies: ["PracticeKit", "CFuzzerDriver"],
+            path: "Sources/Fuzz/SSEParserFuzzer"
+        ),
+
+        .testTarget(name: "PracticeKitTests", dependencies: ["PracticeKit"], exclude: ["Fixtures"]),
         .testTarget(
             name: "AudioKernelTests",
             dependencies: ["AudioKernel"],
