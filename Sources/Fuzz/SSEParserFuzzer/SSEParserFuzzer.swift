@@ -35,6 +35,17 @@ enum SSEParserFuzzer {
     }
 }
 
+#if FUZZING
+/// libFuzzer's entry point by its own name too: a debug link pulls in libFuzzer's `main`,
+/// which calls it; a release link starts libFuzzer from the `main` below. Either way the
+/// same check runs.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    SSEParserFuzzer.run(UnsafeRawBufferPointer(start: data, count: size))
+    return 0
+}
+#endif
+
 @main
 struct SSEParserFuzzerMain {
     static func main() {

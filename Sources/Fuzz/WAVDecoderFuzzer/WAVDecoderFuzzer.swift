@@ -48,6 +48,17 @@ enum WAVDecoderFuzzer {
 
 /// The entry point: with `-DFUZZING` it hands control to libFuzzer; otherwise it replays the
 /// files named on the command line (a crash reproducer).
+#if FUZZING
+/// libFuzzer's entry point by its own name too: a debug link pulls in libFuzzer's `main`,
+/// which calls it; a release link starts libFuzzer from the `main` below. Either way the
+/// same check runs.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    WAVDecoderFuzzer.run(UnsafeRawBufferPointer(start: data, count: size))
+    return 0
+}
+#endif
+
 @main
 struct WAVDecoderFuzzerMain {
     static func main() {
