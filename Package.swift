@@ -37,15 +37,16 @@ let package = Package(
         // Fuzz targets. Built normally they replay the inputs named on the command line;
         // built with `-sanitize=fuzzer -DFUZZING` (see README) they run libFuzzer.
         .target(name: "CFuzzerDriver", path: "Sources/Fuzz/CFuzzerDriver"),
+        .target(name: "FuzzSupport", dependencies: ["CFuzzerDriver"], path: "Sources/Fuzz/FuzzSupport"),
         .executableTarget(
             name: "fuzz-wav-decoder",
-            dependencies: ["AudioKernel", "CFuzzerDriver"],
+            dependencies: ["AudioKernel", "FuzzSupport"],
             path: "Sources/Fuzz/WAVDecoderFuzzer"
         ),
 
         .executableTarget(
             name: "fuzz-sse-parser",
-            dependencies: ["PracticeKit", "CFuzzerDriver"],
+            dependencies: ["PracticeKit", "FuzzSupport"],
             path: "Sources/Fuzz/SSEParserFuzzer"
         ),
 
