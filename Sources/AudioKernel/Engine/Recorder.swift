@@ -73,6 +73,8 @@ public final class Recorder: @unchecked Sendable {
     private enum Command { case begin, end, cancel, listen }
     private let mailbox = Mutex<[Command]>([])
     private let playbackActive = Atomic<Bool>(false)
+    /// The player whose activity makes the recorder half-duplex (read on the capture thread).
+    private let followedPlayer = Mutex<StreamingPlayer?>(nil)
 
     // Capture-thread state.
     private var detector: SpeechDetector
@@ -155,8 +157,13 @@ public final class Recorder: @unchecked Sendable {
     /// Hands-free: the next turn starts when speech starts and ends by itself.
     public func listen() { post(.listen) }
 
-    /// Whether the kiosk is playing (half-duplex: no speech may start meanwhile).
+    /// Whether the kiosk is playing (half-duplex: no speech may start meanwhile), for a
+    /// playback path that is not a ``StreamingPlayer``.
     public func setPlaybackActive(_ active: Bool) { playbackActive.store(active, ordering: .relaxed) }
+
+    /// Makes the recorder half-duplex against `player`: while it plays a reply, no speech may
+    /// start (unless the input is echo-cancelled). Pass nil to stop following.
+    public func follow(_ player: StreamingPlayer?) { followedPlayer.withLock { $0 = player } }
 
     private func post(_ command: Command) {
         mailbox.withLock { $0.append(command) }
@@ -181,7 +188,8 @@ public final class Recorder: @unchecked Sendable {
             meter = .zero
         }
 
-        let suppressed = playbackActive.load(ordering: .relaxed) && !configuration.echoCancelledInput
+        let playing = playbackActive.load(ordering: .relaxed) || followedPlayer.withLock { $0?.isActive ?? false }
+        let suppressed = playing && !configuration.echoCancelledInput
         let decision = detector.process(level, suppressed: suppressed)
         if case .recording = mode {
             appendToTurn(period, level: level)

@@ -130,6 +130,32 @@ final class RecorderTests: XCTestCase {
         }
     }
 
+    func testFollowingAPlayerIsHalfDuplexWhileItPlays() {
+        var mic = MicrophoneScript()
+        mic.silence(ms: 500)
+        mic.speech(ms: 1000)
+        mic.silence(ms: 1000)
+        let player = StreamingPlayer { _ in }
+        let log = EventLog<RecorderEvent>()
+        let recorder = Recorder { log.append($0) }
+        recorder.follow(player)
+        // The player is playing a reply (its first period was rendered).
+        player.beginReply()
+        player.enqueue([UInt8](repeating: 1, count: 48_000))
+        var period = [Int16](repeating: 0, count: 240)
+        period.withUnsafeMutableBufferPointer { player.render(into: $0) }
+        XCTAssertTrue(player.isActive)
+        recorder.listen()
+        recorder.feed(mic.samples)
+        XCTAssertEqual(turns(log).count, 0, "the kiosk's own voice is not a turn")
+        // After the reply, the same speech is a turn.
+        player.stop()
+        for _ in 0..<20 { period.withUnsafeMutableBufferPointer { player.render(into: $0) } }
+        XCTAssertFalse(player.isActive)
+        recorder.feed(mic.samples)
+        XCTAssertEqual(turns(log).count, 1)
+    }
+
     func testNoiseFloorAdaptsSoThatAHummingRoomIsNotSpeech() {
         // A steady hum at RMS 500 (above the fixed gate) is the room, not a learner.
         var detector = SpeechDetector()
