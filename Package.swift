@@ -31,6 +31,10 @@ let package = Package(
         // join it under Backend/, Session/, Spool/ and Control/.
         .target(name: "PracticeKit", dependencies: ["AudioKernel"]),
 
+        // The pieces of practice-sim, the local stand-in for the backend: its HTTP/1.1 server
+        // so far (the request parser); the executable and the contract's routes come next.
+        .target(name: "SimulatorKit"),
+
         // A demo of the kernels on a WAV file: the README's first quick-start command.
         .executableTarget(name: "audiokernel-demo", dependencies: ["AudioKernel"]),
 
@@ -51,6 +55,7 @@ let package = Package(
         ),
 
         .testTarget(name: "PracticeKitTests", dependencies: ["PracticeKit"], exclude: ["Fixtures"]),
+        .testTarget(name: "SimulatorKitTests", dependencies: ["SimulatorKit"]),
         .testTarget(
             name: "AudioKernelTests",
             dependencies: ["AudioKernel"],
