@@ -237,10 +237,19 @@ public final class Recorder: @unchecked Sendable {
         }
     }
 
+    /// Copies the period into the ring in at most two contiguous runs (as `startTurn` reads
+    /// it), not sample by sample: this runs on every capture period.
     private func storePreRoll(_ period: UnsafeBufferPointer<Int16>) {
         let size = preRoll.count
+        var copied = 0
         preRoll.withUnsafeMutableBufferPointer { ring in
-            for (i, sample) in period.enumerated() { ring[(preRollEnd + i) % size] = sample }
+            while copied < period.count {
+                let start = (preRollEnd + copied) % size
+                let run = min(period.count - copied, size - start)
+                UnsafeMutableBufferPointer(rebasing: ring[start..<(start + run)])
+                    .update(fromContentsOf: UnsafeBufferPointer(rebasing: period[copied..<(copied + run)]))
+                copied += run
+            }
         }
         preRollEnd += period.count
     }
