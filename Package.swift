@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "AudioKernel", targets: ["AudioKernel"]),
         .library(name: "PracticeKit", targets: ["PracticeKit"]),
         .executable(name: "audiokernel-demo", targets: ["audiokernel-demo"]),
+        .executable(name: "practice-sim", targets: ["practice-sim"]),
     ],
     targets: [
         // The system's audio libraries, found with pkg-config.
@@ -31,9 +32,10 @@ let package = Package(
         // join it under Backend/, Session/, Spool/ and Control/.
         .target(name: "PracticeKit", dependencies: ["AudioKernel"]),
 
-        // The pieces of practice-sim, the local stand-in for the backend: its HTTP/1.1 server
-        // so far (the request parser); the executable and the contract's routes come next.
-        .target(name: "SimulatorKit"),
+        // practice-sim, the local stand-in for the backend: an HTTP/1.1 server, the
+        // contract's routes with the real server's oddities, fault injection.
+        .target(name: "SimulatorKit", dependencies: ["AudioKernel"]),
+        .executableTarget(name: "practice-sim", dependencies: ["SimulatorKit"]),
 
         // A demo of the kernels on a WAV file: the README's first quick-start command.
         .executableTarget(name: "audiokernel-demo", dependencies: ["AudioKernel"]),
@@ -54,11 +56,17 @@ let package = Package(
             path: "Sources/Fuzz/SSEParserFuzzer"
         ),
 
-        .testTarget(name: "PracticeKitTests", dependencies: ["PracticeKit"], exclude: ["Fixtures"]),
+        // What the test targets share: child processes, waiting on a condition with a deadline.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(
+            name: "PracticeKitTests",
+            dependencies: ["PracticeKit", "SimulatorKit", "TestSupport"],
+            exclude: ["Fixtures"]
+        ),
         .testTarget(name: "SimulatorKitTests", dependencies: ["SimulatorKit"]),
         .testTarget(
             name: "AudioKernelTests",
-            dependencies: ["AudioKernel"],
+            dependencies: ["AudioKernel", "TestSupport"],
             exclude: ["Fixtures"]  // read by path: inputs kept from fuzzing runs
         ),
     ],

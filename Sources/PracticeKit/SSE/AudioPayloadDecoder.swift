@@ -139,7 +139,7 @@ enum Base64 {
             return bad & 0xF000 == 0
         }
         return table.withUnsafeBufferPointer { t -> Result<Int, AudioPayloadError> in
-            var i = fullEnd
+            let i = fullEnd
             let o = fullEnd / 4 * 3
             if !fullOK {
                 let offset = (0..<fullEnd).first { t[Int(src[$0])] == 0xFF }.map { $0 / 4 * 4 } ?? 0

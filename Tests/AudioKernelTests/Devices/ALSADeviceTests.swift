@@ -1,4 +1,5 @@
 import AudioKernel
+import TestSupport
 import XCTest
 
 /// ALSA through its `file` plugin: the real alsa-lib code path, with capture samples read

@@ -159,7 +159,7 @@ final class EnginePulseTests: PulseAudioTestCase {
     /// Plays `signal` in chunks of random sizes (odd ones included) with network-like delays,
     /// recording the monitor; returns the recording with each period's arrival time.
     func playChunked(_ signal: [Int16], player: StreamingPlayer, monitor: DeviceProbe, stopAfter: Double? = nil) throws -> [Date] {
-        var arrival: [Date] = []
+        let arrival: [Date] = []
         let bytes = WAVBuilder.samples(signal)
         player.beginReply()
         var g = SeededGenerator(seed: 17)

@@ -1,5 +1,6 @@
 @testable import AudioKernel
 import Foundation
+import TestSupport
 
 /// Builds a microphone signal: noise, with "utterances" (voiced bursts) at given times.
 struct MicrophoneScript {

@@ -1,5 +1,6 @@
 import AudioKernel
 import Foundation
+import TestSupport
 import XCTest
 
 /// A PulseAudio server run headless for a test: private runtime and home folders, a unix

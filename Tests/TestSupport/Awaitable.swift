@@ -2,15 +2,15 @@ import Foundation
 
 /// A value shared with a device or engine thread, which a test can wait on with a deadline
 /// (never a sleep): every update wakes the waiters, who re-check their condition.
-final class Awaitable<State>: @unchecked Sendable {
+public final class Awaitable<State>: @unchecked Sendable {
     private let condition = NSCondition()
     private var state: State
 
-    init(_ state: State) { self.state = state }
+    public init(_ state: State) { self.state = state }
 
     /// Changes the value and wakes waiters.
     @discardableResult
-    func update<R>(_ body: (inout State) -> R) -> R {
+    public func update<R>(_ body: (inout State) -> R) -> R {
         condition.lock()
         defer {
             condition.broadcast()
@@ -20,7 +20,7 @@ final class Awaitable<State>: @unchecked Sendable {
     }
 
     /// A copy of the value.
-    var value: State {
+    public var value: State {
         condition.lock()
         defer { condition.unlock() }
         return state
@@ -28,7 +28,7 @@ final class Awaitable<State>: @unchecked Sendable {
 
     /// Waits until `predicate` holds, at most `timeout` seconds.
     @discardableResult
-    func wait(timeout: TimeInterval, _ predicate: (State) -> Bool) -> Bool {
+    public func wait(timeout: TimeInterval, _ predicate: (State) -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         condition.lock()
         defer { condition.unlock() }

@@ -1,0 +1,220 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The practice backend's client: every endpoint of the contract, over URLSession.
+///
+/// REST calls are `async` and throw ``BackendError``; they have a deadline each
+/// (``BackendConfiguration/requestTimeout``) and are retried with backoff only where that is
+/// safe (see ``RetryPolicy``). The three reply streams return a ``ReplyStream`` whose events
+/// arrive as they are parsed. The network log (debug level) names methods, paths, statuses,
+/// sizes and times, never a body: no audio, no base64, no learner text.
+public final class BackendClient: Sendable {
+    public let configuration: BackendConfiguration
+    private let transport = BackendTransport()
+    private let logger: Logger
+
+    public init(configuration: BackendConfiguration, logger: Logger = .disabled) {
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    deinit { transport.invalidate() }
+
+    // MARK: - REST
+
+    public func topics() async throws(BackendError) -> [Topic] {
+        try await call("GET", "topics", as: [Topic].self)
+    }
+
+    public func createSession(_ request: CreateSessionRequest) async throws(BackendError) -> CreatedSession {
+        try await call("POST", "sessions", body: request, as: CreatedSession.self)
+    }
+
+    /// `DELETE /sessions/{id}`: the learner ends the talk (→ `reviewing`, or `ended` in review mode).
+    public func endTalk(sessionID: String) async throws(BackendError) -> EndedTalk {
+        try await call("DELETE", "sessions/\(Self.escape(sessionID))", as: EndedTalk.self)
+    }
+
+    public func review(sessionID: String) async throws(BackendError) -> Review {
+        try await call("GET", "sessions/\(Self.escape(sessionID))/review", as: Review.self)
+    }
+
+    public func requestCorrection(sessionID: String, _ request: CorrectionRequest) async throws(BackendError) -> Correction {
+        try await call("POST", "sessions/\(Self.escape(sessionID))/corrections", body: request, as: Correction.self)
+    }
+
+    /// `POST /sessions/{id}/end` (→ `completing`, or `completed` at once without segments).
+    public func endSession(sessionID: String) async throws(BackendError) -> EndedSession {
+        try await call("POST", "sessions/\(Self.escape(sessionID))/end", body: EmptyBody(), as: EndedSession.self)
+    }
+
+    public func profile(userID: String) async throws(BackendError) -> UserProfile {
+        try await call("GET", "users/\(Self.escape(userID))/profile", as: UserProfile.self)
+    }
+
+    public func evaluate(userID: String) async throws(BackendError) -> UserProfile {
+        try await call("POST", "users/\(Self.escape(userID))/evaluate", body: EmptyBody(), as: UserProfile.self)
+    }
+
+    /// Sets or (with nil) clears the learning goal; newer servers only (older answer 404).
+    public func setLearningGoal(userID: String, goal: String?) async throws(BackendError) -> UserProfile {
+        try await call("POST", "users/\(Self.escape(userID))/learning-goal", body: LearningGoalBody(learningGoal: goal), as: UserProfile.self)
+    }
+
+    // MARK: - Streams
+
+    /// `POST /sessions/{id}/start`: the greeting. Call once per session (a second call hangs).
+    public func startGreeting(sessionID: String, onEvent: @escaping ReplyStream.EventHandler) -> ReplyStream {
+        let request = makeRequest("POST", "sessions/\(Self.escape(sessionID))/start", accept: "text/event-stream")
+        return stream(request, body: nil, onEvent: onEvent)
+    }
+
+    /// `POST /sessions/{id}/chat`: one recorded turn as a WAV. `idempotencyKey` names the
+    /// turn; retries send it again with the same key.
+    public func sendTurn(sessionID: String, wav: Data, idempotencyKey: String,
+                         onEvent: @escaping ReplyStream.EventHandler) -> ReplyStream {
+        let form = MultipartFormBody(field: "audio", filename: "audio.wav", contentType: "audio/wav", content: wav)
+        var request = makeRequest("POST", "sessions/\(Self.escape(sessionID))/chat", accept: "text/event-stream")
+        request.setValue(form.contentType, forHTTPHeaderField: "Content-Type")
+        request.setValue(idempotencyKey, forHTTPHeaderField: "Idempotency-Key")
+        return stream(request, body: form.data, onEvent: onEvent)
+    }
+
+    /// `POST /sessions/{id}/chat/text`: a typed turn.
+    public func sendText(sessionID: String, text: String, onEvent: @escaping ReplyStream.EventHandler) -> ReplyStream {
+        var request = makeRequest("POST", "sessions/\(Self.escape(sessionID))/chat/text", accept: "text/event-stream")
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        let body = (try? Self.encoder.encode(TextBody(text: text))) ?? Data()
+        return stream(request, body: body, onEvent: onEvent)
+    }
+
+    private func stream(_ request: URLRequest, body: Data?, onEvent: @escaping ReplyStream.EventHandler) -> ReplyStream {
+        let stream = ReplyStream(owner: self, transport: transport, request: request, body: body, configuration: configuration,
+                                 logger: logger, onEvent: onEvent)
+        stream.begin()
+        return stream
+    }
+
+    // MARK: - Plumbing
+
+    private static var encoder: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        return encoder
+    }
+
+    private static var decoder: JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        return decoder
+    }
+
+    /// Percent-escapes one path segment (ids are opaque strings).
+    static func escape(_ segment: String) -> String {
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove(charactersIn: "/?#")
+        return segment.addingPercentEncoding(withAllowedCharacters: allowed) ?? segment
+    }
+
+    private func makeRequest(_ method: String, _ path: String, accept: String = "application/json") -> URLRequest {
+        let base = configuration.baseURL.absoluteString.hasSuffix("/") ? configuration.baseURL.absoluteString : configuration.baseURL.absoluteString + "/"
+        var request = URLRequest(url: URL(string: base + path)!)
+        request.httpMethod = method
+        request.setValue(accept, forHTTPHeaderField: "Accept")
+        request.timeoutInterval = 3600  // the client's own deadlines apply
+        return request
+    }
+
+    private func call<Response: Decodable>(_ method: String, _ path: String, as: Response.Type) async throws(BackendError) -> Response {
+        try await call(method, path, body: Optional<EmptyBody>.none, as: Response.self)
+    }
+
+    /// One REST call with its deadline and retries.
+    private func call<Body: Encodable, Response: Decodable>(_ method: String, _ path: String, body: Body?,
+                                                             as: Response.Type) async throws(BackendError) -> Response {
+        var request = makeRequest(method, path)
+        var payload: Data?
+        if let body {
+            do { payload = try Self.encoder.encode(body) } catch { throw .invalidResponse("cannot encode the request: \(error)") }
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        var attempt = 0
+        while true {
+            attempt += 1
+            let start = DispatchTime.now()
+            let outcome = await perform(request, body: payload)
+            let elapsed = ReplyStream.milliseconds(since: start)
+            let failure: BackendError
+            switch outcome {
+            case .success(let (response, data)):
+                logger.debug("\(method) /\(path) → \(response.statusCode) in \(elapsed) ms (\(payload?.count ?? 0) bytes out, \(data.count) in)")
+                if (200..<300).contains(response.statusCode) {
+                    do {
+                        return try Self.decoder.decode(Response.self, from: data)
+                    } catch {
+                        throw .invalidResponse("\(method) /\(path): \(Self.describe(error))")
+                    }
+                }
+                failure = BackendError.from(status: response.statusCode, contentType: response.value(forHTTPHeaderField: "Content-Type"), body: data)
+            case .failure(let error):
+                logger.debug("\(method) /\(path) failed in \(elapsed) ms: \(error)")
+                failure = error
+            }
+            guard configuration.retry.shouldRetry(failure, method: method, attempt: attempt), !Task.isCancelled else { throw failure }
+            let delay = configuration.retry.delay(afterAttempt: attempt)
+            logger.info("\(method) /\(path): \(failure); retrying in \(Int(delay * 1000)) ms (attempt \(attempt + 1))")
+            do { try await Task.sleep(nanoseconds: UInt64(delay * 1e9)) } catch { throw .cancelled }
+        }
+    }
+
+    /// One attempt: the request, its answer, or why there is none.
+    private func perform(_ request: URLRequest, body: Data?) async -> Result<(HTTPURLResponse, Data), BackendError> {
+        let box = ExchangeBox()
+        let timeout = configuration.requestTimeout
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let exchange = RESTExchange { continuation.resume(returning: $0) }
+                box.set(exchange)
+                exchange.attach(transport.start(request, body: body, handler: exchange))
+                transport.queue.asyncAfter(deadline: .now() + timeout) { exchange.abort(.timedOut(seconds: timeout)) }
+            }
+        } onCancel: {
+            box.exchange?.abort(.cancelled)
+        }
+    }
+
+    private static func describe(_ error: Error) -> String {
+        switch error {
+        case DecodingError.keyNotFound(let key, let context):
+            return "missing \(key.stringValue) at \(context.codingPath.map(\.stringValue).joined(separator: "."))"
+        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context), DecodingError.dataCorrupted(let context):
+            return "\(context.debugDescription) at \(context.codingPath.map(\.stringValue).joined(separator: "."))"
+        default:
+            return "\(error)"
+        }
+    }
+}
+
+/// Hands the exchange of an attempt to the cancellation handler, which may run first.
+private final class ExchangeBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: RESTExchange?
+    private var cancelled = false
+
+    func set(_ exchange: RESTExchange) {
+        let cancelNow: Bool = lock.withLock {
+            stored = exchange
+            return cancelled
+        }
+        if cancelNow { exchange.abort(.cancelled) }
+    }
+
+    var exchange: RESTExchange? {
+        lock.withLock {
+            cancelled = true
+            return stored
+        }
+    }
+}

@@ -1,0 +1,268 @@
+import Foundation
+
+// The backend's JSON shapes (shared/docs/backend-contract.md). Keys are snake_case on the
+// wire; the client's decoder and encoder convert them, so the Swift names are camelCase.
+// Every type decodes leniently where the real server varies: unknown fields are ignored,
+// statuses and issue types it may add later decode as `.other`, and legacy weak points
+// (plain strings) are skipped.
+
+public struct Topic: Codable, Equatable, Sendable {
+    public var id: String
+    public var labelEn: String
+    public var labelZh: String
+    public var promptHint: String
+}
+
+public enum SessionMode: String, Codable, Sendable {
+    case conversation
+    case review
+}
+
+/// A session status; statuses the client does not know decode as `.other`.
+public enum SessionStatus: Codable, Equatable, Sendable, CustomStringConvertible {
+    case active, reviewing, reviewed, completing, completed, ended
+    case other(String)
+
+    public init(rawValue: String) {
+        switch rawValue {
+        case "active": self = .active
+        case "reviewing": self = .reviewing
+        case "reviewed": self = .reviewed
+        case "completing": self = .completing
+        case "completed": self = .completed
+        case "ended": self = .ended
+        default: self = .other(rawValue)
+        }
+    }
+
+    public var rawValue: String {
+        switch self {
+        case .active: return "active"
+        case .reviewing: return "reviewing"
+        case .reviewed: return "reviewed"
+        case .completing: return "completing"
+        case .completed: return "completed"
+        case .ended: return "ended"
+        case .other(let value): return value
+        }
+    }
+
+    public var description: String { rawValue }
+
+    public init(from decoder: Decoder) throws { self.init(rawValue: try decoder.singleValueContainer().decode(String.self)) }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+}
+
+public struct CreateSessionRequest: Codable, Equatable, Sendable {
+    public var userId: String
+    public var userName: String?
+    /// Required in conversation mode; `nil` (sent as JSON null) in review mode.
+    public var topicId: String?
+    public var mode: SessionMode
+
+    public init(userId: String, userName: String? = nil, topicId: String?, mode: SessionMode) {
+        self.userId = userId
+        self.userName = userName
+        self.topicId = topicId
+        self.mode = mode
+    }
+
+    // topic_id is sent as null rather than left out, as the iOS client does.
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(userId, forKey: .userId)
+        try container.encodeIfPresent(userName, forKey: .userName)
+        try container.encode(topicId, forKey: .topicId)
+        try container.encode(mode, forKey: .mode)
+    }
+}
+
+public struct CreatedSession: Codable, Equatable, Sendable {
+    public var sessionId: String
+    public var createdAt: String
+}
+
+/// The answer to `DELETE /sessions/{id}`.
+public struct EndedTalk: Codable, Equatable, Sendable {
+    public var sessionId: String
+    public var status: SessionStatus
+    public var mode: SessionMode?
+}
+
+/// The answer to `POST /sessions/{id}/end`.
+public struct EndedSession: Codable, Equatable, Sendable {
+    public var sessionId: String
+    public var status: SessionStatus
+}
+
+public enum IssueType: Codable, Equatable, Sendable {
+    case grammar, naturalness, sentenceStructure
+    case other(String)
+
+    public init(from decoder: Decoder) throws {
+        let value = try decoder.singleValueContainer().decode(String.self)
+        switch value {
+        case "grammar": self = .grammar
+        case "naturalness": self = .naturalness
+        case "sentence_structure": self = .sentenceStructure
+        default: self = .other(value)
+        }
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .grammar: try container.encode("grammar")
+        case .naturalness: try container.encode("naturalness")
+        case .sentenceStructure: try container.encode("sentence_structure")
+        case .other(let value): try container.encode(value)
+        }
+    }
+}
+
+public struct Mark: Codable, Equatable, Sendable {
+    public var id: Int
+    public var issueTypes: [IssueType]
+    public var original: String
+    public var suggestion: String
+    public var explanation: String
+}
+
+public struct Correction: Codable, Equatable, Sendable {
+    public var id: Int
+    public var segmentId: Int
+    public var userMessage: String
+    public var correction: String
+    public var explanation: String
+    public var createdAt: String
+}
+
+public struct Segment: Codable, Equatable, Sendable {
+    public var id: Int
+    public var turnIndex: Int
+    public var userText: String
+    public var aiText: String
+    public var aiMarks: [Mark]
+    public var corrections: [Correction]
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(Int.self, forKey: .id)
+        turnIndex = try c.decode(Int.self, forKey: .turnIndex)
+        userText = try c.decodeIfPresent(String.self, forKey: .userText) ?? ""
+        aiText = try c.decodeIfPresent(String.self, forKey: .aiText) ?? ""
+        aiMarks = try c.decodeIfPresent([Mark].self, forKey: .aiMarks) ?? []
+        corrections = try c.decodeIfPresent([Correction].self, forKey: .corrections) ?? []
+    }
+}
+
+public struct Weaknesses: Codable, Equatable, Sendable {
+    public var grammar: String?
+    public var naturalness: String?
+    public var sentenceStructure: String?
+}
+
+public struct Summary: Codable, Equatable, Sendable {
+    public var strengths: [String]
+    public var weaknesses: Weaknesses
+    public var overall: String
+}
+
+public struct Review: Codable, Equatable, Sendable {
+    public var sessionId: String
+    public var status: SessionStatus
+    public var segments: [Segment]
+    /// Null until generated, and still null when generation failed.
+    public var summary: Summary?
+
+    /// Whether any segment carries marks.
+    public var hasMarks: Bool { segments.contains { !$0.aiMarks.isEmpty } }
+}
+
+public struct CorrectionRequest: Codable, Equatable, Sendable {
+    public var segmentId: Int
+    public var userMessage: String
+
+    public init(segmentId: Int, userMessage: String) {
+        self.segmentId = segmentId
+        self.userMessage = userMessage
+    }
+}
+
+public struct WeakPointExample: Codable, Equatable, Sendable {
+    public var wrong: String
+    public var correct: String
+}
+
+public struct WeakPoint: Codable, Equatable, Sendable {
+    public var pattern: String
+    public var examples: [WeakPointExample]
+}
+
+public struct QuickReviewItem: Codable, Equatable, Sendable {
+    public var chinese: String
+    public var english: String
+}
+
+public struct ProfileData: Codable, Equatable, Sendable {
+    /// Free-form facts; kept as text.
+    public var personalFacts: [String]
+    /// dimension → patterns. Weak points that old servers stored as plain strings are skipped.
+    public var weakPoints: [String: [WeakPoint]]
+    public var commonErrors: [String]
+    public var progressNotes: String
+    public var quickReview: [QuickReviewItem]
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        personalFacts = (try? c.decodeIfPresent([LenientText].self, forKey: .personalFacts))?.compactMap(\.text) ?? []
+        commonErrors = (try? c.decodeIfPresent([LenientText].self, forKey: .commonErrors))?.compactMap(\.text) ?? []
+        progressNotes = (try? c.decodeIfPresent(String.self, forKey: .progressNotes)) ?? ""
+        quickReview = (try? c.decodeIfPresent([QuickReviewItem].self, forKey: .quickReview)) ?? []
+        let raw = (try? c.decodeIfPresent([String: [LenientWeakPoint]].self, forKey: .weakPoints)) ?? [:]
+        weakPoints = raw.mapValues { $0.compactMap(\.weakPoint) }
+    }
+
+    /// A list item that is text, or something else (dropped).
+    private struct LenientText: Decodable {
+        var text: String?
+        init(from decoder: Decoder) throws { text = try? decoder.singleValueContainer().decode(String.self) }
+    }
+
+    /// A weak point in the current shape, or a legacy plain string (dropped).
+    private struct LenientWeakPoint: Decodable {
+        var weakPoint: WeakPoint?
+        init(from decoder: Decoder) throws { weakPoint = try? WeakPoint(from: decoder) }
+    }
+}
+
+public struct UserProfile: Codable, Equatable, Sendable {
+    public var userId: String
+    public var userName: String?
+    /// CEFR level (A1...C2), or nil before the first evaluation.
+    public var level: String?
+    public var learningGoal: String?
+    public var profileData: ProfileData
+    public var updatedAt: String?
+    /// True when any weak-point pattern has three or more examples.
+    public var needsReview: Bool
+}
+
+struct TextBody: Codable, Sendable {
+    var text: String
+}
+
+struct LearningGoalBody: Codable, Sendable {
+    var learningGoal: String?
+
+    func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(learningGoal, forKey: .learningGoal)  // null clears the goal
+    }
+}
+
+struct EmptyBody: Codable, Sendable {}

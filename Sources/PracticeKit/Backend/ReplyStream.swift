@@ -1,0 +1,294 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// One reply stream in flight: `/start`, `/chat` or `/chat/text`.
+///
+/// Its events go to the handler as they are parsed (see ``ReplyEvent``); its outcome is a
+/// ``ReplySummary`` once the stream has started, or a ``BackendError`` when it never did
+/// (an error status, no connection, the deadline before the headers). 503 answers and
+/// refused connections are retried with backoff first, sending the same body (and the same
+/// `Idempotency-Key`) again. Cancel at any moment: the connection is closed at once.
+///
+/// Everything runs on the transport's serial queue: callbacks, timers, cancellation.
+public final class ReplyStream: TaskHandler, @unchecked Sendable {
+    public typealias EventHandler = @Sendable (ReplyEvent) -> Void
+
+    private let transport: BackendTransport
+    private let request: URLRequest
+    private let body: Data?
+    private let configuration: BackendConfiguration
+    private let logger: Logger
+    private let onEvent: EventHandler
+    private let label: String
+    private var queue: DispatchQueue { transport.queue }
+
+    // Touched only on the queue.
+    private var parser = SSEParser()
+    private var payload = AudioPayloadDecoder()
+    private var summary = ReplySummary()
+    private var attempt = 0
+    private var task: URLSessionTask?
+    private var response: HTTPURLResponse?
+    private var errorBody = Data()
+    private var started = false
+    private var abortReason: BackendError?
+    private var idleGeneration = 0
+    private var startTime = DispatchTime.now()
+    private var receivedBytes = 0
+    private var sawDone = false
+    /// The client, kept alive while the stream runs (its deinit closes the URLSession).
+    private var owner: AnyObject?
+
+    // Read from any thread.
+    private let resultLock = NSCondition()
+    private var result: Result<ReplySummary, BackendError>?
+    private var waiters: [@Sendable (Result<ReplySummary, BackendError>) -> Void] = []
+
+    init(owner: AnyObject, transport: BackendTransport, request: URLRequest, body: Data?, configuration: BackendConfiguration,
+         logger: Logger, onEvent: @escaping EventHandler) {
+        self.owner = owner
+        self.transport = transport
+        self.request = request
+        self.body = body
+        self.configuration = configuration
+        self.logger = logger
+        self.onEvent = onEvent
+        self.label = "\(request.httpMethod ?? "POST") \(request.url?.path ?? "?")"
+    }
+
+    func begin() {
+        queue.async { [self] in
+            startTime = .now()
+            // The whole stream's deadline, over all attempts.
+            queue.asyncAfter(deadline: .now() + configuration.streamTotalTimeout) { [self] in
+                abort(.timedOut(seconds: configuration.streamTotalTimeout))
+            }
+            nextAttempt()
+        }
+    }
+
+    /// Stops the stream now (barge-in, stop): the connection is closed; the outcome is
+    /// `.cancelled` (or the error `.cancelled` before the stream started).
+    public func cancel() {
+        queue.async { [self] in abort(.cancelled) }
+    }
+
+    /// Whether the outcome is known.
+    public var isFinished: Bool { resultLock.withLock { result != nil } }
+
+    /// Waits for the outcome.
+    public func outcome() async throws(BackendError) -> ReplySummary {
+        let result: Result<ReplySummary, BackendError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                whenFinished { continuation.resume(returning: $0) }
+            }
+        } onCancel: {
+            cancel()
+        }
+        return try result.get()
+    }
+
+    /// Waits for the outcome from a thread that may block, at most `timeout` seconds; nil
+    /// when the deadline passed first.
+    public func wait(timeout: Double) -> Result<ReplySummary, BackendError>? {
+        let deadline = Date().addingTimeInterval(timeout)
+        resultLock.lock()
+        defer { resultLock.unlock() }
+        while result == nil {
+            if !resultLock.wait(until: deadline) { break }
+        }
+        return result
+    }
+
+    /// Calls `body` with the outcome once known (at once if it is).
+    public func whenFinished(_ body: @escaping @Sendable (Result<ReplySummary, BackendError>) -> Void) {
+        resultLock.lock()
+        if let result {
+            resultLock.unlock()
+            body(result)
+            return
+        }
+        waiters.append(body)
+        resultLock.unlock()
+    }
+
+    // MARK: - Attempts
+
+    private func nextAttempt() {
+        guard abortReason == nil else { return finish(.failure(abortReason!)) }
+        attempt += 1
+        summary.attempts = attempt
+        response = nil
+        errorBody.removeAll()
+        logger.debug("→ \(label) attempt \(attempt)\(body.map { ", \($0.count) bytes" } ?? "")")
+        guard let task = transport.start(request, body: body, handler: self) else { return finish(.failure(.cancelled)) }
+        self.task = task
+        armIdleTimer()
+    }
+
+    /// Cancels the task for a reason; its completion reports it.
+    private func abort(_ reason: BackendError) {
+        guard !isFinished, abortReason == nil else { return }
+        abortReason = reason
+        if let task { task.cancel() } else { finish(.failure(reason)) }  // between attempts
+    }
+
+    private func armIdleTimer() {
+        idleGeneration += 1
+        let generation = idleGeneration
+        queue.asyncAfter(deadline: .now() + configuration.streamIdleTimeout) { [self] in
+            guard generation == idleGeneration, task != nil else { return }
+            logger.warning("\(label): nothing received for \(configuration.streamIdleTimeout) s")
+            abort(.timedOut(seconds: configuration.streamIdleTimeout))
+        }
+    }
+
+    // MARK: - Task callbacks (on the queue)
+
+    func taskDidReceive(response: HTTPURLResponse) {
+        self.response = response
+        armIdleTimer()
+        let elapsed = Self.milliseconds(since: startTime)
+        logger.debug("← \(label) \(response.statusCode) \(response.value(forHTTPHeaderField: "Content-Type") ?? "") after \(elapsed) ms")
+        guard response.statusCode == 200 else { return }
+        started = true
+        onEvent(.accepted)
+    }
+
+    func taskDidReceive(data: Data) {
+        armIdleTimer()
+        receivedBytes += data.count
+        guard started else {
+            // An error answer: keep the first bytes for its detail.
+            if errorBody.count < 4096 { errorBody.append(data.prefix(4096 - errorBody.count)) }
+            return
+        }
+        data.withUnsafeBytes { bytes in
+            parser.feed(bytes) { event in handle(event) }
+        }
+    }
+
+    func taskDidSend(totalBytesSent: Int64, totalBytesExpected: Int64) {
+        onEvent(.uploadProgress(sent: totalBytesSent, total: totalBytesExpected))
+    }
+
+    func taskDidComplete(error: Error?) {
+        task = nil
+        idleGeneration += 1
+        if started {
+            parser.finish()  // an event without its blank line is dropped, as the standard says
+            if let abortReason {
+                summary.end = abortReason == .cancelled ? .cancelled : .interrupted(abortReason)
+            } else if let error {
+                summary.end = .interrupted(BackendError.from(urlError: error))
+            } else {
+                summary.end = sawDone ? .done : .endedWithoutDone
+            }
+            logger.debug("\(label): \(Self.describe(summary)), \(receivedBytes) bytes in \(Self.milliseconds(since: startTime)) ms")
+            return finish(.success(summary))
+        }
+        let failure: BackendError
+        if let abortReason {
+            failure = abortReason
+        } else if let error {
+            failure = BackendError.from(urlError: error)
+        } else if let response {
+            failure = BackendError.from(status: response.statusCode, contentType: response.value(forHTTPHeaderField: "Content-Type"), body: errorBody)
+        } else {
+            failure = .invalidResponse("no HTTP response")
+        }
+        let method = request.httpMethod ?? "POST"
+        if configuration.retry.shouldRetry(failure, method: method, attempt: attempt) {
+            let delay = configuration.retry.delay(afterAttempt: attempt)
+            logger.info("\(label): \(failure); retrying in \(Int(delay * 1000)) ms (attempt \(attempt + 1))")
+            onEvent(.retrying(attempt: attempt, delay: delay, reason: failure))
+            queue.asyncAfter(deadline: .now() + delay) { [self] in nextAttempt() }
+            return
+        }
+        logger.warning("\(label): \(failure)")
+        finish(.failure(failure))
+    }
+
+    // MARK: - Events
+
+    private func handle(_ event: SSEEventView) {
+        if event.isType("audio") {
+            do {
+                let count = try payload.decode(event.data)
+                if summary.firstAudioDelay == nil { summary.firstAudioDelay = Double(Self.milliseconds(since: startTime)) / 1000 }
+                summary.audioEvents += 1
+                summary.audioBytes += count
+                payload.pcm.withUnsafeBytes { onEvent(.audio(UnsafeRawBufferPointer(rebasing: $0[0..<count]))) }
+            } catch {
+                malformed("audio", error.description)
+            }
+        } else if event.isType("transcript") || event.isType("response") {
+            let isTranscript = event.isType("transcript")
+            guard let text = Self.decodeText(event.data) else {
+                return malformed(isTranscript ? "transcript" : "response", "data is not a JSON object with a string \"text\"")
+            }
+            if isTranscript {
+                summary.transcript = text
+                onEvent(.transcript(text))
+            } else {
+                summary.responseText = text
+                onEvent(.response(text))
+            }
+        } else if event.isType("timing") {
+            struct Timing: Decodable {
+                var step: String
+                var duration_s: Double
+            }
+            guard let timing = try? JSONDecoder().decode(Timing.self, from: Data(event.data)) else {
+                return malformed("timing", "data is not {\"step\", \"duration_s\"}")
+            }
+            summary.timings[timing.step] = timing.duration_s
+            onEvent(.timing(step: timing.step, seconds: timing.duration_s))
+        } else if event.isType("done") {
+            sawDone = true
+            onEvent(.done)
+        } else {
+            // Unknown types are skipped: the contract may grow.
+            logger.debug("\(label): skipped an event of type '\(String(decoding: event.type, as: UTF8.self))' (\(event.data.count) bytes)")
+        }
+    }
+
+    private func malformed(_ type: String, _ reason: String) {
+        summary.malformedEvents += 1
+        logger.warning("\(label): bad \(type) event: \(reason)")
+        onEvent(.malformedEvent(type: type, reason: reason))
+    }
+
+    /// `{"text": "..."}` with JSON escapes decoded (the server escapes all non-ASCII).
+    static func decodeText(_ data: UnsafeRawBufferPointer) -> String? {
+        struct Text: Decodable { var text: String }
+        return try? JSONDecoder().decode(Text.self, from: Data(data)).text
+    }
+
+    private func finish(_ outcome: Result<ReplySummary, BackendError>) {
+        owner = nil
+        resultLock.lock()
+        guard result == nil else {
+            resultLock.unlock()
+            return
+        }
+        result = outcome
+        let waiting = waiters
+        waiters = []
+        resultLock.broadcast()
+        resultLock.unlock()
+        for waiter in waiting { waiter(outcome) }
+    }
+
+    static func milliseconds(since start: DispatchTime) -> Int {
+        Int((DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1_000_000)
+    }
+
+    static func describe(_ summary: ReplySummary) -> String {
+        let transcript = summary.transcript.map { $0.isEmpty ? "empty transcript" : "transcript \($0.count) chars" } ?? "no transcript"
+        return "\(summary.end), \(transcript), \(summary.audioEvents) audio events (\(summary.audioBytes) PCM bytes), "
+            + "response \(summary.responseText.map { "\($0.count) chars" } ?? "none"), \(summary.malformedEvents) malformed"
+    }
+}

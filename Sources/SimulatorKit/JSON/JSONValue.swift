@@ -1,0 +1,109 @@
+import Foundation
+
+/// A JSON value the simulator writes byte for byte as the real backend does: REST replies
+/// compact UTF-8 (FastAPI), SSE data in Python's `json.dumps` default style (`", "` and
+/// `": "` separators, everything outside ASCII escaped as `\uXXXX`), so that clients meet
+/// the same escapes and spacing as in production.
+public indirect enum JSONValue: Equatable, Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
+    ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral {
+    case null
+    case bool(Bool)
+    case int(Int)
+    case double(Double)
+    case string(String)
+    case array([JSONValue])
+    /// Keys keep their order, as Python's dicts do.
+    case object([(String, JSONValue)])
+
+    public enum Style: Sendable {
+        /// `{"a":1,"b":"é"}`: FastAPI's JSONResponse.
+        case compact
+        /// `{"a": 1, "b": "\u00e9"}`: Python's `json.dumps` defaults.
+        case python
+    }
+
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int) { self = .int(value) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    public init(dictionaryLiteral elements: (String, JSONValue)...) { self = .object(elements) }
+
+    /// A string or null.
+    public static func optional(_ text: String?) -> JSONValue { text.map { .string($0) } ?? .null }
+
+    public static func == (a: JSONValue, b: JSONValue) -> Bool { a.serialized(.compact) == b.serialized(.compact) }
+
+    /// The member `key` of an object.
+    public subscript(key: String) -> JSONValue? {
+        guard case .object(let members) = self else { return nil }
+        return members.first { $0.0 == key }?.1
+    }
+
+    public func serialized(_ style: Style) -> String {
+        var out = ""
+        write(to: &out, style)
+        return out
+    }
+
+    public func bytes(_ style: Style = .compact) -> [UInt8] { Array(serialized(style).utf8) }
+
+    private func write(to out: inout String, _ style: Style) {
+        switch self {
+        case .null: out += "null"
+        case .bool(let value): out += value ? "true" : "false"
+        case .int(let value): out += String(value)
+        case .double(let value):
+            // Python prints floats with repr: always a decimal point or exponent.
+            var text = String(value)
+            if !text.contains(".") && !text.contains("e") && value.isFinite { text += ".0" }
+            out += text
+        case .string(let value): Self.writeString(value, to: &out, asciiOnly: style == .python)
+        case .array(let elements):
+            out += "["
+            for (i, element) in elements.enumerated() {
+                if i > 0 { out += style == .python ? ", " : "," }
+                element.write(to: &out, style)
+            }
+            out += "]"
+        case .object(let members):
+            out += "{"
+            for (i, (key, value)) in members.enumerated() {
+                if i > 0 { out += style == .python ? ", " : "," }
+                Self.writeString(key, to: &out, asciiOnly: style == .python)
+                out += style == .python ? ": " : ":"
+                value.write(to: &out, style)
+            }
+            out += "}"
+        }
+    }
+
+    private static func writeString(_ value: String, to out: inout String, asciiOnly: Bool) {
+        out += "\""
+        for unit in value.unicodeScalars {
+            switch unit {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if unit.value < 0x20 || (asciiOnly && unit.value > 0x7E) {
+                    // Beyond the BMP Python writes a surrogate pair.
+                    for code in String(unit).utf16 { out += "\\u" + hex4(code) }
+                } else {
+                    out.unicodeScalars.append(unit)
+                }
+            }
+        }
+        out += "\""
+    }
+
+    private static func hex4(_ value: UInt16) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 4 - digits.count) + digits
+    }
+
+    public var stringValue: String? { if case .string(let s) = self { return s } else { return nil } }
+    public var intValue: Int? { if case .int(let i) = self { return i } else { return nil } }
+    public var isNull: Bool { if case .null = self { return true } else { return false } }
+}

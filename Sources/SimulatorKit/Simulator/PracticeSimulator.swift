@@ -1,0 +1,499 @@
+import AudioKernel
+import Foundation
+
+/// practice-sim's backend: the whole HTTP contract of `shared/docs/backend-contract.md`,
+/// including the real server's oddities, plus fault injection and a test-only control API
+/// under `/_sim/`. Serve it with ``HTTPServer`` (`handle` is its handler).
+///
+/// State sits behind one lock; replies are streamed outside it, on the connection's
+/// thread, so a paced reply never blocks another client.
+public final class PracticeSimulator: @unchecked Sendable {
+    private let lock = NSLock()
+    private var configuration: SimulatorConfiguration
+    private let speech: SpeechLibrary
+    private var random: SeededRandom
+    private var sessions: [String: SimulatedSession] = [:]
+    private var profiles: [String: SimulatedProfile] = [:]
+    private var loggedRequests: [JSONValue] = []
+    private let clock = SimulatedClock()
+    /// Whether the `/_sim/` control routes answer (on by default: practice-sim is a test tool).
+    public var controlRoutesEnabled = true
+    /// One line per request, for the executable's log; nil to stay quiet.
+    public var logLine: (@Sendable (String) -> Void)?
+
+    public init(configuration: SimulatorConfiguration, speech: SpeechLibrary) {
+        self.configuration = configuration
+        self.speech = speech
+        self.random = SeededRandom(seed: configuration.seed)
+    }
+
+    /// Ends every wait in progress (paced replies, latency, a hanging `/start`): call before
+    /// stopping the server, so that its connections close at once.
+    public func shutdown() { clock.stop() }
+
+    /// The faults in force now.
+    public var faults: SimulatorFaults {
+        get { lock.withLock { configuration.faults } }
+        set { lock.withLock { configuration.faults = newValue } }
+    }
+
+    /// Every request answered so far (method, path, status, sizes, idempotency key), as
+    /// `GET /_sim/log` shows it.
+    public var requestLog: [JSONValue] { lock.withLock { loggedRequests } }
+
+    /// A synchronous model call (`/corrections`, `/evaluate`): 0.4 s at real-time pace.
+    private var modelCallMilliseconds: Int { lock.withLock { configuration.pace > 0 ? 400 : 20 } }
+
+    // MARK: - Routing
+
+    public func handle(_ request: HTTPRequest, _ writer: HTTPResponseWriter) {
+        let path = request.target.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.target
+        let parts = path.split(separator: "/", omittingEmptySubsequences: true).map { String($0).removingPercentEncoding ?? String($0) }
+        if parts.first == "_sim" {
+            guard controlRoutesEnabled else { return respondDetail(writer, 404, "Not Found", request) }
+            return handleControl(request, parts: Array(parts.dropFirst()), writer)
+        }
+        let latency = lock.withLock { configuration.faults.latencyMs }
+        if latency > 0 { clock.wait(milliseconds: latency) }
+        if let status = takeInjectedFailure() { return respondFailure(writer, status, request) }
+
+        switch (request.method, parts.count, parts.first) {
+        case ("GET", 1, "topics"):
+            respond(writer, 200, .array(ReviewContent.topics), request)
+        case (_, 1, "topics"):
+            respondDetail(writer, 405, "Method Not Allowed", request)
+        case ("POST", 1, "sessions"):
+            createSession(request, writer)
+        case (_, 2, "sessions"), (_, 3, "sessions"), (_, 4, "sessions"):
+            routeSession(request, parts: parts, writer)
+        case (_, 3, "users"):
+            routeUser(request, parts: parts, writer)
+        default:
+            respondDetail(writer, 404, "Not Found", request)
+        }
+    }
+
+    private func routeSession(_ request: HTTPRequest, parts: [String], _ writer: HTTPResponseWriter) {
+        let id = parts[1]
+        let action = parts.dropFirst(2).joined(separator: "/")
+        guard let session = lock.withLock({ sessions[id] }) else {
+            // Only a known route gets the session's 404; others are FastAPI's plain 404.
+            let known = ["", "start", "chat", "chat/text", "review", "corrections", "end"].contains(action)
+            return respondDetail(writer, 404, known ? "Session not found" : "Not Found", request)
+        }
+        switch (request.method, action) {
+        case ("POST", "start"): start(session, request, writer)
+        case ("POST", "chat"): chat(session, request, writer)
+        case ("POST", "chat/text"): chatText(session, request, writer)
+        case ("DELETE", ""): endTalk(session, request, writer)
+        case ("GET", "review"): review(session, request, writer)
+        case ("POST", "corrections"): correction(session, request, writer)
+        case ("POST", "end"): end(session, request, writer)
+        case (_, "start"), (_, "chat"), (_, "chat/text"), (_, ""), (_, "review"), (_, "corrections"), (_, "end"):
+            respondDetail(writer, 405, "Method Not Allowed", request)
+        default:
+            respondDetail(writer, 404, "Not Found", request)
+        }
+    }
+
+    private func routeUser(_ request: HTTPRequest, parts: [String], _ writer: HTTPResponseWriter) {
+        let userID = parts[1]
+        switch (request.method, parts[2]) {
+        case ("GET", "profile"):
+            respond(writer, 200, lock.withLock { profile(userID).json }, request)
+        case ("POST", "evaluate"):
+            clock.wait(milliseconds: modelCallMilliseconds)  // the model call is synchronous
+            let json: JSONValue = lock.withLock {
+                let turns = sessions.values.filter { $0.userID == userID }.reduce(0) { $0 + $1.segments.count }
+                profiles[userID, default: SimulatedProfile(userID: userID)].level = turns >= 6 ? "B2" : turns >= 2 ? "B1" : "A2"
+                profiles[userID]!.touch()
+                return profiles[userID]!.json
+            }
+            respond(writer, 200, json, request)
+        case ("POST", "learning-goal"):
+            struct Body: Decodable { var learning_goal: String? }
+            guard let body = decode(Body.self, request, writer, required: []) else { return }
+            let json: JSONValue = lock.withLock {
+                profiles[userID, default: SimulatedProfile(userID: userID)].learningGoal = body.learning_goal
+                profiles[userID]!.touch()
+                return profiles[userID]!.json
+            }
+            respond(writer, 200, json, request)
+        case (_, "profile"), (_, "evaluate"), (_, "learning-goal"):
+            respondDetail(writer, 405, "Method Not Allowed", request)
+        default:
+            respondDetail(writer, 404, "Not Found", request)
+        }
+    }
+
+    // MARK: - Sessions
+
+    private func createSession(_ request: HTTPRequest, _ writer: HTTPResponseWriter) {
+        struct Body: Decodable {
+            var user_id: String
+            var user_name: String?
+            var topic_id: String?
+            var mode: String?
+        }
+        guard let body = decode(Body.self, request, writer, required: ["user_id"]) else { return }
+        let mode = body.mode ?? "conversation"
+        guard mode == "conversation" || mode == "review" else { return respondDetail(writer, 400, "Invalid mode: \(mode)", request) }
+        if mode == "conversation" {
+            guard let topic = body.topic_id else { return respondDetail(writer, 400, "topic_id is required for conversation mode", request) }
+            guard ReviewContent.topicIDs.contains(topic) else { return respondDetail(writer, 400, "Unknown topic_id: \(topic)", request) }
+        }
+        let (id, created): (String, String) = lock.withLock {
+            let id = uuid()
+            let connecting = UInt64(configuration.connectingMs) * 1_000_000
+            let session = SimulatedSession(id: id, userID: body.user_id, userName: body.user_name, topicID: body.topic_id, mode: mode,
+                                           createdAt: Timestamp.now(), connectedAt: DispatchTime(uptimeNanoseconds: DispatchTime.now().uptimeNanoseconds + connecting))
+            sessions[id] = session
+            if let name = body.user_name { profiles[body.user_id, default: SimulatedProfile(userID: body.user_id)].userName = name }
+            return (id, session.createdAt)
+        }
+        respond(writer, 200, ["session_id": .string(id), "created_at": .string(created)], request)
+    }
+
+    private func start(_ session: SimulatedSession, _ request: HTTPRequest, _ writer: HTTPResponseWriter) {
+        let (faults, config) = lock.withLock { (configuration.faults, configuration) }
+        if faults.start504 {
+            clock.wait(milliseconds: config.startTimeoutMs)
+            return respondDetail(writer, 504, "Session connection timed out", request)
+        }
+        // The server waits for its upstream connection before it answers.
+        clock.wait(until: session.connectedAt.uptimeNanoseconds)
+        let (again, events): (Bool, [ReplyEvent]) = lock.withLock {
+            if session.started { return (true, []) }
+            session.started = true
+            session.replying = true
+            return (false, replyEvents(phrase: speech.greeting, transcript: nil))
+        }
+        logRequest(request, status: 200)
+        if again {
+            // A second /start hangs until the server gives up on its upstream.
+            writer.beginChunked(contentType: "text/event-stream; charset=utf-8")
+            clock.wait(milliseconds: config.upstreamIdleMs)
+            let tail = [ReplyEvent(name: "timing", data: ["step": "total", "duration_s": .double(Double(config.upstreamIdleMs) / 1000)]),
+                        ReplyEvent(name: "done", data: [:])]
+            for event in tail where !writer.peerGone { writer.writeChunk(Array("event: \(event.name)\ndata: \(event.data.serialized(.python))\n\n".utf8)) }
+            writer.endChunked()
+            return
+        }
+        finish(session, ReplyStreamer(configuration: config, faults: faults, clock: clock).write(events, to: writer))
+    }
+
+    private func chat(_ session: SimulatedSession, _ request: HTTPRequest, _ writer: HTTPResponseWriter) {
+        guard let boundary = request.header("Content-Type").flatMap(MultipartFormData.boundary(fromContentType:)) else {
+            return respondValidation(writer, field: "audio", message: "Field required", request)
+        }
+        let parts: [MultipartPart]
+        do {
+            parts = try MultipartFormData.parse(request.body, boundary: boundary)
+        } catch {
+            return respondDetail(writer, 400, "There was an error parsing the body", request)
+        }
+        guard let audio = parts.first(where: { $0.name == "audio" }) else {
+            return respondValidation(writer, field: "audio", message: "Field required", request)
+        }
+        guard !audio.body.isEmpty else { return respondDetail(writer, 400, "Empty audio file", request) }
+        // The server forwards the bytes as they are: the model hears silence, noise or a
+        // broken file as nothing, and audio under 100 ms is not even transcribed.
+        let decoded = try? WAVDecoder.decode(audio.body)
+        let tooShort = decoded.map { $0.duration < 0.1 } ?? false
+        let heard = decoded.map { SpeechGate().holdsSpeech($0.samples) } ?? false
+        streamReply(session, request, writer, transcript: { random in
+            if tooShort { return nil }
+            return heard ? ReviewContent.learnerPhrases[Int(random.next() % UInt64(ReviewContent.learnerPhrases.count))] : ""
+        }, uploadBytes: audio.body.count, heardSpeech: heard)
+    }
+
+    private func chatText(_ session: SimulatedSession, _ request: HTTPRequest, _ writer: HTTPResponseWriter) {
+        struct Body: Decodable { var text: String }
+        guard let body = decode(Body.self, request, writer, required: ["text"]) else { return }
+        let text = body.text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !text.isEmpty else { return respondDetail(writer, 400, "Empty text", request) }
+        streamReply(session, request, writer, transcript: { _ in text }, uploadBytes: nil, heardSpeech: nil)
+    }
+
+    /// A turn's reply: transcript (possibly empty, late or missing), audio, response,
+    /// timings, done, or an empty reply when the session's upstream is still busy.
+    private func streamReply(_ session: SimulatedSession, _ request: HTTPRequest, _ writer: HTTPResponseWriter,
+                             transcript makeTranscript: (inout SeededRandom) -> String?, uploadBytes: Int?, heardSpeech: Bool?) {
+        let notConnected = DispatchTime.now() < session.connectedAt
+        if notConnected { return respondDetail(writer, 503, "Session still connecting, try again shortly", request) }
+        let status = lock.withLock { session.status }
+        guard status == "active" else {
+            return respondDetail(writer, 400, status == "completed" ? "Session already completed" : "Session is not active", request)
+        }
+        let (events, config, faults, userText, phrase): ([ReplyEvent], SimulatorConfiguration, SimulatorFaults, String?, SpeechLibrary.Phrase?) = lock.withLock {
+            let transcript = makeTranscript(&random)
+            let busy = session.replying || session.hungUp
+            session.hungUp = false
+            var events: [ReplyEvent] = []
+            var phrase: SpeechLibrary.Phrase?
+            if let transcript, !transcript.isEmpty, !busy {
+                let pool = session.mode == "review" ? speech.reviewReplies : speech.replies
+                phrase = pool[session.replyCount % pool.count]
+                session.replyCount += 1
+                events = replyEvents(phrase: phrase!, transcript: transcript)
+                session.replying = true
+            } else {
+                // Nothing heard, too short, or the upstream still busy: an empty reply.
+                if let transcript { events.append(ReplyEvent(name: "transcript", data: ["text": .string(busy ? "" : transcript)])) }
+                events += [ReplyEvent(name: "timing", data: ["step": "total", "duration_s": .double(0.05)]), ReplyEvent(name: "done", data: [:])]
+            }
+            return (events, configuration, configuration.faults, transcript, phrase)
+        }
+        logRequest(request, status: 200, extra: [
+            ("idempotency_key", .optional(request.header("Idempotency-Key"))),
+            ("upload_bytes", uploadBytes.map { .int($0) } ?? .null),
+            ("heard_speech", heardSpeech.map { .bool($0) } ?? .null),
+        ])
+        let end = ReplyStreamer(configuration: config, faults: faults, clock: clock).write(events, to: writer)
+        if let phrase, let userText {
+            lock.withLock {
+                if end == .finished || end == .dropped {
+                    let index = session.segments.count
+                    session.segments.append(.init(id: index + 1, turnIndex: index, userText: userText, aiText: phrase.text))
+                }
+            }
+            finish(session, end)
+        }
+    }
+
+    private func finish(_ session: SimulatedSession, _ end: ReplyStreamEnd) {
+        lock.withLock {
+            session.replying = false
+            if end == .clientGone { session.hungUp = true }
+        }
+    }
+
+    /// The events of a full reply (greeting when `transcript` is nil).
+    private func replyEvents(phrase: SpeechLibrary.Phrase, transcript: String?) -> [ReplyEvent] {
+        let streamer = ReplyStreamer(configuration: configuration, faults: configuration.faults, clock: clock)
+        var events = streamer.audioChunks(phrase.pcm, random: &random).map(ReplyEvent.audio)
+        if let transcript {
+            // A late transcription lands among the audio now and then.
+            let position = random.next() % 5 == 0 ? min(events.count, 1 + Int(random.next() % 3)) : 0
+            events.insert(ReplyEvent(name: "transcript", data: ["text": .string(transcript)]), at: position)
+        }
+        let firstAudio = Double(configuration.firstAudioMs) / 1000 + Double(random.next() % 50) / 1000
+        let total = firstAudio + Double(phrase.pcm.count) / 48_000 / max(configuration.pace, 1)
+        events.append(ReplyEvent(name: "response", data: ["text": .string(phrase.text)]))
+        events.append(ReplyEvent(name: "timing", data: ["step": "first_audio", "duration_s": .double((firstAudio * 1000).rounded() / 1000)]))
+        events.append(ReplyEvent(name: "timing", data: ["step": "total", "duration_s": .double((total * 1000).rounded() / 1000)]))
+        events.append(ReplyEvent(name: "done", data: [:]))
+        return events
+    }
+
+    // MARK: - Review lifecycle
+
+    private func endTalk(_ session: SimulatedSession, _ request: HTTPRequest, _ writer: HTTPResponseWriter) {
+        let json: JSONValue = lock.withLock {
+            if session.mode == "review" {
+                session.status = "ended"
+            } else {
+                // Also from `completed`: the real server moves it back to reviewing.
+                session.status = "reviewing"
+                session.reviewPolls = 0
+            }
+            return ["session_id": .string(session.id), "status": .string(session.status), "mode": .string(session.mode)]
+        }
+        respond(writer, 200, json, request)
+    }
+
+    private func review(_ session: SimulatedSession, _ request: HTTPRequest, _ writer: HTTPResponseWriter) {
+        let json: JSONValue = lock.withLock {
+            let fails = configuration.faults.reviewFails
+            switch session.status {
+            case "reviewing":
+                session.reviewPolls += 1
+                if session.reviewPolls >= configuration.pollsUntilMarks && !session.marksGenerated {
+                    session.marksGenerated = true
+                    if !fails { generateMarks(session) }
+                }
+                // Marks show while the status still says reviewing, for one poll.
+                if session.reviewPolls > configuration.pollsUntilMarks { session.status = "reviewed" }
+            case "completing":
+                session.completionPolls += 1
+                if session.completionPolls >= configuration.pollsUntilSummary && session.summary.isNull && !fails {
+                    session.summary = ReviewContent.summary
+                }
+                if session.completionPolls > configuration.pollsUntilSummary { session.status = "completed" }
+            default:
+                break
+            }
+            return session.reviewJSON
+        }
+        respond(writer, 200, json, request)
+    }
+
+    private func generateMarks(_ session: SimulatedSession) {
+        var nextID = 1
+        for index in session.segments.indices {
+            let mark = ReviewContent.mark(id: nextID, for: session.segments[index].userText, random: &random)
+            nextID += 1
+            session.segments[index].marks = [mark]
+            profiles[session.userID, default: SimulatedProfile(userID: session.userID)].addWeakPoint(from: mark)
+        }
+    }
+
+    private func correction(_ session: SimulatedSession, _ request: HTTPRequest, _ writer: HTTPResponseWriter) {
+        struct Body: Decodable {
+            var segment_id: Int
+            var user_message: String
+        }
+        guard let body = decode(Body.self, request, writer, required: ["segment_id", "user_message"]) else { return }
+        let (accepts, exists, fails) = lock.withLock {
+            (session.acceptsCorrections, session.segments.contains { $0.id == body.segment_id }, configuration.faults.correctionFails)
+        }
+        guard accepts else { return respondDetail(writer, 400, "Session is not in review state", request) }
+        guard exists else { return respondDetail(writer, 404, "Segment not found in this session", request) }
+        clock.wait(milliseconds: modelCallMilliseconds)  // the model call is synchronous
+        guard !fails else { return respondFailure(writer, 500, request) }
+        let json: JSONValue = lock.withLock {
+            let id = session.nextCorrectionID
+            session.nextCorrectionID += 1
+            let correction: JSONValue = [
+                "id": .int(id), "segment_id": .int(body.segment_id), "user_message": .string(body.user_message),
+                "correction": .string("A better way to say it: \(body.user_message.trimmingCharacters(in: .whitespaces))"),
+                "explanation": "Keep the verb in the past tense for a finished action.", "created_at": .string(Timestamp.now()),
+            ]
+            if let index = session.segments.firstIndex(where: { $0.id == body.segment_id }) { session.segments[index].corrections.append(correction) }
+            return correction
+        }
+        respond(writer, 200, json, request)
+    }
+
+    private func end(_ session: SimulatedSession, _ request: HTTPRequest, _ writer: HTTPResponseWriter) {
+        let result: JSONValue? = lock.withLock {
+            if session.status == "completed" { return nil }
+            session.status = session.segments.isEmpty ? "completed" : "completing"
+            session.completionPolls = 0
+            return ["session_id": .string(session.id), "status": .string(session.status)]
+        }
+        guard let result else { return respondDetail(writer, 400, "Session already completed", request) }
+        respond(writer, 200, result, request)
+    }
+
+    private func profile(_ userID: String) -> SimulatedProfile {
+        if let existing = profiles[userID] { return existing }
+        let created = SimulatedProfile(userID: userID)
+        profiles[userID] = created
+        return created
+    }
+
+    // MARK: - Faults and the control API
+
+    private func takeInjectedFailure() -> Int? {
+        lock.withLock {
+            guard configuration.faults.failCount > 0 else { return nil }
+            configuration.faults.failCount -= 1
+            return configuration.faults.failStatus
+        }
+    }
+
+    private func handleControl(_ request: HTTPRequest, parts: [String], _ writer: HTTPResponseWriter) {
+        switch (request.method, parts.first ?? "") {
+        case ("GET", "health"):
+            respond(writer, 200, ["status": "ok"], request, log: false)
+        case ("GET", "faults"):
+            let data = (try? JSONEncoder().encode(faults)) ?? Data("{}".utf8)
+            writer.respond(status: 200, body: Array(data))
+        case ("PUT", "faults"):
+            do {
+                faults = try JSONDecoder().decode(SimulatorFaults.self, from: Data(request.body))
+                let data = (try? JSONEncoder().encode(faults)) ?? Data("{}".utf8)
+                writer.respond(status: 200, body: Array(data))
+            } catch {
+                respondDetail(writer, 400, "bad faults: \(error)", request)
+            }
+        case ("GET", "log"):
+            respond(writer, 200, .array(requestLog), request, log: false)
+        case ("POST", "reset"):
+            lock.withLock {
+                sessions.removeAll()
+                profiles.removeAll()
+                loggedRequests.removeAll()
+                configuration.faults = SimulatorFaults()
+                random = SeededRandom(seed: configuration.seed)
+            }
+            respond(writer, 200, ["status": "reset"], request, log: false)
+        default:
+            respondDetail(writer, 404, "Not Found", request)
+        }
+    }
+
+    // MARK: - Responses
+
+    private func respond(_ writer: HTTPResponseWriter, _ status: Int, _ json: JSONValue, _ request: HTTPRequest, log: Bool = true) {
+        if log { logRequest(request, status: status) }
+        writer.respond(status: status, body: json.bytes(.compact))
+    }
+
+    private func respondDetail(_ writer: HTTPResponseWriter, _ status: Int, _ detail: String, _ request: HTTPRequest) {
+        respond(writer, status, ["detail": .string(detail)], request)
+    }
+
+    /// An injected failure in the shape the real server uses for that status.
+    private func respondFailure(_ writer: HTTPResponseWriter, _ status: Int, _ request: HTTPRequest) {
+        switch status {
+        case 500:
+            logRequest(request, status: 500)
+            writer.respond(status: 500, contentType: "text/plain; charset=utf-8", body: Array("Internal Server Error".utf8))
+        case 503: respondDetail(writer, 503, "Session still connecting, try again shortly", request)
+        case 504: respondDetail(writer, 504, "Session connection timed out", request)
+        default: respondDetail(writer, status, HTTPStatus.reason(status), request)
+        }
+    }
+
+    /// FastAPI's 422 for a body that does not validate.
+    private func respondValidation(_ writer: HTTPResponseWriter, field: String, message: String, _ request: HTTPRequest) {
+        let item: JSONValue = ["type": "missing", "loc": ["body", .string(field)], "msg": .string(message), "input": .null]
+        respond(writer, 422, ["detail": [item]], request)
+    }
+
+    /// Decodes a JSON body; answers 422 (FastAPI's validation shape) when it does not fit.
+    private func decode<T: Decodable>(_ type: T.Type, _ request: HTTPRequest, _ writer: HTTPResponseWriter, required: [String]) -> T? {
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(request.body))
+        } catch DecodingError.keyNotFound(let key, _) {
+            respondValidation(writer, field: key.stringValue, message: "Field required", request)
+        } catch DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context) {
+            respondValidation(writer, field: context.codingPath.last?.stringValue ?? required.first ?? "body", message: "Input should be a valid value", request)
+        } catch {
+            respondValidation(writer, field: "body", message: "JSON decode error", request)
+        }
+        return nil
+    }
+
+    private func logRequest(_ request: HTTPRequest, status: Int, extra: [(String, JSONValue)] = []) {
+        let entry = JSONValue.object([("method", .string(request.method)), ("path", .string(request.target)), ("status", .int(status)),
+                                      ("body_bytes", .int(request.body.count))] + extra)
+        lock.withLock { loggedRequests.append(entry) }
+        logLine?("\(request.method) \(request.target) -> \(status) (\(request.body.count) bytes in)")
+    }
+
+    private func uuid() -> String {
+        // Seeded, so runs repeat; formatted as a version-4 UUID like the server's uuid4().
+        var bytes = (0..<16).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+        bytes[6] = (bytes[6] & 0x0F) | 0x40
+        bytes[8] = (bytes[8] & 0x3F) | 0x80
+        let hex = bytes.map { String(format: "%02x", $0) }.joined()
+        let c = Array(hex)
+        return "\(String(c[0..<8]))-\(String(c[8..<12]))-\(String(c[12..<16]))-\(String(c[16..<20]))-\(String(c[20..<32]))"
+    }
+}
+
+/// ISO-8601 timestamps as the server's Python writes them (`isoformat()`, microseconds, UTC).
+enum Timestamp {
+    static func now() -> String {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        var seconds = time.tv_sec
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%06d+00:00", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
+                      parts.tm_hour, parts.tm_min, parts.tm_sec, time.tv_nsec / 1000)
+    }
+}

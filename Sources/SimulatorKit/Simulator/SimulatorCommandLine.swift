@@ -1,0 +1,120 @@
+import Foundation
+
+/// practice-sim's command line: where to listen, how to behave, which faults to inject.
+public struct SimulatorCommandLine: Sendable {
+    public var host = "127.0.0.1"
+    public var port: UInt16 = 8000
+    public var samplesDirectory: String?
+    /// The bound port is written here once listening (handy with `--port 0`).
+    public var portFile: String?
+    public var controlRoutes = true
+    public var quiet = false
+    public var configuration = SimulatorConfiguration()
+
+    public static let usage = """
+        usage: practice-sim [options]
+          A local stand-in for the practice backend: the whole HTTP + SSE contract, with the
+          real server's oddities and injectable faults.
+
+          --host ADDR             listen address (default 127.0.0.1)
+          --port N                port, 0 for any free one (default 8000)
+          --port-file PATH        write the bound port to PATH once listening
+          --samples DIR           the speech WAVs (default: samples/sim of the checkout)
+          --seed N                seed of every random choice (default 1)
+          --pace X                audio pace: 1 real time (default), 0 as fast as possible
+          --fast                  same as --pace 0
+          --connecting-ms N       /chat answers 503 this long after POST /sessions (300)
+          --first-audio-ms N      delay before the first audio event (150)
+          --start-timeout-ms N    how long /start waits before a 504 (15000)
+          --upstream-idle-ms N    how long a second /start hangs (30000)
+          --polls-until-marks N   review polls before marks appear (2)
+          --polls-until-summary N polls after /end before the summary appears (2)
+          --no-control            disable the test-only /_sim/ routes
+          --quiet                 no request log on stderr
+        faults (also settable at run time: PUT /_sim/faults with the snake_case names):
+          --latency-ms N          added before every response
+          --fail-count N          the next N calls answer --fail-status (default 503)
+          --fail-status S         400...599
+          --start-504             /start answers 504 after --start-timeout-ms
+          --drop-after-events N   reply streams are cut (TCP reset) after N events
+          --drip BYTES:MS         write replies BYTES at a time, MS apart
+          --malformed-sse         broken events and unusual (legal) SSE framing in replies
+          --omit-done             streams end without the done event
+          --odd-chunks            every audio chunk has an odd byte count
+          --review-fails          no marks and a null summary
+          --correction-fails      /corrections answers 500
+        """
+
+    public struct UsageError: Error, CustomStringConvertible {
+        public var message: String
+        public var description: String { message }
+    }
+
+    public init() {}
+
+    public static func parse(_ arguments: [String]) throws(UsageError) -> SimulatorCommandLine {
+        var result = SimulatorCommandLine()
+        var index = 0
+        func value(_ flag: String) throws(UsageError) -> String {
+            index += 1
+            guard index < arguments.count else { throw UsageError(message: "\(flag) needs a value") }
+            return arguments[index]
+        }
+        func integer(_ flag: String, _ range: ClosedRange<Int> = 0...Int(Int32.max)) throws(UsageError) -> Int {
+            let text = try value(flag)
+            guard let number = Int(text), range.contains(number) else {
+                throw UsageError(message: "\(flag): '\(text)' is not a whole number in \(range.lowerBound)...\(range.upperBound)")
+            }
+            return number
+        }
+        while index < arguments.count {
+            let flag = arguments[index]
+            var c = result.configuration
+            switch flag {
+            case "--host": result.host = try value(flag)
+            case "--port": result.port = UInt16(try integer(flag, 0...65535))
+            case "--port-file": result.portFile = try value(flag)
+            case "--samples": result.samplesDirectory = try value(flag)
+            case "--seed":
+                let text = try value(flag)
+                guard let seed = UInt64(text) else { throw UsageError(message: "--seed: '\(text)' is not an unsigned integer") }
+                c.seed = seed
+            case "--pace":
+                let text = try value(flag)
+                guard let pace = Double(text), pace >= 0, pace.isFinite else { throw UsageError(message: "--pace: '\(text)' is not a number >= 0") }
+                c.pace = pace
+            case "--fast": c.pace = 0
+            case "--connecting-ms": c.connectingMs = try integer(flag)
+            case "--first-audio-ms": c.firstAudioMs = try integer(flag)
+            case "--start-timeout-ms": c.startTimeoutMs = try integer(flag)
+            case "--upstream-idle-ms": c.upstreamIdleMs = try integer(flag)
+            case "--polls-until-marks": c.pollsUntilMarks = try integer(flag)
+            case "--polls-until-summary": c.pollsUntilSummary = try integer(flag)
+            case "--no-control": result.controlRoutes = false
+            case "--quiet": result.quiet = true
+            case "--latency-ms": c.faults.latencyMs = try integer(flag)
+            case "--fail-count": c.faults.failCount = try integer(flag)
+            case "--fail-status": c.faults.failStatus = try integer(flag, 400...599)
+            case "--start-504": c.faults.start504 = true
+            case "--drop-after-events": c.faults.dropAfterEvents = try integer(flag)
+            case "--drip":
+                let text = try value(flag)
+                let pieces = text.split(separator: ":")
+                guard pieces.count == 2, let bytes = Int(pieces[0]), bytes > 0, let ms = Int(pieces[1]), ms >= 0 else {
+                    throw UsageError(message: "--drip: '\(text)' is not BYTES:MS (BYTES > 0)")
+                }
+                c.faults.dripBytes = bytes
+                c.faults.dripMs = ms
+            case "--malformed-sse": c.faults.malformedSSE = true
+            case "--omit-done": c.faults.omitDone = true
+            case "--odd-chunks": c.faults.oddChunks = true
+            case "--review-fails": c.faults.reviewFails = true
+            case "--correction-fails": c.faults.correctionFails = true
+            default: throw UsageError(message: "unknown option '\(flag)'")
+            }
+            result.configuration = c
+            index += 1
+        }
+        return result
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import SimulatorKit
+
+/// practice-sim: the practice backend's contract on a loopback port, for the daemon's
+/// tests, the demo and development without the real server.
+@main
+struct PracticeSim {
+    static func main() {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if arguments.contains("--help") || arguments.contains("-h") {
+            print(SimulatorCommandLine.usage)
+            return
+        }
+        let options: SimulatorCommandLine
+        do {
+            options = try SimulatorCommandLine.parse(arguments)
+        } catch {
+            FileHandle.standardError.write(Data("practice-sim: \(error)\n(see practice-sim --help)\n".utf8))
+            exit(64)  // EX_USAGE
+        }
+        guard let directory = options.samplesDirectory ?? SpeechLibrary.defaultDirectory() else {
+            fail("no speech samples: pass --samples DIR (samples/sim of the checkout)")
+        }
+        let speech: SpeechLibrary
+        do { speech = try SpeechLibrary.load(directory: directory) } catch { fail("cannot load speech from \(directory): \(error)") }
+
+        let simulator = PracticeSimulator(configuration: options.configuration, speech: speech)
+        simulator.controlRoutesEnabled = options.controlRoutes
+        if !options.quiet {
+            simulator.logLine = { line in FileHandle.standardError.write(Data("practice-sim: \(line)\n".utf8)) }
+        }
+        let server = HTTPServer(host: options.host, port: options.port, handler: simulator.handle)
+        let port: UInt16
+        do { port = try server.start() } catch { fail("\(error)") }
+        if let file = options.portFile {
+            // Written whole under a temporary name, then renamed: a reader never sees half.
+            let temporary = file + ".tmp"
+            do {
+                try "\(port)\n".write(toFile: temporary, atomically: false, encoding: .utf8)
+                guard rename(temporary, file) == 0 else { fail("cannot write \(file): \(String(cString: strerror(errno)))") }
+            } catch { fail("cannot write \(file): \(error)") }
+        }
+        // Written unbuffered, so that a reader on a pipe sees it at once.
+        let banner = "practice-sim listening on http://\(options.host):\(port) (seed \(options.configuration.seed), pace \(options.configuration.pace))\n"
+        FileHandle.standardOutput.write(Data(banner.utf8))
+
+        // SIGTERM and SIGINT stop the server: connections are closed, then the process exits.
+        signal(SIGTERM, SIG_IGN)
+        signal(SIGINT, SIG_IGN)
+        signal(SIGPIPE, SIG_IGN)
+        let stop = { @Sendable in
+            simulator.shutdown()
+            server.stop()
+            exit(0)
+        }
+        let sources = [SIGTERM, SIGINT].map { number -> DispatchSourceSignal in
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
+            source.setEventHandler(handler: stop)
+            source.resume()
+            return source
+        }
+        withExtendedLifetime(sources) { dispatchMain() }
+    }
+
+    static func fail(_ message: String) -> Never {
+        FileHandle.standardError.write(Data("practice-sim: \(message)\n".utf8))
+        exit(1)
+    }
+}

@@ -1,0 +1,154 @@
+import Foundation
+import PracticeKit
+import SimulatorKit
+import TestSupport
+import XCTest
+
+/// practice-sim's backend on a real loopback TCP port inside the test process, and a
+/// client pointed at it. Fast by default (no pacing, no connecting window) so that tests
+/// switch on exactly the behaviour they look at.
+final class SimulatorHarness {
+    let simulator: PracticeSimulator
+    let server: HTTPServer
+    let baseURL: URL
+    /// Requests that reached the server, counted before the simulator answers them.
+    let arrived = Awaitable(0)
+
+    static let samplesDirectory: String = {
+        // Tests/PracticeKitTests/Backend/ → the package root.
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("samples/sim").path
+    }()
+
+    static let speech: SpeechLibrary = try! SpeechLibrary.load(directory: samplesDirectory)
+
+    init(_ configure: (inout SimulatorConfiguration) -> Void = { _ in }) throws {
+        var configuration = SimulatorConfiguration()
+        configuration.pace = 0
+        configuration.connectingMs = 0
+        configuration.firstAudioMs = 0
+        configuration.startTimeoutMs = 300
+        configuration.upstreamIdleMs = 300
+        configure(&configuration)
+        simulator = PracticeSimulator(configuration: configuration, speech: Self.speech)
+        let simulator = simulator, arrived = arrived
+        server = HTTPServer { request, writer in
+            arrived.update { $0 += 1 }
+            simulator.handle(request, writer)
+        }
+        let port = try server.start()
+        baseURL = URL(string: "http://127.0.0.1:\(port)")!
+    }
+
+    deinit {
+        simulator.shutdown()
+        server.stop()
+    }
+
+    func client(logger: Logger = .disabled, _ configure: (inout BackendConfiguration) -> Void = { _ in }) -> BackendClient {
+        BackendClient(configuration: Self.configuration(baseURL, configure), logger: logger)
+    }
+
+    /// Short deadlines and retry delays, so that a test never waits long.
+    static func configuration(_ url: URL, _ configure: (inout BackendConfiguration) -> Void = { _ in }) -> BackendConfiguration {
+        var configuration = BackendConfiguration(baseURL: url)
+        configuration.requestTimeout = 10
+        configuration.streamIdleTimeout = 10
+        configuration.streamTotalTimeout = 30
+        configuration.retry.initialDelay = 0.02
+        configuration.retry.maxDelay = 0.1
+        configure(&configuration)
+        return configuration
+    }
+
+    /// The requests the simulator logged for paths containing `fragment`.
+    func requests(_ method: String, containing fragment: String) -> [JSONValue] {
+        simulator.requestLog.filter { $0["method"]?.stringValue == method && ($0["path"]?.stringValue ?? "").contains(fragment) }
+    }
+
+    /// A WAV file of the samples directory.
+    static func wav(_ name: String) throws -> Data {
+        try Data(contentsOf: URL(fileURLWithPath: samplesDirectory).appendingPathComponent("\(name).wav"))
+    }
+
+    /// A PCM16 24 kHz mono WAV of `samples`.
+    static func wav(samples: [Int16]) -> Data {
+        var data = Data()
+        func u32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { data.append(contentsOf: $0) } }
+        func u16(_ v: UInt16) { withUnsafeBytes(of: v.littleEndian) { data.append(contentsOf: $0) } }
+        data.append(contentsOf: Array("RIFF".utf8)); u32(UInt32(36 + samples.count * 2)); data.append(contentsOf: Array("WAVEfmt ".utf8))
+        u32(16); u16(1); u16(1); u32(24_000); u32(48_000); u16(2); u16(16)
+        data.append(contentsOf: Array("data".utf8)); u32(UInt32(samples.count * 2))
+        samples.withUnsafeBytes { data.append(contentsOf: $0) }
+        return data
+    }
+}
+
+/// The events of one reply, copied out of the callback (audio bytes included).
+final class ReplyRecorder: @unchecked Sendable {
+    enum Event: Equatable {
+        case retrying(attempt: Int, status: Int?)
+        case uploadProgress(sent: Int64, total: Int64)
+        case accepted
+        case transcript(String)
+        case audio(Int)
+        case response(String)
+        case timing(String)
+        case malformed(String)
+        case done
+    }
+
+    private let lock = NSLock()
+    private var recorded: [Event] = []
+    private var pcm: [UInt8] = []
+    private var audioSizes: [Int] = []
+
+    var events: [Event] { lock.withLock { recorded } }
+    var audio: [UInt8] { lock.withLock { pcm } }
+    var audioChunkSizes: [Int] { lock.withLock { audioSizes } }
+    var names: [String] {
+        events.map {
+            switch $0 {
+            case .retrying: return "retrying"
+            case .uploadProgress: return "progress"
+            case .accepted: return "accepted"
+            case .transcript: return "transcript"
+            case .audio: return "audio"
+            case .response: return "response"
+            case .timing: return "timing"
+            case .malformed: return "malformed"
+            case .done: return "done"
+            }
+        }
+    }
+
+    /// The handler to give the client.
+    var handler: ReplyStream.EventHandler {
+        { [self] event in
+            lock.withLock {
+                switch event {
+                case .retrying(let attempt, _, let reason): recorded.append(.retrying(attempt: attempt, status: reason.status))
+                case .uploadProgress(let sent, let total): recorded.append(.uploadProgress(sent: sent, total: total))
+                case .accepted: recorded.append(.accepted)
+                case .transcript(let text): recorded.append(.transcript(text))
+                case .audio(let bytes):
+                    pcm.append(contentsOf: bytes)
+                    audioSizes.append(bytes.count)
+                    recorded.append(.audio(bytes.count))
+                case .response(let text): recorded.append(.response(text))
+                case .timing(let step, _): recorded.append(.timing(step))
+                case .malformedEvent(let type, _): recorded.append(.malformed(type))
+                case .done: recorded.append(.done)
+                }
+            }
+        }
+    }
+}
+
+/// A log sink that keeps every record, for checking what the network log writes.
+final class MemoryLogSink: LogSink, @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: [LogRecord] = []
+    var records: [LogRecord] { lock.withLock { stored } }
+    func write(_ record: LogRecord) { lock.withLock { stored.append(record) } }
+}
