@@ -27,6 +27,21 @@ final class ReplyStreamTests: XCTestCase {
         XCTAssertEqual(summary.attempts, 1)
     }
 
+    func testAudioIsPacedAtTheRequestedMultipleOfRealTime() async throws {
+        let sim = try SimulatorHarness { $0.pace = 4; $0.firstAudioMs = 150 }
+        let client = sim.client()
+        let id = try await session(client)
+        let start = Date()
+        let summary = try await client.startGreeting(sessionID: id, onEvent: { _ in }).outcome()
+        let elapsed = Date().timeIntervalSince(start)
+        let seconds = Double(SimulatorHarness.speech.greeting.pcm.count) / 48_000
+        // The last chunk leaves when the audio before it has played at 4x: at least the
+        // phrase minus its last chunk (under 0.5 s) over four.
+        XCTAssertGreaterThan(elapsed, (seconds - 0.5) / 4, "paced, not dumped")
+        XCTAssertLessThan(elapsed, seconds / 4 + 2)
+        XCTAssertGreaterThanOrEqual(try XCTUnwrap(summary.firstAudioDelay), 0.15, "first audio after the server's delay")
+    }
+
     func testSpokenTurnIsUploadedAsMultipartWithKeyAndProgress() async throws {
         let sim = try SimulatorHarness()
         let client = sim.client()
