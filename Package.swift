@@ -14,6 +14,8 @@ let package = Package(
         .library(name: "PracticeKit", targets: ["PracticeKit"]),
         .executable(name: "audiokernel-demo", targets: ["audiokernel-demo"]),
         .executable(name: "practice-sim", targets: ["practice-sim"]),
+        .executable(name: "practiced", targets: ["practiced"]),
+        .executable(name: "practicectl", targets: ["practicectl"]),
     ],
     targets: [
         // The system's audio libraries, found with pkg-config.
@@ -30,12 +32,16 @@ let package = Package(
         // The practice backend's side: the SSE parser and audio payload decoding so far;
         // the backend client, the session state machine, the spool and the control protocol
         // join it under Backend/, Session/, Spool/ and Control/.
-        .target(name: "PracticeKit", dependencies: ["AudioKernel"]),
+        .target(name: "PracticeKit", dependencies: ["AudioKernel", "CAudioShim"]),
 
         // practice-sim, the local stand-in for the backend: an HTTP/1.1 server, the
         // contract's routes with the real server's oddities, fault injection.
-        .target(name: "SimulatorKit", dependencies: ["AudioKernel"]),
+        .target(name: "SimulatorKit", dependencies: ["AudioKernel", "PracticeKit"]),
         .executableTarget(name: "practice-sim", dependencies: ["SimulatorKit"]),
+
+        // The daemon (wiring: configuration, signals, systemd) and its command-line client.
+        .executableTarget(name: "practiced", dependencies: ["PracticeKit"]),
+        .executableTarget(name: "practicectl", dependencies: ["PracticeKit"]),
 
         // A demo of the kernels on a WAV file: the README's first quick-start command.
         .executableTarget(name: "audiokernel-demo", dependencies: ["AudioKernel"]),
@@ -56,14 +62,23 @@ let package = Package(
             path: "Sources/Fuzz/SSEParserFuzzer"
         ),
 
-        // What the test targets share: child processes, waiting on a condition with a deadline.
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .executableTarget(
+            name: "fuzz-control-request",
+            dependencies: ["PracticeKit", "FuzzSupport"],
+            path: "Sources/Fuzz/ControlRequestFuzzer"
+        ),
+
+        // What the test targets share: child processes, waiting on a condition with a
+        // deadline, practice-sim on a loopback port.
+        .target(name: "TestSupport", dependencies: ["PracticeKit", "SimulatorKit"], path: "Tests/TestSupport"),
         .testTarget(
             name: "PracticeKitTests",
             dependencies: ["PracticeKit", "SimulatorKit", "TestSupport"],
             exclude: ["Fixtures"]
         ),
-        .testTarget(name: "SimulatorKitTests", dependencies: ["SimulatorKit"]),
+        .testTarget(name: "SimulatorKitTests", dependencies: ["SimulatorKit", "PracticeKit"]),
+        // The daemon as a real process, with real clients on its socket.
+        .testTarget(name: "PracticedTests", dependencies: ["PracticeKit", "SimulatorKit", "TestSupport"]),
         .testTarget(
             name: "AudioKernelTests",
             dependencies: ["AudioKernel", "TestSupport"],

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,4 +49,14 @@ void practiced_thread_set_name(const char *name) {
     strncpy(short_name, name, sizeof short_name - 1);
     short_name[sizeof short_name - 1] = 0;
     pthread_setname_np(pthread_self(), short_name);
+}
+
+int practiced_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
+    struct ucred credentials;
+    socklen_t length = sizeof credentials;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -errno;
+    *pid = credentials.pid;
+    *uid = credentials.uid;
+    *gid = credentials.gid;
+    return 0;
 }

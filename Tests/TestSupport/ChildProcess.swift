@@ -14,8 +14,10 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Starts `executable`; stdin reads /dev/null, stderr goes to a file (or /dev/null), and
     /// stdout to a file, or to a pipe read with ``readLine(timeout:)`` when `stdoutPath` is nil.
+    /// `passing` lists descriptors to hand over, as (descriptor here, number in the child):
+    /// a listening socket as fd 3 for socket activation.
     public init(executable: String, arguments: [String], environment: [String: String],
-                stdoutPath: String? = "/dev/null", stderrPath: String = "/dev/null") throws {
+                stdoutPath: String? = "/dev/null", stderrPath: String = "/dev/null", passing: [(Int32, Int32)] = []) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -32,6 +34,11 @@ public final class ChildProcess: @unchecked Sendable {
         defer { if pipeFDs[1] >= 0 { close(pipeFDs[1]) } }
         stdoutFD = pipeFDs[0]
         posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        for (source, target) in passing {
+            // dup2 onto itself keeps close-on-exec; clear it so the child inherits the fd.
+            if source == target { _ = fcntl(source, F_SETFD, 0) }
+            posix_spawn_file_actions_adddup2(&actions, source, target)
+        }
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {

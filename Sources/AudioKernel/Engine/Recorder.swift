@@ -246,7 +246,7 @@ public final class Recorder: @unchecked Sendable {
             while copied < period.count {
                 let start = (preRollEnd + copied) % size
                 let run = min(period.count - copied, size - start)
-                UnsafeMutableBufferPointer(rebasing: ring[start..<(start + run)])
+                _ = UnsafeMutableBufferPointer(rebasing: ring[start..<(start + run)])
                     .update(fromContentsOf: UnsafeBufferPointer(rebasing: period[copied..<(copied + run)]))
                 copied += run
             }

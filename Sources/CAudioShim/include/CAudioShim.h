@@ -1,10 +1,12 @@
 #ifndef PRACTICED_CAUDIOSHIM_H
 #define PRACTICED_CAUDIOSHIM_H
 
-// What Swift cannot import from Glibc: eventfd(2) and the per-thread resource counters.
+// What Swift cannot import from Glibc: eventfd(2), the per-thread resource counters and
+// SO_PEERCRED's struct ucred (glibc declares it only under _GNU_SOURCE).
 // Every name carries the practiced_ prefix.
 
 #include <stdint.h>
+#include <sys/types.h>
 
 /// eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); -1 with errno on failure.
 int practiced_eventfd_create(void);
@@ -23,5 +25,9 @@ int64_t practiced_thread_voluntary_switches(void);
 
 /// Names the calling thread (at most 15 characters are kept), for top and gdb.
 void practiced_thread_set_name(const char *name);
+
+/// The pid, uid and gid of the process at the other end of a Unix socket (SO_PEERCRED).
+/// Returns 0 or -errno.
+int practiced_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid);
 
 #endif

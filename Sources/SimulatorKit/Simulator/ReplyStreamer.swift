@@ -1,4 +1,5 @@
 import Foundation
+import PracticeKit
 
 /// One SSE event of a reply, before it is written.
 struct ReplyEvent {

@@ -1,4 +1,5 @@
 import Foundation
+import PracticeKit
 
 /// One session on practice-sim, with the state the real server keeps: its upstream
 /// connection coming up, whether `/start` was used, the reply in flight, the segments of

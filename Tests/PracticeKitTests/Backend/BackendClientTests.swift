@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import PracticeKit
 import SimulatorKit
+import TestSupport
 import XCTest
 
 /// The REST half of the client against practice-sim over real TCP: every endpoint, the
@@ -228,11 +229,7 @@ final class BackendClientTests: XCTestCase {
     }
 
     func testConnectionRefusedIsATransportErrorThatSentNothingAndIsRetried() async throws {
-        // A port that was just free: bind, read the port, close.
-        let server = HTTPServer(handler: { _, _ in })
-        let port = try server.start()
-        server.stop()
-        let client = BackendClient(configuration: SimulatorHarness.configuration(URL(string: "http://127.0.0.1:\(port)")!) { $0.retry.maxAttempts = 3 })
+        let client = BackendClient(configuration: SimulatorHarness.configuration(try SimulatorHarness.closedPortURL()) { $0.retry.maxAttempts = 3 })
         let start = Date()
         do {
             _ = try await client.createSession(.init(userId: "u", topicId: "travel", mode: .conversation))

@@ -1,6 +1,7 @@
 import Foundation
 import PracticeKit
 import SimulatorKit
+import TestSupport
 import XCTest
 
 /// The three reply streams against practice-sim over real TCP: the typed events in order,
@@ -266,10 +267,7 @@ final class ReplyStreamTests: XCTestCase {
     }
 
     func testStreamToAClosedPortFailsAfterRetries() async throws {
-        let server = HTTPServer(handler: { _, _ in })
-        let port = try server.start()
-        server.stop()
-        let client = BackendClient(configuration: SimulatorHarness.configuration(URL(string: "http://127.0.0.1:\(port)")!) { $0.retry.maxAttempts = 3 })
+        let client = BackendClient(configuration: SimulatorHarness.configuration(try SimulatorHarness.closedPortURL()) { $0.retry.maxAttempts = 3 })
         let recorder = ReplyRecorder()
         do {
             _ = try await client.sendText(sessionID: "x", text: "hi", onEvent: recorder.handler).outcome()

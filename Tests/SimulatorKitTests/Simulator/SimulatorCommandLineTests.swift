@@ -1,3 +1,4 @@
+import PracticeKit
 import SimulatorKit
 import XCTest
 

@@ -1,28 +1,26 @@
 import Foundation
 import PracticeKit
 import SimulatorKit
-import TestSupport
-import XCTest
 
 /// practice-sim's backend on a real loopback TCP port inside the test process, and a
 /// client pointed at it. Fast by default (no pacing, no connecting window) so that tests
 /// switch on exactly the behaviour they look at.
-final class SimulatorHarness {
-    let simulator: PracticeSimulator
-    let server: HTTPServer
-    let baseURL: URL
+public final class SimulatorHarness {
+    public let simulator: PracticeSimulator
+    public let server: HTTPServer
+    public let baseURL: URL
     /// Requests that reached the server, counted before the simulator answers them.
-    let arrived = Awaitable(0)
+    public let arrived = Awaitable(0)
 
-    static let samplesDirectory: String = {
-        // Tests/PracticeKitTests/Backend/ → the package root.
+    public static let samplesDirectory: String = {
+        // Tests/TestSupport/ → the package root.
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("samples/sim").path
+            .deletingLastPathComponent().appendingPathComponent("samples/sim").path
     }()
 
-    static let speech: SpeechLibrary = try! SpeechLibrary.load(directory: samplesDirectory)
+    public static let speech: SpeechLibrary = try! SpeechLibrary.load(directory: samplesDirectory)
 
-    init(_ configure: (inout SimulatorConfiguration) -> Void = { _ in }) throws {
+    public init(_ configure: (inout SimulatorConfiguration) -> Void = { _ in }) throws {
         var configuration = SimulatorConfiguration()
         configuration.pace = 0
         configuration.connectingMs = 0
@@ -45,12 +43,12 @@ final class SimulatorHarness {
         server.stop()
     }
 
-    func client(logger: Logger = .disabled, _ configure: (inout BackendConfiguration) -> Void = { _ in }) -> BackendClient {
+    public func client(logger: Logger = .disabled, _ configure: (inout BackendConfiguration) -> Void = { _ in }) -> BackendClient {
         BackendClient(configuration: Self.configuration(baseURL, configure), logger: logger)
     }
 
     /// Short deadlines and retry delays, so that a test never waits long.
-    static func configuration(_ url: URL, _ configure: (inout BackendConfiguration) -> Void = { _ in }) -> BackendConfiguration {
+    public static func configuration(_ url: URL, _ configure: (inout BackendConfiguration) -> Void = { _ in }) -> BackendConfiguration {
         var configuration = BackendConfiguration(baseURL: url)
         configuration.requestTimeout = 10
         configuration.streamIdleTimeout = 10
@@ -61,18 +59,27 @@ final class SimulatorHarness {
         return configuration
     }
 
+    /// A loopback URL on a port that was just free (bound, read, closed): connections to it
+    /// are refused.
+    public static func closedPortURL() throws -> URL {
+        let server = HTTPServer(handler: { _, _ in })
+        let port = try server.start()
+        server.stop()
+        return URL(string: "http://127.0.0.1:\(port)")!
+    }
+
     /// The requests the simulator logged for paths containing `fragment`.
-    func requests(_ method: String, containing fragment: String) -> [JSONValue] {
+    public func requests(_ method: String, containing fragment: String) -> [JSONValue] {
         simulator.requestLog.filter { $0["method"]?.stringValue == method && ($0["path"]?.stringValue ?? "").contains(fragment) }
     }
 
     /// A WAV file of the samples directory.
-    static func wav(_ name: String) throws -> Data {
+    public static func wav(_ name: String) throws -> Data {
         try Data(contentsOf: URL(fileURLWithPath: samplesDirectory).appendingPathComponent("\(name).wav"))
     }
 
     /// A PCM16 24 kHz mono WAV of `samples`.
-    static func wav(samples: [Int16]) -> Data {
+    public static func wav(samples: [Int16]) -> Data {
         var data = Data()
         func u32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { data.append(contentsOf: $0) } }
         func u16(_ v: UInt16) { withUnsafeBytes(of: v.littleEndian) { data.append(contentsOf: $0) } }
@@ -85,8 +92,8 @@ final class SimulatorHarness {
 }
 
 /// The events of one reply, copied out of the callback (audio bytes included).
-final class ReplyRecorder: @unchecked Sendable {
-    enum Event: Equatable {
+public final class ReplyRecorder: @unchecked Sendable {
+    public enum Event: Equatable {
         case retrying(attempt: Int, status: Int?)
         case uploadProgress(sent: Int64, total: Int64)
         case accepted
@@ -103,10 +110,12 @@ final class ReplyRecorder: @unchecked Sendable {
     private var pcm: [UInt8] = []
     private var audioSizes: [Int] = []
 
-    var events: [Event] { lock.withLock { recorded } }
-    var audio: [UInt8] { lock.withLock { pcm } }
-    var audioChunkSizes: [Int] { lock.withLock { audioSizes } }
-    var names: [String] {
+    public init() {}
+
+    public var events: [Event] { lock.withLock { recorded } }
+    public var audio: [UInt8] { lock.withLock { pcm } }
+    public var audioChunkSizes: [Int] { lock.withLock { audioSizes } }
+    public var names: [String] {
         events.map {
             switch $0 {
             case .retrying: return "retrying"
@@ -123,7 +132,7 @@ final class ReplyRecorder: @unchecked Sendable {
     }
 
     /// The handler to give the client.
-    var handler: ReplyStream.EventHandler {
+    public var handler: ReplyStream.EventHandler {
         { [self] event in
             lock.withLock {
                 switch event {
@@ -146,9 +155,10 @@ final class ReplyRecorder: @unchecked Sendable {
 }
 
 /// A log sink that keeps every record, for checking what the network log writes.
-final class MemoryLogSink: LogSink, @unchecked Sendable {
+public final class MemoryLogSink: LogSink, @unchecked Sendable {
+    public init() {}
     private let lock = NSLock()
     private var stored: [LogRecord] = []
-    var records: [LogRecord] { lock.withLock { stored } }
-    func write(_ record: LogRecord) { lock.withLock { stored.append(record) } }
+    public var records: [LogRecord] { lock.withLock { stored } }
+    public func write(_ record: LogRecord) { lock.withLock { stored.append(record) } }
 }

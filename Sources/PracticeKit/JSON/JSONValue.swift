@@ -1,10 +1,11 @@
 import Foundation
 
-/// A JSON value the simulator writes byte for byte as the real backend does: REST replies
-/// compact UTF-8 (FastAPI), SSE data in Python's `json.dumps` default style (`", "` and
-/// `": "` separators, everything outside ASCII escaped as `\uXXXX`), so that clients meet
-/// the same escapes and spacing as in production.
-public indirect enum JSONValue: Equatable, Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
+/// A JSON value with its members in order: the control protocol's messages (read with
+/// `JSONDecoder`, written compact) and practice-sim's answers, written byte for byte as the
+/// real backend writes them: REST replies compact UTF-8 (FastAPI), SSE data in Python's
+/// `json.dumps` default style (`", "` and `": "` separators, everything outside ASCII escaped
+/// as `\uXXXX`), so that clients meet the same escapes and spacing as in production.
+public indirect enum JSONValue: Equatable, Sendable, Decodable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
     ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral {
     case null
     case bool(Bool)
@@ -31,7 +32,23 @@ public indirect enum JSONValue: Equatable, Sendable, ExpressibleByStringLiteral,
     /// A string or null.
     public static func optional(_ text: String?) -> JSONValue { text.map { .string($0) } ?? .null }
 
-    public static func == (a: JSONValue, b: JSONValue) -> Bool { a.serialized(.compact) == b.serialized(.compact) }
+    /// Structural equality; object members compare regardless of order.
+    public static func == (a: JSONValue, b: JSONValue) -> Bool {
+        switch (a, b) {
+        case (.null, .null): return true
+        case (.bool(let x), .bool(let y)): return x == y
+        case (.int(let x), .int(let y)): return x == y
+        case (.double(let x), .double(let y)): return x == y
+        case (.int(let x), .double(let y)), (.double(let y), .int(let x)): return Double(x) == y
+        case (.string(let x), .string(let y)): return x == y
+        case (.array(let x), .array(let y)): return x == y
+        case (.object(let x), .object(let y)):
+            guard x.count == y.count else { return false }
+            let other = Dictionary(y, uniquingKeysWith: { first, _ in first })
+            return x.allSatisfy { key, value in other[key] == value }
+        default: return false
+        }
+    }
 
     /// The member `key` of an object.
     public subscript(key: String) -> JSONValue? {
@@ -102,6 +119,53 @@ public indirect enum JSONValue: Equatable, Sendable, ExpressibleByStringLiteral,
         let digits = String(value, radix: 16)
         return String(repeating: "0", count: 4 - digits.count) + digits
     }
+
+    /// Reads any JSON. Object members come out sorted by key (the decoder does not keep the
+    /// text's order, and a fixed order keeps output reproducible); numbers that are whole and
+    /// fit an Int are `.int`.
+    public init(from decoder: Decoder) throws {
+        if let container = try? decoder.container(keyedBy: AnyKey.self) {
+            let keys = container.allKeys.sorted { $0.stringValue < $1.stringValue }
+            self = .object(try keys.map { ($0.stringValue, try container.decode(JSONValue.self, forKey: $0)) })
+            return
+        }
+        if var container = try? decoder.unkeyedContainer() {
+            var elements: [JSONValue] = []
+            while !container.isAtEnd { elements.append(try container.decode(JSONValue.self)) }
+            self = .array(elements)
+            return
+        }
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Int.self) {
+            self = .int(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .double(value)
+        } else {
+            self = .string(try container.decode(String.self))
+        }
+    }
+
+    private struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    public var boolValue: Bool? { if case .bool(let b) = self { return b } else { return nil } }
+    public var doubleValue: Double? {
+        switch self {
+        case .double(let d): return d
+        case .int(let i): return Double(i)
+        default: return nil
+        }
+    }
+    public var arrayValue: [JSONValue]? { if case .array(let a) = self { return a } else { return nil } }
+    public var isObject: Bool { if case .object = self { return true } else { return false } }
 
     public var stringValue: String? { if case .string(let s) = self { return s } else { return nil } }
     public var intValue: Int? { if case .int(let i) = self { return i } else { return nil } }

@@ -1,0 +1,182 @@
+import AudioKernel
+import Foundation
+
+/// Everything `practiced` can be told, with its defaults. Resolved by
+/// ``ConfigurationLoader`` from the config file, then the environment, then flags.
+public struct DaemonConfiguration: Equatable, Sendable {
+    public var backendURL = URL(string: "http://127.0.0.1:8000")!
+    /// The learner's id for the backend; generated once and kept in the state directory
+    /// when not given.
+    public var userID: String?
+    public var userName: String?
+    public var captureDevice = AudioDeviceName.automatic
+    public var playbackDevice = AudioDeviceName.automatic
+    public var periodMilliseconds = 10
+    public var prebufferMilliseconds = 50
+    public var speechThreshold = 300.0
+    public var speechHangoverMilliseconds = 700
+    public var minimumSpeechMilliseconds = 250
+    public var maximumTurnSeconds = 60
+    public var levelIntervalMilliseconds = 66
+    public var socketPath: String
+    /// Members of this group may use the socket (besides the daemon's user and root).
+    public var socketGroup: String?
+    public var maxClients = 64
+    /// A client's unsent events may take this much memory before it is disconnected.
+    public var clientQueueBytes = 1 << 20
+    /// A client that neither subscribes nor sends for this long is closed.
+    public var clientIdleSeconds = 60
+    public var stateDirectory: String
+    public var spoolDirectory: String
+    public var logLevel = LogLevel.info
+
+    /// The defaults for this process: a user daemon under `$XDG_RUNTIME_DIR` and
+    /// `$XDG_STATE_HOME`, the system service (root, or systemd's `RUNTIME_DIRECTORY` and
+    /// `STATE_DIRECTORY`) under `/run/practiced` and `/var/lib/practiced`.
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        let system = getuid() == 0
+        if let runtime = environment["RUNTIME_DIRECTORY"]?.split(separator: ":").first {
+            socketPath = "\(runtime)/control.sock"
+        } else if !system, let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
+            socketPath = "\(runtime)/practiced/control.sock"
+        } else {
+            socketPath = "/run/practiced/control.sock"
+        }
+        if let state = environment["STATE_DIRECTORY"]?.split(separator: ":").first {
+            stateDirectory = String(state)
+        } else if system {
+            stateDirectory = "/var/lib/practiced"
+        } else if let state = environment["XDG_STATE_HOME"], !state.isEmpty {
+            stateDirectory = "\(state)/practiced"
+        } else {
+            stateDirectory = "\(environment["HOME"] ?? NSHomeDirectory())/.local/state/practiced"
+        }
+        spoolDirectory = "\(stateDirectory)/spool"
+    }
+
+    /// The stream settings the devices open with.
+    public var stream: AudioStreamConfiguration {
+        var stream = AudioStreamConfiguration()
+        stream.periodFrames = stream.sampleRate * periodMilliseconds / 1000
+        return stream
+    }
+
+    /// The recorder's settings.
+    public var recorder: RecorderConfiguration {
+        var recorder = RecorderConfiguration()
+        recorder.detector.gateThreshold = speechThreshold
+        recorder.detector.hangoverMilliseconds = speechHangoverMilliseconds
+        recorder.detector.minimumSpeechMilliseconds = minimumSpeechMilliseconds
+        recorder.detector.maximumTurnMilliseconds = maximumTurnSeconds * 1000
+        recorder.levelIntervalMilliseconds = levelIntervalMilliseconds
+        return recorder
+    }
+
+    public var player: StreamingPlayerConfiguration {
+        var player = StreamingPlayerConfiguration()
+        player.prebufferMilliseconds = prebufferMilliseconds
+        return player
+    }
+}
+
+/// One configuration key: its name in the file, how it is parsed, what is allowed.
+struct ConfigurationKey: Sendable {
+    let name: String
+    let allowed: String
+    let help: String
+    let apply: @Sendable (inout DaemonConfiguration, String) -> Bool
+    let current: @Sendable (DaemonConfiguration) -> String
+
+    /// `PRACTICED_BACKEND_URL` for `backend.url`.
+    var environmentName: String { "PRACTICED_" + name.uppercased().replacingOccurrences(of: ".", with: "_") }
+    /// `--backend-url` for `backend.url`.
+    var flag: String { "--" + name.replacingOccurrences(of: ".", with: "-").replacingOccurrences(of: "_", with: "-") }
+
+    static func integer(_ name: String, _ range: ClosedRange<Int>, unit: String, help: String,
+                        _ keyPath: WritableKeyPath<DaemonConfiguration, Int> & Sendable) -> ConfigurationKey {
+        ConfigurationKey(name: name, allowed: "a whole number of \(unit) from \(range.lowerBound) to \(range.upperBound)", help: help,
+                         apply: { configuration, text in
+                             guard let value = Int(text), range.contains(value) else { return false }
+                             configuration[keyPath: keyPath] = value
+                             return true
+                         }, current: { "\($0[keyPath: keyPath])" })
+    }
+
+    static func path(_ name: String, help: String, _ keyPath: WritableKeyPath<DaemonConfiguration, String> & Sendable) -> ConfigurationKey {
+        ConfigurationKey(name: name, allowed: "an absolute path", help: help,
+                         apply: { configuration, text in
+                             guard text.hasPrefix("/"), !text.contains("\0") else { return false }
+                             configuration[keyPath: keyPath] = text
+                             return true
+                         }, current: { $0[keyPath: keyPath] })
+    }
+
+    static func device(_ name: String, help: String, _ keyPath: WritableKeyPath<DaemonConfiguration, AudioDeviceName> & Sendable) -> ConfigurationKey {
+        ConfigurationKey(name: name, allowed: AudioDeviceName.acceptedForms, help: help,
+                         apply: { configuration, text in
+                             guard let device = try? AudioDeviceName(parsing: text) else { return false }
+                             configuration[keyPath: keyPath] = device
+                             return true
+                         }, current: { "\($0[keyPath: keyPath])" })
+    }
+
+    static func text(_ name: String, help: String, _ keyPath: WritableKeyPath<DaemonConfiguration, String?> & Sendable) -> ConfigurationKey {
+        ConfigurationKey(name: name, allowed: "text of 1 to 200 characters, or empty for none", help: help,
+                         apply: { configuration, text in
+                             guard text.count <= 200, !text.contains("\0") else { return false }
+                             configuration[keyPath: keyPath] = text.isEmpty ? nil : text
+                             return true
+                         }, current: { $0[keyPath: keyPath] ?? "" })
+    }
+
+    /// Every key, in the order `--help` and `config.get` list them.
+    static let all: [ConfigurationKey] = [
+        ConfigurationKey(name: "backend.url", allowed: "an http:// or https:// URL", help: "the practice backend",
+                         apply: { configuration, text in
+                             guard let url = URL(string: text), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host != nil else { return false }
+                             configuration.backendURL = url
+                             return true
+                         }, current: { $0.backendURL.absoluteString }),
+        .text("user.id", help: "the learner's id (generated once and kept in the state directory when empty)", \.userID),
+        .text("user.name", help: "the learner's name, sent with new sessions", \.userName),
+        .device("capture.device", help: "the microphone", \.captureDevice),
+        .device("playback.device", help: "the speaker", \.playbackDevice),
+        .integer("audio.period_ms", 5...100, unit: "milliseconds", help: "device period", \.periodMilliseconds),
+        .integer("audio.prebuffer_ms", 0...2000, unit: "milliseconds", help: "reply audio buffered before playback starts", \.prebufferMilliseconds),
+        ConfigurationKey(name: "speech.threshold", allowed: "an RMS level from 1 to 32767", help: "the speech gate (the iOS client's 300)",
+                         apply: { configuration, text in
+                             guard let value = Double(text), value >= 1, value <= 32767 else { return false }
+                             configuration.speechThreshold = value
+                             return true
+                         }, current: { String(format: "%g", $0.speechThreshold) }),
+        .integer("speech.hangover_ms", 100...10_000, unit: "milliseconds", help: "silence that ends a turn", \.speechHangoverMilliseconds),
+        .integer("speech.min_speech_ms", 0...5_000, unit: "milliseconds", help: "speech shorter than this is noise", \.minimumSpeechMilliseconds),
+        .integer("speech.max_turn_s", 1...600, unit: "seconds", help: "the longest turn", \.maximumTurnSeconds),
+        .integer("audio.level_interval_ms", 10...1_000, unit: "milliseconds", help: "input level events", \.levelIntervalMilliseconds),
+        .path("socket.path", help: "the control socket", \.socketPath),
+        .text("socket.group", help: "a group whose members may use the socket", \.socketGroup),
+        .integer("socket.max_clients", 1...1_024, unit: "clients", help: "clients at once", \.maxClients),
+        .integer("socket.client_queue_bytes", 4_096...(64 << 20), unit: "bytes", help: "unsent events per client before it is dropped", \.clientQueueBytes),
+        .integer("socket.idle_timeout_s", 1...86_400, unit: "seconds", help: "a client that neither subscribes nor sends is closed", \.clientIdleSeconds),
+        .path("state.dir", help: "kept state (the generated user id)", \.stateDirectory),
+        .path("spool.dir", help: "recorded turns waiting for upload", \.spoolDirectory),
+        ConfigurationKey(name: "log.level", allowed: LogLevel.allCases.map(\.description).joined(separator: ", "), help: "the least important messages logged",
+                         apply: { configuration, text in
+                             guard let level = LogLevel(name: text) else { return false }
+                             configuration.logLevel = level
+                             return true
+                         }, current: { $0.logLevel.description }),
+    ]
+}
+
+/// A configuration value that is not allowed; start-up stops with this message.
+public struct ConfigurationError: Error, Equatable, CustomStringConvertible {
+    public var key: String
+    public var value: String
+    public var source: String
+    public var allowed: String
+
+    public var description: String {
+        allowed.isEmpty ? "\(source): \(key)" : "invalid \(key) = '\(value)' (\(source)): allowed is \(allowed)"
+    }
+}

@@ -1,0 +1,175 @@
+import Foundation
+
+/// The control socket's protocol, `practiced/1`: one JSON object per LF-terminated line,
+/// at most ``maximumLineBytes`` bytes. See README.md, "The control socket", for every message.
+public enum ControlProtocol {
+    public static let name = "practiced"
+    public static let majorVersion = 1
+    public static let minorVersion = 0
+    public static var identifier: String { "\(name)/\(majorVersion)" }
+    /// A longer line is refused with `line_too_long` and the connection is closed.
+    public static let maximumLineBytes = 64 * 1024
+
+    /// Whether a client's `practiced/M[.m]` is one this server speaks (same major).
+    public static func accepts(_ protocolName: String) -> Bool {
+        let prefix = "\(name)/"
+        guard protocolName.hasPrefix(prefix) else { return false }
+        let version = protocolName.dropFirst(prefix.count)
+        let major = version.split(separator: ".", maxSplits: 1).first.flatMap { Int($0) }
+        return major == majorVersion
+    }
+}
+
+/// The error codes a reply can carry.
+public enum ControlErrorCode: String, Sendable, CaseIterable {
+    /// The line is not JSON, not UTF-8, or not an object.
+    case malformedJSON = "malformed_json"
+    /// The line is longer than 64 KiB; the connection is closed.
+    case lineTooLong = "line_too_long"
+    case unknownCommand = "unknown_command"
+    /// A missing, unknown-typed or out-of-range argument.
+    case badArguments = "bad_arguments"
+    /// The command is not allowed in the current state.
+    case invalidState = "invalid_state"
+    /// The client speaks another major version; the connection is closed.
+    case unsupportedProtocol = "unsupported_protocol"
+    /// The peer's uid is neither the daemon's, root, nor in the socket group.
+    case permissionDenied = "permission_denied"
+    case backendUnavailable = "backend_unavailable"
+    case deviceError = "device_error"
+    /// The daemon already serves its maximum number of clients.
+    case tooManyClients = "too_many_clients"
+    /// A file named by the command cannot be read or is not a usable WAV.
+    case fileError = "file_error"
+    case internalError = "internal"
+}
+
+/// An error reply: a code to act on, a message for people, and whether the same request
+/// may succeed later.
+public struct ControlError: Error, Equatable, Sendable, CustomStringConvertible {
+    public var code: ControlErrorCode
+    public var message: String
+    public var retryable: Bool
+
+    public init(_ code: ControlErrorCode, _ message: String, retryable: Bool = false) {
+        self.code = code
+        self.message = message
+        self.retryable = retryable
+    }
+
+    public var description: String { "\(code.rawValue): \(message)" }
+
+    var json: JSONValue { ["code": .string(code.rawValue), "message": .string(message), "retryable": .bool(retryable)] }
+}
+
+/// A request as read from a line: `{"id": 7, "command": "status", "args": {...}}`.
+public struct ControlRequest: Equatable, Sendable {
+    /// The client's id, echoed in the reply: a string or an integer.
+    public var id: JSONValue
+    public var command: String
+    /// The arguments (an empty object when absent). Unknown members are ignored.
+    public var args: JSONValue
+
+    public init(id: JSONValue, command: String, args: JSONValue = .object([])) {
+        self.id = id
+        self.command = command
+        self.args = args
+    }
+
+    /// Argument accessors that name the problem when an argument has the wrong type.
+    public func string(_ name: String) throws(ControlError) -> String? {
+        guard let value = args[name], !value.isNull else { return nil }
+        guard let text = value.stringValue else { throw ControlError(.badArguments, "'\(name)' must be a string") }
+        return text
+    }
+
+    public func requiredString(_ name: String) throws(ControlError) -> String {
+        guard let text = try string(name) else { throw ControlError(.badArguments, "'\(name)' is required") }
+        return text
+    }
+
+    public func bool(_ name: String) throws(ControlError) -> Bool? {
+        guard let value = args[name], !value.isNull else { return nil }
+        guard let flag = value.boolValue else { throw ControlError(.badArguments, "'\(name)' must be true or false") }
+        return flag
+    }
+
+    public func strings(_ name: String) throws(ControlError) -> [String]? {
+        guard let value = args[name], !value.isNull else { return nil }
+        guard let items = value.arrayValue, let texts = Optional(items.compactMap(\.stringValue)), texts.count == items.count else {
+            throw ControlError(.badArguments, "'\(name)' must be a list of strings")
+        }
+        return texts
+    }
+}
+
+/// Reads request lines. Pure and allocation-bounded: the fuzz target drives it directly.
+public enum ControlRequestDecoder {
+    /// Decodes one line (without its LF; a trailing CR is allowed). On failure the error
+    /// comes with the request's id when one could be read, so the reply can carry it.
+    public static func decode(_ line: [UInt8]) -> Result<ControlRequest, DecodeFailure> {
+        var bytes = line[...]
+        if bytes.last == 0x0D { bytes = bytes.dropLast() }
+        guard bytes.count <= ControlProtocol.maximumLineBytes else {
+            return .failure(DecodeFailure(id: .null, error: ControlError(.lineTooLong, "a line may hold at most \(ControlProtocol.maximumLineBytes) bytes")))
+        }
+        guard String(validating: bytes, as: UTF8.self) != nil else {
+            return .failure(DecodeFailure(id: .null, error: ControlError(.malformedJSON, "the line is not valid UTF-8")))
+        }
+        let value: JSONValue
+        do {
+            value = try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+        } catch {
+            return .failure(DecodeFailure(id: .null, error: ControlError(.malformedJSON, "the line is not JSON")))
+        }
+        guard value.isObject else {
+            return .failure(DecodeFailure(id: .null, error: ControlError(.malformedJSON, "a request is a JSON object")))
+        }
+        let id = value["id"] ?? .null
+        switch id {
+        case .string, .int: break
+        default:
+            return .failure(DecodeFailure(id: .null, error: ControlError(.badArguments, "'id' must be a string or an integer")))
+        }
+        guard let command = value["command"]?.stringValue, !command.isEmpty else {
+            return .failure(DecodeFailure(id: id, error: ControlError(.badArguments, "'command' must be a non-empty string")))
+        }
+        let args = value["args"] ?? .object([])
+        guard args.isObject else {
+            return .failure(DecodeFailure(id: id, error: ControlError(.badArguments, "'args' must be an object")))
+        }
+        return .success(ControlRequest(id: id, command: command, args: args))
+    }
+
+    public struct DecodeFailure: Error, Equatable, Sendable {
+        public var id: JSONValue
+        public var error: ControlError
+    }
+}
+
+/// The lines the server writes.
+enum ControlMessage {
+    static func hello(serverVersion: String, capabilities: [String]) -> [UInt8] {
+        line([
+            "type": "hello", "protocol": .string(ControlProtocol.identifier),
+            "version": .string("\(ControlProtocol.majorVersion).\(ControlProtocol.minorVersion)"),
+            "server": .string("practiced \(serverVersion)"),
+            "capabilities": .array(capabilities.map { .string($0) }),
+            "max_line_bytes": .int(ControlProtocol.maximumLineBytes),
+        ])
+    }
+
+    static func ok(id: JSONValue, result: JSONValue) -> [UInt8] {
+        line(["type": "reply", "id": id, "ok": true, "result": result])
+    }
+
+    static func error(id: JSONValue, _ error: ControlError) -> [UInt8] {
+        line(["type": "reply", "id": id, "ok": false, "error": error.json])
+    }
+
+    static func event(seq: UInt64, topic: String, name: String, data: JSONValue) -> [UInt8] {
+        line(["type": "event", "seq": .int(Int(seq)), "topic": .string(topic), "event": .string(name), "data": data])
+    }
+
+    private static func line(_ value: JSONValue) -> [UInt8] { value.bytes(.compact) + [0x0A] }
+}

@@ -1,0 +1,445 @@
+import Dispatch
+import Foundation
+import Glibc
+import Synchronization
+
+/// Answers the commands the server does not answer itself (everything but `hello`,
+/// `subscribe` and `unsubscribe`).
+public protocol ControlCommandHandler: AnyObject, Sendable {
+    /// Handles one request. Call `reply` exactly once, from any thread, whenever ready.
+    func handle(_ request: ControlRequest, client: ControlClientInfo, reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void)
+    /// The current state, sent as the first event to a client that subscribes.
+    func snapshot() -> JSONValue
+}
+
+/// Who sent a request.
+public struct ControlClientInfo: Equatable, Sendable {
+    public var id: Int
+    public var credentials: PeerCredentials
+}
+
+public struct ControlServerLimits: Equatable, Sendable {
+    public var maximumClients = 64
+    /// Unsent bytes a client may have queued before it is disconnected (never waited for).
+    public var queueBytes = 1 << 20
+    /// A client that neither subscribes nor sends for this long is closed.
+    public var idleSeconds = 60.0
+
+    public init() {}
+}
+
+/// Counters of the control server, for `status` and `metrics`.
+public struct ControlServerStatistics: Equatable, Sendable {
+    public var clients = 0
+    public var connectionsAccepted = 0
+    public var connectionsRefused = 0
+    public var slowClientsDropped = 0
+    public var idleClientsClosed = 0
+    public var requests = 0
+    public var errors: [String: Int] = [:]
+    public var eventsPublished: UInt64 = 0
+}
+
+/// The control socket's server: accepts local clients, checks who they are, reads request
+/// lines, writes replies and events. One serial queue owns every connection; reads and
+/// writes are non-blocking, driven by dispatch sources, so a client that stops reading
+/// never stalls the daemon: its queue grows to the limit and it is disconnected.
+public final class ControlServer: @unchecked Sendable {
+    public let queue = DispatchQueue(label: "practiced.control")
+    private let listener: UnixListener
+    private let serverVersion: String
+    private let capabilities: [String]
+    private let topics: Set<String>
+    private let socketGroup: UInt32?
+    private let logger: Logger
+    private weak var handler: ControlCommandHandler?
+
+    // Touched only on the queue.
+    private var limits: ControlServerLimits
+    private var acceptSource: DispatchSourceRead?
+    private var idleTimer: DispatchSourceTimer?
+    private var connections: [Int: Connection] = [:]
+    private var nextClientID = 1
+    private var seq: UInt64 = 0
+    /// Read from any thread (a command handler on the queue asks for it too).
+    private let statistics = Mutex(ControlServerStatistics())
+    private var stopped = false
+
+    public init(listener: UnixListener, serverVersion: String, capabilities: [String], topics: Set<String>,
+                socketGroup: UInt32?, limits: ControlServerLimits, logger: Logger, handler: ControlCommandHandler) {
+        self.listener = listener
+        self.serverVersion = serverVersion
+        self.capabilities = capabilities
+        self.topics = topics
+        self.socketGroup = socketGroup
+        self.limits = limits
+        self.logger = logger
+        self.handler = handler
+    }
+
+    public func start() {
+        queue.sync {
+            let source = DispatchSource.makeReadSource(fileDescriptor: listener.fd, queue: queue)
+            source.setEventHandler { [unowned self] in acceptPending() }
+            source.resume()
+            acceptSource = source
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            timer.schedule(deadline: .now() + 1, repeating: 1, leeway: .milliseconds(200))
+            timer.setEventHandler { [unowned self] in closeIdleClients() }
+            timer.resume()
+            idleTimer = timer
+        }
+    }
+
+    /// Closes every connection and the listening socket (removing its file if the daemon
+    /// made it).
+    public func stop() {
+        queue.sync {
+            guard !stopped else { return }
+            stopped = true
+            acceptSource?.cancel()
+            idleTimer?.cancel()
+            for connection in connections.values { connection.close() }
+            connections.removeAll()
+            listener.close()
+        }
+    }
+
+    public func update(limits: ControlServerLimits) { queue.async { self.limits = limits } }
+
+    public var statisticsSnapshot: ControlServerStatistics { statistics.withLock { $0 } }
+
+    /// Sends an event to every client subscribed to `topic`. Any thread.
+    public func publish(topic: String, name: String, data: JSONValue) {
+        queue.async { [self] in
+            seq += 1
+            statistics.withLock { $0.eventsPublished = seq }
+            let subscribers = connections.values.filter { $0.topics.contains(topic) }
+            guard !subscribers.isEmpty else { return }
+            let line = ControlMessage.event(seq: seq, topic: topic, name: name, data: data)
+            for connection in subscribers { connection.send(line) }
+        }
+    }
+
+    // MARK: - Connections (on the queue)
+
+    private func acceptPending() {
+        while true {
+            // accept4 needs _GNU_SOURCE; the flags are set by hand.
+            let fd = accept(listener.fd, nil, nil)
+            if fd >= 0 {
+                _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+                _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            }
+            if fd < 0 {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                if errno != EAGAIN && errno != EWOULDBLOCK { logger.warning("accept on the control socket: \(Errno.describe(errno))") }
+                return
+            }
+            admit(fd)
+        }
+    }
+
+    private func admit(_ fd: Int32) {
+        guard let credentials = PeerCredentials.of(fd) else {
+            Glibc.close(fd)
+            return
+        }
+        let refuse = { (error: ControlError) in
+            self.statistics.withLock { $0.connectionsRefused += 1 }
+            self.statistics.withLock { $0.errors[error.code.rawValue, default: 0] += 1 }
+            let line = ControlMessage.error(id: .null, error)
+            _ = line.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            Glibc.close(fd)
+        }
+        guard credentials.isAllowed(daemonUID: getuid(), group: socketGroup) else {
+            logger.warning("refused a control client: pid \(credentials.pid), uid \(credentials.uid) is not allowed")
+            return refuse(ControlError(.permissionDenied, "uid \(credentials.uid) may not use this socket"))
+        }
+        guard connections.count < limits.maximumClients else {
+            logger.warning("refused a control client (pid \(credentials.pid), uid \(credentials.uid)): \(limits.maximumClients) clients already")
+            return refuse(ControlError(.tooManyClients, "the daemon serves \(limits.maximumClients) clients already", retryable: true))
+        }
+        let id = nextClientID
+        nextClientID += 1
+        let connection = Connection(id: id, fd: fd, credentials: credentials, server: self)
+        connections[id] = connection
+        statistics.withLock { $0.connectionsAccepted += 1 }
+        statistics.withLock { $0.clients = connections.count }
+        logger.debug("client \(id) connected: pid \(credentials.pid), uid \(credentials.uid)")
+        connection.start()
+        connection.send(ControlMessage.hello(serverVersion: serverVersion, capabilities: capabilities))
+    }
+
+    fileprivate func closed(_ connection: Connection, reason: String) {
+        guard connections.removeValue(forKey: connection.id) != nil else { return }
+        statistics.withLock { $0.clients = connections.count }
+        logger.debug("client \(connection.id) (pid \(connection.credentials.pid)) closed: \(reason)")
+    }
+
+    fileprivate func tooSlow(_ connection: Connection) {
+        statistics.withLock { $0.slowClientsDropped += 1 }
+        logger.warning("client \(connection.id) (pid \(connection.credentials.pid), uid \(connection.credentials.uid)) does not read: "
+                       + "over \(limits.queueBytes) bytes queued, disconnected")
+    }
+
+    fileprivate var queueLimit: Int { limits.queueBytes }
+
+    private func closeIdleClients() {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let limit = UInt64(limits.idleSeconds * 1e9)
+        for connection in connections.values where connection.topics.isEmpty && now - connection.lastActivity > limit {
+            statistics.withLock { $0.idleClientsClosed += 1 }
+            logger.info("client \(connection.id) (pid \(connection.credentials.pid)) idle for \(Int(limits.idleSeconds)) s, closed")
+            connection.close()
+            closed(connection, reason: "idle")
+        }
+    }
+
+    // MARK: - Requests (on the queue)
+
+    fileprivate func received(_ line: [UInt8], from connection: Connection) {
+        statistics.withLock { $0.requests += 1 }
+        let request: ControlRequest
+        switch ControlRequestDecoder.decode(line) {
+        case .failure(let failure):
+            reply(connection, id: failure.id, .failure(failure.error))
+            if failure.error.code == .lineTooLong { connection.closeAfterFlush() }
+            return
+        case .success(let decoded):
+            request = decoded
+        }
+        defer { if request.command != "hello" { connection.requests += 1 } }
+        switch request.command {
+        case "hello":
+            connection.requests += 1
+            // Negotiation comes first or not at all: after other requests it is refused.
+            guard connection.requests == 1 else {
+                return reply(connection, id: request.id, .failure(ControlError(.invalidState, "hello must be the first request of a connection")))
+            }
+            do {
+                let wanted = try request.requiredString("protocol")
+                guard ControlProtocol.accepts(wanted) else {
+                    reply(connection, id: request.id, .failure(ControlError(.unsupportedProtocol, "this daemon speaks \(ControlProtocol.identifier), not \(wanted)")))
+                    connection.closeAfterFlush()
+                    return
+                }
+                reply(connection, id: request.id, .success(["protocol": .string(ControlProtocol.identifier),
+                                                            "version": .string("\(ControlProtocol.majorVersion).\(ControlProtocol.minorVersion)")]))
+            } catch {
+                reply(connection, id: request.id, .failure(error))
+            }
+        case "subscribe", "unsubscribe":
+            do throws(ControlError) {
+                let names = try request.strings("topics") ?? Array(topics)
+                if let unknown = names.first(where: { !topics.contains($0) }) {
+                    throw ControlError(.badArguments, "unknown topic '\(unknown)'; topics are \(topics.sorted().joined(separator: ", "))")
+                }
+                if request.command == "subscribe" {
+                    connection.topics.formUnion(names)
+                    reply(connection, id: request.id, .success(["topics": .array(connection.topics.sorted().map { .string($0) }), "seq": .int(Int(seq))]))
+                    // The current state first, so that the client never starts from nothing.
+                    let snapshot = handler?.snapshot() ?? .object([])
+                    connection.send(ControlMessage.event(seq: seq, topic: "state", name: "snapshot", data: snapshot))
+                } else {
+                    connection.topics.subtract(names)
+                    reply(connection, id: request.id, .success(["topics": .array(connection.topics.sorted().map { .string($0) })]))
+                }
+            } catch {
+                reply(connection, id: request.id, .failure(error))
+            }
+        default:
+            guard let handler else { return reply(connection, id: request.id, .failure(ControlError(.internalError, "shutting down", retryable: true))) }
+            let info = ControlClientInfo(id: connection.id, credentials: connection.credentials)
+            let id = request.id
+            handler.handle(request, client: info) { [weak self, weak connection] result in
+                guard let self, let connection else { return }
+                self.queue.async { self.reply(connection, id: id, result) }
+            }
+        }
+    }
+
+    /// Subscribes a client to topics on behalf of a command (`level.watch`).
+    public func subscribe(client id: Int, to topics: [String]) {
+        queue.async { self.connections[id]?.topics.formUnion(topics) }
+    }
+
+    private func reply(_ connection: Connection, id: JSONValue, _ result: Result<JSONValue, ControlError>) {
+        switch result {
+        case .success(let value):
+            connection.send(ControlMessage.ok(id: id, result: value))
+        case .failure(let error):
+            statistics.withLock { $0.errors[error.code.rawValue, default: 0] += 1 }
+            if error.code != .unknownCommand && error.code != .badArguments {
+                logger.info("client \(connection.id): \(error)")
+            } else {
+                logger.debug("client \(connection.id): \(error)")
+            }
+            connection.send(ControlMessage.error(id: id, error))
+        }
+    }
+
+    // MARK: - One connection
+
+    fileprivate final class Connection: @unchecked Sendable {  // confined to the server's queue
+        let id: Int
+        let fd: Int32
+        let credentials: PeerCredentials
+        unowned let server: ControlServer
+        var topics: Set<String> = []
+        var lastActivity = DispatchTime.now().uptimeNanoseconds
+        /// Requests decoded so far.
+        var requests = 0
+        private var inbound: [UInt8] = []
+        private var outbound: [UInt8] = []
+        private var outboundOffset = 0
+        private var readSource: DispatchSourceRead?
+        private var writeSource: DispatchSourceWrite?
+        private var writeArmed = false
+        private var isClosed = false
+        private var closing = false
+        private var pendingCancels = 0
+        private static let readChunk = 64 * 1024
+
+        init(id: Int, fd: Int32, credentials: PeerCredentials, server: ControlServer) {
+            self.id = id
+            self.fd = fd
+            self.credentials = credentials
+            self.server = server
+        }
+
+        func start() {
+            let read = DispatchSource.makeReadSource(fileDescriptor: fd, queue: server.queue)
+            read.setEventHandler { [self] in readAvailable() }
+            read.setCancelHandler { [self] in cancelled() }
+            let write = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: server.queue)
+            write.setEventHandler { [self] in flush() }
+            write.setCancelHandler { [self] in cancelled() }
+            readSource = read
+            writeSource = write
+            pendingCancels = 2
+            read.resume()
+        }
+
+        /// Queues a line; a client whose queue passes the limit is disconnected.
+        func send(_ line: [UInt8]) {
+            guard !isClosed, !closing else { return }
+            outbound += line
+            if outbound.count - outboundOffset > server.queueLimit {
+                server.tooSlow(self)
+                close()
+                server.closed(self, reason: "too slow")
+                return
+            }
+            flush()
+        }
+
+        /// Sends what is queued, then closes (after a fatal protocol error).
+        func closeAfterFlush() {
+            flush()
+            closing = true
+            close()
+            server.closed(self, reason: "protocol error")
+        }
+
+        private func flush() {
+            guard !isClosed else { return }
+            while outboundOffset < outbound.count {
+                let n = outbound.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + outboundOffset, $0.count - outboundOffset, Int32(MSG_NOSIGNAL)) }
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    if errno == EAGAIN || errno == EWOULDBLOCK { break }
+                    close()
+                    server.closed(self, reason: "write failed: \(Errno.describe(errno))")
+                    return
+                }
+                outboundOffset += n
+            }
+            if outboundOffset == outbound.count {
+                outbound.removeAll(keepingCapacity: outbound.capacity <= 256 * 1024)
+                outboundOffset = 0
+                if writeArmed {
+                    writeSource?.suspend()
+                    writeArmed = false
+                }
+            } else {
+                if outboundOffset > 64 * 1024 {  // keep the buffer from growing at the front
+                    outbound.removeFirst(outboundOffset)
+                    outboundOffset = 0
+                }
+                if !writeArmed {
+                    writeSource?.resume()
+                    writeArmed = true
+                }
+            }
+        }
+
+        private func readAvailable() {
+            var buffer = [UInt8](repeating: 0, count: Self.readChunk)
+            while !isClosed {
+                let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    if errno == EAGAIN || errno == EWOULDBLOCK { return }
+                    close()
+                    server.closed(self, reason: "read failed: \(Errno.describe(errno))")
+                    return
+                }
+                if n == 0 {
+                    let reason = inbound.isEmpty ? "hung up" : "hung up in the middle of a line (\(inbound.count) bytes dropped)"
+                    close()
+                    server.closed(self, reason: reason)
+                    return
+                }
+                lastActivity = DispatchTime.now().uptimeNanoseconds
+                consume(buffer[0..<n])
+            }
+        }
+
+        private func consume(_ bytes: ArraySlice<UInt8>) {
+            var start = bytes.startIndex
+            while !isClosed, !closing, let newline = bytes[start...].firstIndex(of: 0x0A) {
+                let line: [UInt8]
+                if inbound.isEmpty {
+                    line = Array(bytes[start..<newline])
+                } else {
+                    inbound += bytes[start..<newline]
+                    line = inbound
+                    inbound.removeAll(keepingCapacity: true)
+                }
+                start = newline + 1
+                if line.count > ControlProtocol.maximumLineBytes { return lineTooLong() }
+                server.received(line, from: self)
+            }
+            guard !isClosed, !closing else { return }
+            inbound += bytes[start...]
+            if inbound.count > ControlProtocol.maximumLineBytes { lineTooLong() }
+        }
+
+        private func lineTooLong() {
+            server.reply(self, id: .null, .failure(ControlError(.lineTooLong, "a line may hold at most \(ControlProtocol.maximumLineBytes) bytes; closing")))
+            inbound = []
+            closeAfterFlush()
+        }
+
+        func close() {
+            guard !isClosed else { return }
+            isClosed = true
+            if !writeArmed {
+                writeSource?.resume()  // a suspended source must not be cancelled or released
+                writeArmed = true
+            }
+            readSource?.cancel()
+            writeSource?.cancel()
+        }
+
+        private func cancelled() {
+            pendingCancels -= 1
+            if pendingCancels == 0 {
+                Glibc.close(fd)
+                readSource = nil
+                writeSource = nil
+            }
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+
+/// The daemon's counters and latency histograms, written in the Prometheus text
+/// exposition format (version 0.0.4) for `metrics`.
+public final class Metrics: @unchecked Sendable {
+    private let lock = NSLock()
+    private var counters: [String: (help: String, values: [String: Double])] = [:]
+    private var gauges: [String: (help: String, values: [String: Double])] = [:]
+    private var histograms: [String: Histogram] = [:]
+
+    /// Upper bounds in seconds, from 5 ms to 60 s: device and backend latencies both fit.
+    public static let latencyBuckets: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
+
+    struct Histogram {
+        var help: String
+        var bounds: [Double]
+        var counts: [UInt64]
+        var sum = 0.0
+        var count: UInt64 = 0
+    }
+
+    public init() {}
+
+    /// Adds to a counter; `labels` like `result="ok"`.
+    public func increment(_ name: String, help: String, labels: String = "", by amount: Double = 1) {
+        lock.withLock {
+            counters[name, default: (help, [:])].values[labels, default: 0] += amount
+        }
+    }
+
+    public func set(_ name: String, help: String, labels: String = "", _ value: Double) {
+        lock.withLock { gauges[name, default: (help, [:])].values[labels] = value }
+    }
+
+    public func observe(_ name: String, help: String, seconds: Double) {
+        lock.withLock {
+            var histogram = histograms[name] ?? Histogram(help: help, bounds: Self.latencyBuckets, counts: Array(repeating: 0, count: Self.latencyBuckets.count))
+            for (index, bound) in histogram.bounds.enumerated() where seconds <= bound { histogram.counts[index] += 1 }
+            histogram.sum += seconds
+            histogram.count += 1
+            histograms[name] = histogram
+        }
+    }
+
+    public func counter(_ name: String, labels: String = "") -> Double { lock.withLock { counters[name]?.values[labels] ?? 0 } }
+
+    /// The exposition text.
+    public func exposition() -> String {
+        lock.withLock {
+            var out = ""
+            func number(_ value: Double) -> String {
+                value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+            }
+            func series(_ name: String, _ labels: String) -> String { labels.isEmpty ? name : "\(name){\(labels)}" }
+            for name in counters.keys.sorted() {
+                let counter = counters[name]!
+                out += "# HELP \(name) \(counter.help)\n# TYPE \(name) counter\n"
+                for labels in counter.values.keys.sorted() { out += "\(series(name, labels)) \(number(counter.values[labels]!))\n" }
+            }
+            for name in gauges.keys.sorted() {
+                let gauge = gauges[name]!
+                out += "# HELP \(name) \(gauge.help)\n# TYPE \(name) gauge\n"
+                for labels in gauge.values.keys.sorted() { out += "\(series(name, labels)) \(number(gauge.values[labels]!))\n" }
+            }
+            for name in histograms.keys.sorted() {
+                let histogram = histograms[name]!
+                out += "# HELP \(name) \(histogram.help)\n# TYPE \(name) histogram\n"
+                for (index, bound) in histogram.bounds.enumerated() {
+                    out += "\(name)_bucket{le=\"\(bound)\"} \(histogram.counts[index])\n"
+                }
+                out += "\(name)_bucket{le=\"+Inf\"} \(histogram.count)\n\(name)_sum \(histogram.sum)\n\(name)_count \(histogram.count)\n"
+            }
+            return out
+        }
+    }
+}

@@ -1,0 +1,520 @@
+import AudioKernel
+import Dispatch
+import Foundation
+import Synchronization
+
+/// The daemon: the control server, the microphone and speaker (recorder and streaming
+/// player), the backend client, metrics. The `practiced` executable only wires it to the
+/// command line, signals and systemd.
+///
+/// Threads: the control server's queue answers clients; `audioQueue` is the one thread
+/// that feeds the player (its network side takes one caller at a time); the capture and
+/// playback devices run their own I/O threads and reach the rest only through atomics, a
+/// dispatch source that coalesces level updates, and rare events.
+public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
+    public static let version = "0.5.0"
+    public static let topics: Set<String> = ["level", "speech", "playback", "device", "session", "daemon"]
+    public static let commands = ["hello", "ping", "status", "devices", "topics", "play", "playback.stop", "level.watch",
+                                  "config.get", "metrics", "subscribe", "unsubscribe"]
+
+    private let lock = NSLock()
+    private var configuration: DaemonConfiguration
+    private let sink: FilteringLogSink
+    private let logger: Logger
+    private let notifier: SystemdNotifier
+    public let metrics = Metrics()
+    private var server: ControlServer?
+    private var listener: UnixListener?
+    private var backend: BackendClient
+    private var userID = ""
+    private let startTime = DispatchTime.now()
+    private let audioQueue = DispatchQueue(label: "practiced.audio")
+    private let workQueue = DispatchQueue(label: "practiced.work", attributes: .concurrent)
+
+    private var recorder: Recorder?
+    private var player: StreamingPlayer?
+    private var captureState = DeviceState.closed
+    private var playbackState = DeviceState.closed
+    private var reopenTimer: DispatchSourceTimer?
+    private var watchdogTimer: DispatchSourceTimer?
+    private var backendProbe = BackendProbe()
+
+    /// The newest input level, written on the capture thread; the control queue publishes
+    /// it when `levelSignal` fires (coalesced: a slow control queue sees the latest only).
+    private let latestLevel = Mutex<(rms: Double, peak: Double)>((-120, -120))
+    private var levelSignal: DispatchSourceUserDataAdd?
+
+    enum DeviceState: Equatable, CustomStringConvertible {
+        case closed, running, failed(String)
+        var description: String {
+            switch self {
+            case .closed: return "closed"
+            case .running: return "running"
+            case .failed(let why): return "failed: \(why)"
+            }
+        }
+    }
+
+    struct BackendProbe {
+        var reachable: Bool?
+        var checkedAt: DispatchTime?
+        var error: String?
+    }
+
+    public init(configuration: DaemonConfiguration, sink: any LogSink = StandardErrorLogSink.shared, notifier: SystemdNotifier = SystemdNotifier()) {
+        self.configuration = configuration
+        self.sink = FilteringLogSink(sink, threshold: configuration.logLevel)
+        self.logger = Logger(category: "practiced", sink: self.sink, threshold: .debug)
+        self.notifier = notifier
+        self.backend = BackendClient(configuration: BackendConfiguration(baseURL: configuration.backendURL), logger: logger.named("backend"))
+    }
+
+    // MARK: - Life cycle
+
+    /// Opens the control socket (or takes systemd's), starts serving, opens the devices.
+    /// Device failures do not stop the daemon: they are reported and retried.
+    public func start() throws {
+        userID = try ConfigurationLoader.userID(for: configuration)
+        let group: UInt32?
+        if let name = configuration.socketGroup {
+            guard let gid = PeerCredentials.groupID(name) else {
+                throw ConfigurationError(key: "socket.group", value: name, source: "configuration", allowed: "an existing group")
+            }
+            group = gid
+        } else {
+            group = nil
+        }
+        let listener = try UnixListener.activated() ?? UnixListener.bind(path: configuration.socketPath, group: group)
+        self.listener = listener
+        let server = ControlServer(listener: listener, serverVersion: Self.version, capabilities: ["events", "play", "level", "metrics", "devices"],
+                                   topics: Self.topics, socketGroup: group, limits: limits(configuration), logger: logger.named("control"), handler: self)
+        self.server = server
+        let signal = DispatchSource.makeUserDataAddSource(queue: server.queue)
+        signal.setEventHandler { [unowned self] in publishLevel() }
+        signal.resume()
+        levelSignal = signal
+        server.start()
+        logger.notice("practiced \(Self.version) listening on \(listener.path)\(listener.ownsPath ? "" : " (socket activation)"); backend \(configuration.backendURL.absoluteString), user \(userID)")
+        openDevices()
+        startWatchdog(on: server.queue)
+        notifier.ready(status: statusLine())
+    }
+
+    /// Stops serving, closes the devices, removes the socket the daemon made.
+    public func stop() {
+        notifier.stopping()
+        logger.notice("stopping")
+        watchdogTimer?.cancel()
+        reopenTimer?.cancel()
+        // A reply still playing fades out rather than clicking.
+        if let player, player.isActive {
+            audioQueue.sync { player.stop() }
+        }
+        recorder?.stop()
+        player?.shutdown()
+        server?.stop()
+        levelSignal?.cancel()
+    }
+
+    /// SIGHUP: reads the configuration again. Log level, backend, user and client limits
+    /// apply at once; devices are reopened when they changed; the socket path and group
+    /// need a restart. An invalid configuration is logged and the running one kept.
+    public func reload(_ newConfiguration: DaemonConfiguration) {
+        notifier.reloading()
+        let old = lock.withLock { configuration }
+        lock.withLock { configuration = newConfiguration }
+        sink.threshold = newConfiguration.logLevel
+        if old.backendURL != newConfiguration.backendURL {
+            backend = BackendClient(configuration: BackendConfiguration(baseURL: newConfiguration.backendURL), logger: logger.named("backend"))
+            lock.withLock { backendProbe = BackendProbe() }
+        }
+        if let id = try? ConfigurationLoader.userID(for: newConfiguration) { lock.withLock { userID = id } }
+        server?.update(limits: limits(newConfiguration))
+        if old.socketPath != newConfiguration.socketPath || old.socketGroup != newConfiguration.socketGroup {
+            logger.warning("socket.path and socket.group change only on restart")
+        }
+        if old.captureDevice != newConfiguration.captureDevice || old.playbackDevice != newConfiguration.playbackDevice
+            || old.periodMilliseconds != newConfiguration.periodMilliseconds || old.recorder != newConfiguration.recorder
+            || old.player != newConfiguration.player {
+            logger.notice("audio settings changed: reopening the devices")
+            recorder?.stop()
+            player?.shutdown()
+            recorder = nil
+            player = nil
+            openDevices()
+        }
+        logger.notice("configuration reloaded")
+        server?.publish(topic: "daemon", name: "config.reloaded", data: configurationJSON(newConfiguration))
+        notifier.ready(status: statusLine())
+    }
+
+    /// Logs a configuration that could not be reloaded.
+    public func reloadFailed(_ error: Error) {
+        logger.error("configuration not reloaded, keeping the running one: \(error)")
+        server?.publish(topic: "daemon", name: "config.reload_failed", data: ["message": .string("\(error)")])
+        notifier.ready(status: statusLine())
+    }
+
+    private func limits(_ configuration: DaemonConfiguration) -> ControlServerLimits {
+        var limits = ControlServerLimits()
+        limits.maximumClients = configuration.maxClients
+        limits.queueBytes = configuration.clientQueueBytes
+        limits.idleSeconds = Double(configuration.clientIdleSeconds)
+        return limits
+    }
+
+    private func startWatchdog(on queue: DispatchQueue) {
+        guard let interval = notifier.watchdogInterval else { return }
+        // Pinged from the control queue: a stuck control loop stops the pings and systemd
+        // restarts the daemon.
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now(), repeating: interval, leeway: .milliseconds(50))
+        timer.setEventHandler { [notifier] in notifier.watchdog() }
+        timer.resume()
+        watchdogTimer = timer
+    }
+
+    private func statusLine() -> String {
+        lock.withLock { "serving \(server?.statisticsSnapshot.clients ?? 0) clients; capture \(captureState), playback \(playbackState)" }
+    }
+
+    // MARK: - Devices
+
+    private func openDevices() {
+        let configuration = lock.withLock { self.configuration }
+        if recorder == nil { openCapture(configuration) }
+        if player == nil { openPlayback(configuration) }
+        // A device that failed is tried again every 2 s until it opens.
+        if reopenTimer == nil {
+            let timer = DispatchSource.makeTimerSource(queue: audioQueue)
+            timer.schedule(deadline: .now() + 2, repeating: 2)
+            timer.setEventHandler { [weak self] in
+                guard let self else { return }
+                let configuration = lock.withLock { self.configuration }
+                if recorder == nil { openCapture(configuration) }
+                if player == nil { openPlayback(configuration) }
+            }
+            timer.resume()
+            reopenTimer = timer
+        }
+    }
+
+    private func openCapture(_ configuration: DaemonConfiguration) {
+        do {
+            let recorder = try Recorder(device: configuration.captureDevice, stream: configuration.stream, configuration: configuration.recorder) { [weak self] event in
+                self?.recorderEvent(event)
+            }
+            try recorder.start { [weak self] event in self?.deviceEvent(event, direction: "capture") }
+            self.recorder = recorder
+            recorder.follow(player)
+            setState(capture: .running)
+        } catch {
+            setState(capture: .failed(error.description))
+        }
+    }
+
+    private func openPlayback(_ configuration: DaemonConfiguration) {
+        do {
+            let player = try StreamingPlayer(device: configuration.playbackDevice, stream: configuration.stream, configuration: configuration.player) { [weak self] event in
+                self?.playerEvent(event)
+            }
+            try player.start { [weak self] event in self?.deviceEvent(event, direction: "playback") }
+            self.player = player
+            recorder?.follow(player)
+            setState(playback: .running)
+        } catch {
+            setState(playback: .failed(error.description))
+        }
+    }
+
+    private func setState(capture: DeviceState? = nil, playback: DeviceState? = nil) {
+        let (changedCapture, changedPlayback): (Bool, Bool) = lock.withLock {
+            defer {
+                if let capture { captureState = capture }
+                if let playback { playbackState = playback }
+            }
+            return (capture.map { $0 != captureState } ?? false, playback.map { $0 != playbackState } ?? false)
+        }
+        if let capture, changedCapture { deviceStateChanged("capture", capture) }
+        if let playback, changedPlayback { deviceStateChanged("playback", playback) }
+    }
+
+    private func deviceStateChanged(_ direction: String, _ state: DeviceState) {
+        let device = lock.withLock { direction == "capture" ? configuration.captureDevice : configuration.playbackDevice }
+        switch state {
+        case .failed(let why): logger.error("\(direction) device \(device): \(why)")
+        default: logger.info("\(direction) device \(device): \(state)")
+        }
+        server?.publish(topic: "device", name: "device.state", data: ["direction": .string(direction), "device": .string("\(device)"),
+                                                                      "state": .string("\(state)")])
+    }
+
+    /// On the capture thread: levels are only stored and signalled (no allocation); the
+    /// rare speech events are posted.
+    private func recorderEvent(_ event: RecorderEvent) {
+        switch event {
+        case .level(let rms, let peak):
+            latestLevel.withLock { $0 = (rms, peak) }
+            levelSignal?.add(data: 1)
+        case .speechStarted:
+            server?.publish(topic: "speech", name: "speech.started", data: [:])
+        case .speechStopped:
+            server?.publish(topic: "speech", name: "speech.stopped", data: [:])
+        case .turn:
+            break  // turns belong to a session (the session commands)
+        }
+    }
+
+    private func publishLevel() {
+        let level = latestLevel.withLock { $0 }
+        server?.publish(topic: "level", name: "level", data: ["rms_dbfs": .double((level.rms * 10).rounded() / 10),
+                                                             "peak_dbfs": .double((level.peak * 10).rounded() / 10)])
+    }
+
+    private func playerEvent(_ event: PlayerEvent) {
+        switch event {
+        case .started(let latency):
+            server?.publish(topic: "playback", name: "playback.started", data: ["latency_ms": .int(latency * 1000 / 24_000)])
+        case .underrun(let total):
+            metrics.increment("practiced_playback_underruns_total", help: "Replies that ran dry before their end.")
+            server?.publish(topic: "playback", name: "playback.underrun", data: ["total": .int(total)])
+        case .finished(let report):
+            server?.publish(topic: "playback", name: "playback.finished", data: [
+                "played_s": .double((report.playedSeconds * 1000).rounded() / 1000), "interrupted": .bool(report.interrupted),
+                "underruns": .int(report.underruns),
+            ])
+        }
+    }
+
+    private func deviceEvent(_ event: AudioDeviceEvent, direction: String) {
+        switch event {
+        case .started, .endOfInput:
+            break
+        case .xrun(let total):
+            metrics.increment("practiced_xruns_total", help: "Device overruns and underruns recovered.", labels: "direction=\"\(direction)\"")
+            server?.publish(topic: "device", name: "device.xrun", data: ["direction": .string(direction), "total": .int(total)])
+        case .deviceLost(let error):
+            metrics.increment("practiced_device_losses_total", help: "Devices that went away.", labels: "direction=\"\(direction)\"")
+            server?.publish(topic: "device", name: "device.lost", data: ["direction": .string(direction), "message": .string(error.description)])
+        case .deviceRestored(let attempts):
+            server?.publish(topic: "device", name: "device.restored", data: ["direction": .string(direction), "attempts": .int(attempts)])
+        }
+    }
+
+    // MARK: - Commands
+
+    public func snapshot() -> JSONValue {
+        let (capture, playback) = lock.withLock { (captureState, playbackState) }
+        return ["version": .string(Self.version), "capture": .string("\(capture)"), "playback": .string("\(playback)"),
+                "playing": .bool(player?.isActive ?? false), "session": .null]
+    }
+
+    public func handle(_ request: ControlRequest, client: ControlClientInfo, reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
+        metrics.increment("practiced_control_requests_total", help: "Control requests by command.",
+                          labels: "command=\"\(Self.commands.contains(request.command) ? request.command : "unknown")\"")
+        do throws(ControlError) {
+            switch request.command {
+            case "ping":
+                reply(.success(["pong": true, "uptime_s": .double(uptime)]))
+            case "status":
+                status(reply)
+            case "devices":
+                workQueue.async { reply(.success(Self.devicesJSON())) }
+            case "topics":
+                topics(reply)
+            case "play":
+                try play(path: request.requiredString("path"), reply)
+            case "playback.stop":
+                let wasPlaying = player?.isActive ?? false
+                if let player { audioQueue.async { player.stop() } }
+                reply(.success(["stopped": .bool(wasPlaying)]))
+            case "level.watch":
+                let enabled = try request.bool("enabled") ?? true
+                if enabled { server?.subscribe(client: client.id, to: ["level", "speech"]) }
+                let (capture, interval) = lock.withLock { (captureState, configuration.levelIntervalMilliseconds) }
+                reply(.success(["watching": .bool(enabled), "interval_ms": .int(interval), "capture": .string("\(capture)")]))
+            case "config.get":
+                reply(.success(configurationJSON(lock.withLock { configuration })))
+            case "metrics":
+                reply(.success(["format": "prometheus-text-0.0.4", "text": .string(metricsText())]))
+            default:
+                throw ControlError(.unknownCommand, "unknown command '\(request.command)'; commands are \(Self.commands.joined(separator: ", "))")
+            }
+        } catch {
+            reply(.failure(error))
+        }
+    }
+
+    private var uptime: Double { (Double(DispatchTime.now().uptimeNanoseconds - startTime.uptimeNanoseconds) / 1e9 * 10).rounded() / 10 }
+
+    private func status(_ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
+        let probe = lock.withLock { backendProbe }
+        let stale = probe.checkedAt.map { DispatchTime.now().uptimeNanoseconds - $0.uptimeNanoseconds > 10_000_000_000 } ?? true
+        guard stale else { return reply(.success(statusJSON())) }
+        // Check the backend (a GET /topics, 3 s at most, no retries), then answer.
+        checkBackend { [self] in reply(.success(statusJSON())) }
+    }
+
+    private func checkBackend(then done: @escaping @Sendable () -> Void) {
+        let url = lock.withLock { configuration.backendURL }
+        var probeConfiguration = BackendConfiguration(baseURL: url)
+        probeConfiguration.requestTimeout = 3
+        probeConfiguration.retry = .none
+        let client = BackendClient(configuration: probeConfiguration)
+        Task { [self] in
+            let start = DispatchTime.now()
+            var probe = BackendProbe()
+            do {
+                _ = try await client.topics()
+                probe.reachable = true
+                metrics.observe("practiced_backend_probe_seconds", help: "Time of the backend reachability check.",
+                                seconds: Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9)
+            } catch {
+                probe.reachable = false
+                probe.error = "\(error)"
+            }
+            probe.checkedAt = .now()
+            lock.withLock { backendProbe = probe }
+            done()
+        }
+    }
+
+    private func statusJSON() -> JSONValue {
+        let (configuration, probe, capture, playback, user) = lock.withLock { (self.configuration, backendProbe, captureState, playbackState, userID) }
+        let control = server?.statisticsSnapshot ?? ControlServerStatistics()
+        func device(_ name: AudioDeviceName, _ state: DeviceState, _ statistics: AudioDeviceStatistics?) -> JSONValue {
+            var members: [(String, JSONValue)] = [("name", .string("\(name)")), ("state", .string("\(state)"))]
+            if let statistics {
+                members += [("periods", .int(statistics.periods)), ("xruns", .int(statistics.xruns)), ("reopens", .int(statistics.reopens))]
+            }
+            return .object(members)
+        }
+        let spool = Self.spoolSize(configuration.spoolDirectory)
+        return [
+            "version": .string(Self.version), "protocol": .string(ControlProtocol.identifier), "pid": .int(Int(getpid())),
+            "uptime_s": .double(uptime), "user_id": .string(user),
+            "backend": ["url": .string(configuration.backendURL.absoluteString), "reachable": probe.reachable.map { .bool($0) } ?? .null,
+                        "error": .optional(probe.error)],
+            "devices": ["capture": device(configuration.captureDevice, capture, recorder?.deviceStatistics),
+                        "playback": device(configuration.playbackDevice, playback, player?.deviceStatistics)],
+            "playback": ["active": .bool(player?.isActive ?? false), "position_s": .double(((player?.position ?? 0) * 1000).rounded() / 1000)],
+            "spool": ["turns": .int(spool.turns), "bytes": .int(spool.bytes), "dir": .string(configuration.spoolDirectory)],
+            "clients": .int(control.clients),
+            "counters": ["connections": .int(control.connectionsAccepted), "refused": .int(control.connectionsRefused),
+                         "slow_clients_dropped": .int(control.slowClientsDropped), "requests": .int(control.requests),
+                         "errors": .int(control.errors.values.reduce(0, +))],
+        ]
+    }
+
+    /// Turns waiting in the spool (`new/`) and their size.
+    static func spoolSize(_ directory: String) -> (turns: Int, bytes: Int) {
+        let new = (directory as NSString).appendingPathComponent("new")
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: new) else { return (0, 0) }
+        var bytes = 0
+        for name in names {
+            var info = stat()
+            if stat((new as NSString).appendingPathComponent(name), &info) == 0 { bytes += Int(info.st_size) }
+        }
+        return (names.count, bytes)
+    }
+
+    private static func devicesJSON() -> JSONValue {
+        let listing = AudioDeviceList.all()
+        func list(_ direction: AudioDeviceInfo.Direction) -> JSONValue {
+            .array(listing.devices.filter { $0.direction == direction }.map {
+                ["name": .string("\($0.name)"), "description": .string($0.description)]
+            })
+        }
+        return ["capture": list(.capture), "playback": list(.playback), "errors": .array(listing.errors.map { .string($0.description) })]
+    }
+
+    private func topics(_ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
+        let (backend, directory) = lock.withLock { (self.backend, configuration.stateDirectory) }
+        let cache = (directory as NSString).appendingPathComponent("topics.json")
+        Task {
+            do {
+                let topics = try await backend.topics()
+                let json: JSONValue = .array(topics.map {
+                    ["id": .string($0.id), "label_en": .string($0.labelEn), "label_zh": .string($0.labelZh), "prompt_hint": .string($0.promptHint)]
+                })
+                try? Data(json.bytes()).write(to: URL(fileURLWithPath: cache), options: .atomic)
+                reply(.success(["topics": json, "stale": false]))
+            } catch {
+                // Offline: the last list fetched, marked stale.
+                if let data = FileManager.default.contents(atPath: cache), let cached = try? JSONDecoder().decode(JSONValue.self, from: data) {
+                    reply(.success(["topics": cached, "stale": true, "error": .string("\(error)")]))
+                } else {
+                    reply(.failure(ControlError(.backendUnavailable, "\(error)", retryable: true)))
+                }
+            }
+        }
+    }
+
+    private func play(path: String, _ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) throws(ControlError) {
+        guard path.hasPrefix("/") else { throw ControlError(.badArguments, "'path' must be absolute") }
+        guard let player else {
+            let state = lock.withLock { playbackState }
+            throw ControlError(.deviceError, "the playback device is not open (\(state))", retryable: true)
+        }
+        audioQueue.async {
+            let wav: DecodedWAV
+            do {
+                wav = try WAVDecoder.decode(contentsOfFile: path)
+            } catch {
+                return reply(.failure(ControlError(.fileError, "\(path): \(error)")))
+            }
+            guard wav.format == player.format else {
+                return reply(.failure(ControlError(.fileError, "\(path) is \(wav.format); the player plays \(player.format)")))
+            }
+            guard wav.duration <= Double(player.configuration.capacitySeconds) else {
+                return reply(.failure(ControlError(.fileError, "\(path) lasts \(Int(wav.duration)) s; at most \(player.configuration.capacitySeconds) s")))
+            }
+            player.beginReply()
+            wav.samples.withUnsafeBytes { _ = player.enqueue($0) }
+            player.endReply()
+            reply(.success(["path": .string(path), "duration_s": .double((wav.duration * 1000).rounded() / 1000)]))
+        }
+    }
+
+    private func configurationJSON(_ configuration: DaemonConfiguration) -> JSONValue {
+        .object(ConfigurationLoader.describe(configuration).map { ($0.key, .string($0.value)) })
+    }
+
+    private func metricsText() -> String {
+        let control = server?.statisticsSnapshot ?? ControlServerStatistics()
+        metrics.set("practiced_clients", help: "Clients connected to the control socket.", Double(control.clients))
+        metrics.set("practiced_uptime_seconds", help: "Seconds since start.", uptime)
+        for (code, count) in control.errors {
+            metrics.set("practiced_control_errors", help: "Error replies by code.", labels: "code=\"\(code)\"", Double(count))
+        }
+        metrics.set("practiced_slow_clients_dropped", help: "Clients disconnected for not reading.", Double(control.slowClientsDropped))
+        if let statistics = recorder?.deviceStatistics {
+            metrics.set("practiced_device_periods", help: "Periods transferred by device.", labels: "direction=\"capture\"", Double(statistics.periods))
+        }
+        if let statistics = player?.deviceStatistics {
+            metrics.set("practiced_device_periods", help: "Periods transferred by device.", labels: "direction=\"playback\"", Double(statistics.periods))
+        }
+        return metrics.exposition()
+    }
+}
+
+/// Passes records at or above a threshold that can change at run time (SIGHUP).
+final class FilteringLogSink: LogSink, @unchecked Sendable {
+    private let next: any LogSink
+    private let level: Atomic<Int>
+
+    init(_ next: any LogSink, threshold: LogLevel) {
+        self.next = next
+        level = Atomic(threshold.rawValue)
+    }
+
+    var threshold: LogLevel {
+        get { LogLevel(rawValue: level.load(ordering: .relaxed)) ?? .info }
+        set { level.store(newValue.rawValue, ordering: .relaxed) }
+    }
+
+    func write(_ record: LogRecord) {
+        guard record.level.rawValue >= level.load(ordering: .relaxed) else { return }
+        next.write(record)
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import PracticeKit
+
+/// practiced: wiring only. Reads the configuration, starts the daemon, maps signals
+/// (SIGTERM/SIGINT stop, SIGHUP reloads) and exits with sysexits-style codes.
+@main
+struct Practiced {
+    static func main() {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        let loader = ConfigurationLoader()
+        let loaded: ConfigurationLoader.Result
+        do {
+            loaded = try loader.load(arguments: arguments)
+        } catch {
+            fail("\(error)", code: 78)  // EX_CONFIG
+        }
+        switch loaded.action {
+        case .help:
+            print(ConfigurationLoader.usage)
+            return
+        case .version:
+            print("practiced \(PracticeDaemon.version) (protocol \(ControlProtocol.identifier))")
+            return
+        case .checkConfig:
+            print("# configuration is valid\(loaded.file.map { " (file \($0))" } ?? " (no config file)")")
+            for (key, value) in ConfigurationLoader.describe(loaded.configuration) { print("\(key) = \(value)") }
+            return
+        case .run:
+            break
+        }
+
+        signal(SIGPIPE, SIG_IGN)
+        for number in [SIGTERM, SIGINT, SIGHUP] { signal(number, SIG_IGN) }  // handled by dispatch sources
+        let daemon = PracticeDaemon(configuration: loaded.configuration)
+        do {
+            try daemon.start()
+        } catch let error as ControlSocketError where error.alreadyRunning {
+            fail("\(error)", code: 75)  // EX_TEMPFAIL: another instance owns the socket
+        } catch let error as ConfigurationError {
+            fail("\(error)", code: 78)
+        } catch {
+            fail("cannot start: \(error)", code: 1)
+        }
+
+        let stop = { @Sendable (number: Int32) in
+            daemon.stop()
+            exit(0)
+        }
+        let reload = { @Sendable in
+            do {
+                daemon.reload(try loader.load(arguments: loaded.arguments).configuration)
+            } catch {
+                daemon.reloadFailed(error)
+            }
+        }
+        let sources = [SIGTERM, SIGINT, SIGHUP].map { number -> DispatchSourceSignal in
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
+            source.setEventHandler { number == SIGHUP ? reload() : stop(number) }
+            source.resume()
+            return source
+        }
+        withExtendedLifetime(sources) { dispatchMain() }
+    }
+
+    static func fail(_ message: String, code: Int32) -> Never {
+        FileHandle.standardError.write(Data("practiced: \(message)\n".utf8))
+        exit(code)
+    }
+}

@@ -1,0 +1,77 @@
+import AudioKernel
+import Foundation
+import PracticeKit
+import XCTest
+
+final class ConfigurationLoaderTests: XCTestCase {
+    private func file(_ text: String) throws -> String {
+        let path = NSTemporaryDirectory() + "practiced-\(UUID().uuidString).conf"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: path) }
+        return path
+    }
+
+    func testLayersOverrideInOrder() throws {
+        let path = try file("""
+            # comment
+            backend.url = http://file.example:1
+            audio.period_ms = 20
+            user.name = "Ann Lee"
+            socket.max_clients = 10
+            """)
+        let loader = ConfigurationLoader(environment: ["PRACTICED_CONFIG": path, "PRACTICED_SOCKET_MAX_CLIENTS": "12", "HOME": "/home/k",
+                                                       "PRACTICED_AUDIO_PERIOD_MS": "15"])
+        let result = try loader.load(arguments: ["--audio-period-ms=5", "--capture-device", "alsa:plughw:1,0"])
+        let c = result.configuration
+        XCTAssertEqual(result.file, path)
+        XCTAssertEqual(c.backendURL.absoluteString, "http://file.example:1")
+        XCTAssertEqual(c.userName, "Ann Lee", "quotes removed")
+        XCTAssertEqual(c.maxClients, 12, "environment over file")
+        XCTAssertEqual(c.periodMilliseconds, 5, "flag over environment")
+        XCTAssertEqual(c.captureDevice, .alsa(pcm: "plughw:1,0"))
+        XCTAssertEqual(c.stream.periodFrames, 120)
+        XCTAssertEqual(c.recorder.detector.gateThreshold, 300)
+    }
+
+    func testDefaultsFollowTheEnvironment() {
+        let user = DaemonConfiguration(environment: ["XDG_RUNTIME_DIR": "/run/user/1000", "XDG_STATE_HOME": "/home/k/.state", "HOME": "/home/k"])
+        if getuid() != 0 {
+            XCTAssertEqual(user.socketPath, "/run/user/1000/practiced/control.sock")
+            XCTAssertEqual(user.stateDirectory, "/home/k/.state/practiced")
+        }
+        let service = DaemonConfiguration(environment: ["RUNTIME_DIRECTORY": "/run/practiced", "STATE_DIRECTORY": "/var/lib/practiced"])
+        XCTAssertEqual(service.socketPath, "/run/practiced/control.sock")
+        XCTAssertEqual(service.stateDirectory, "/var/lib/practiced")
+        XCTAssertEqual(service.spoolDirectory, "/var/lib/practiced/spool")
+    }
+
+    func testErrorsNameKeyValueSourceAndAllowed() throws {
+        let bad = try file("log.level = info\n\naudio.prebuffer_ms = -5\n")
+        XCTAssertThrowsError(try ConfigurationLoader(environment: [:]).load(arguments: ["--config", bad])) { error in
+            XCTAssertEqual("\(error)", "invalid audio.prebuffer_ms = '-5' (\(bad):3): allowed is a whole number of milliseconds from 0 to 2000")
+        }
+        XCTAssertThrowsError(try ConfigurationLoader(environment: ["PRACTICED_LOG_LEVEL": "loud"]).load(arguments: ["--config", "/dev/null"])) {
+            XCTAssertTrue("\($0)".contains("environment PRACTICED_LOG_LEVEL"), "\($0)")
+        }
+        XCTAssertThrowsError(try ConfigurationLoader(environment: [:]).load(arguments: ["--config", try file("no equals sign\n")]))
+        XCTAssertThrowsError(try ConfigurationLoader(environment: [:]).load(arguments: ["--socket-path", "relative.sock", "--config", "/dev/null"]))
+        XCTAssertThrowsError(try ConfigurationLoader(environment: [:]).load(arguments: ["--config", "/nonexistent.conf"]))
+    }
+
+    func testGeneratedUserIDIsKept() throws {
+        var configuration = DaemonConfiguration(environment: ["HOME": "/tmp"])
+        configuration.stateDirectory = NSTemporaryDirectory() + "practiced-state-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: configuration.stateDirectory) }
+        let first = try ConfigurationLoader.userID(for: configuration)
+        XCTAssertEqual(first.count, 9)
+        XCTAssertEqual(try ConfigurationLoader.userID(for: configuration), first, "generated once")
+        configuration.userID = "given"
+        XCTAssertEqual(try ConfigurationLoader.userID(for: configuration), "given")
+    }
+
+    func testEveryKeyAppearsInHelpAndDescription() {
+        let described = ConfigurationLoader.describe(DaemonConfiguration(environment: [:])).map(\.key)
+        XCTAssertEqual(described.count, 20)
+        for key in described { XCTAssertTrue(ConfigurationLoader.usage.contains(key), key) }
+    }
+}

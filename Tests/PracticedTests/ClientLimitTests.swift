@@ -1,0 +1,68 @@
+import Foundation
+import PracticeKit
+import TestSupport
+import XCTest
+
+/// Many clients, slow clients and idle clients against the daemon as a real process.
+final class ClientLimitTests: XCTestCase {
+    func testSixtyFourClientsAtOnceAndTheNextIsRefused() throws {
+        let daemon = try DaemonHarness()
+        var clients: [ControlClient] = []
+        for _ in 0..<64 { clients.append(try daemon.client()) }
+        for (index, client) in clients.enumerated() {
+            XCTAssertEqual(try client.request("ping")["pong"], .bool(true), "client \(index)")
+        }
+        XCTAssertThrowsError(try daemon.client()) { error in
+            guard case .command(let failure) = error as? ControlClient.Failure else { return XCTFail("\(error)") }
+            XCTAssertEqual(failure.code, .tooManyClients)
+            XCTAssertTrue(failure.retryable)
+        }
+        XCTAssertEqual(try clients[0].request("status")["clients"], .int(64))
+        clients.removeLast()
+        // A slot is free once the daemon has seen the hang-up: wait for it with a deadline.
+        let deadline = Date().addingTimeInterval(5)
+        var admitted: ControlClient?
+        while admitted == nil, Date() < deadline {
+            if (try? clients[0].request("status")["clients"]) == .int(63) { admitted = try? daemon.client() }
+        }
+        XCTAssertNotNil(admitted)
+    }
+
+    func testASlowClientIsDisconnectedWhileAFastOneGetsEveryEventInOrder() throws {
+        let daemon = try DaemonHarness(arguments: ["--audio-level-interval-ms", "10", "--socket-client-queue-bytes", "4096"])
+        let slow = try daemon.client()
+        var small: Int32 = 4096
+        setsockopt(slow.fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        _ = try slow.request("subscribe", ["topics": ["level"]])
+        // From here on the slow client reads nothing.
+
+        let fast = try daemon.client()
+        _ = try fast.request("subscribe", ["topics": ["level"]])
+        var seqs: [Int] = []
+        while seqs.count < 400, let event = fast.waitForEvent("level", timeout: 5) {
+            seqs.append(try XCTUnwrap(event["seq"]?.intValue))
+        }
+        XCTAssertEqual(seqs.count, 400)
+        XCTAssertEqual(seqs, Array(seqs[0]..<(seqs[0] + 400)), "every event, in order, none lost")
+
+        let status = try fast.request("status")
+        XCTAssertEqual(status["counters"]?["slow_clients_dropped"], .int(1))
+        XCTAssertTrue(daemon.log.contains("does not read"), daemon.log)
+        // The slow client finds its connection closed after what was queued for it.
+        var closed = false
+        while !closed {
+            do { _ = try slow.readLine(timeout: 5) } catch { closed = true; XCTAssertNotEqual(error, .timedOut) }
+        }
+    }
+
+    func testIdleClientsAreClosedButSubscribersAreKept() throws {
+        let daemon = try DaemonHarness(arguments: ["--socket-idle-timeout-s", "1"])
+        let idle = try daemon.client()
+        let subscriber = try daemon.client()
+        _ = try subscriber.request("subscribe", ["topics": ["device"]])
+        XCTAssertThrowsError(try idle.readLine(timeout: 5)) {
+            XCTAssertEqual($0 as? ControlClient.Failure, .protocolError("the daemon closed the connection"))
+        }
+        XCTAssertEqual(try subscriber.request("ping")["pong"], .bool(true))
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+import PracticeKit
+import TestSupport
+import XCTest
+
+/// One `practiced` process for a test: its own directory (socket, state, spool), the null
+/// microphone and a WAV file as the speaker, a notification socket to learn when it is
+/// ready, and its stderr kept for the test to read.
+final class DaemonHarness {
+    let directory: String
+    let socketPath: String
+    let stderrPath: String
+    let notify: NotifyListener
+    let process: ChildProcess
+    /// Messages read from the notification socket up to READY=1.
+    let startupMessages: [String]
+
+    static var buildDirectory: URL { URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent() }
+    static var practiced: String { buildDirectory.appendingPathComponent("practiced").path }
+    static var practicectl: String { buildDirectory.appendingPathComponent("practicectl").path }
+
+    /// A fresh world-traversable directory (clients under other uids must reach the socket).
+    static func makeDirectory() -> String {
+        let path = "/tmp/practiced-test-\(UUID().uuidString.prefix(8))"
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        return path
+    }
+
+    /// Starts the daemon and waits for READY=1. `arguments` come after the defaults and
+    /// override them.
+    init(backend: URL? = nil, arguments: [String] = [], environment: [String: String] = [:], directory: String? = nil,
+         socketPath: String? = nil, passing: [(Int32, Int32)] = [], viaShell: Bool = false, waitReady: Bool = true) throws {
+        self.directory = directory ?? Self.makeDirectory()
+        self.socketPath = socketPath ?? "\(self.directory)/run/control.sock"
+        stderrPath = "\(self.directory)/daemon.log"
+        notify = try NotifyListener(path: "\(self.directory)/notify.sock")
+        var env = ["PATH": "/usr/bin:/bin", "HOME": self.directory, "NOTIFY_SOCKET": notify.path, "PRACTICED_CONFIG": "\(self.directory)/practiced.conf"]
+        if !FileManager.default.fileExists(atPath: "\(self.directory)/practiced.conf") {
+            _ = FileManager.default.createFile(atPath: "\(self.directory)/practiced.conf", contents: Data("# test\n".utf8))
+        }
+        for (key, value) in environment { env[key] = value }
+        let defaults = [
+            "--socket-path", self.socketPath, "--state-dir", "\(self.directory)/state", "--spool-dir", "\(self.directory)/state/spool",
+            "--capture-device", "null:", "--playback-device", "file:\(self.directory)/speaker.wav?realtime",
+            "--backend-url", (backend ?? URL(string: "http://127.0.0.1:9")!).absoluteString, "--log-level", "debug",
+        ]
+        if viaShell {
+            // systemd sets LISTEN_PID and WATCHDOG_PID to the daemon's pid; a shell that
+            // execs keeps its pid, so $$ is that pid.
+            let quoted = ([Self.practiced] + defaults + arguments).map { "'\($0)'" }.joined(separator: " ")
+            process = try ChildProcess(executable: "/bin/sh", arguments: ["-c", "export LISTEN_PID=$$ WATCHDOG_PID=$$; exec \(quoted)"],
+                                       environment: env, stderrPath: stderrPath, passing: passing)
+        } else {
+            process = try ChildProcess(executable: Self.practiced, arguments: defaults + arguments, environment: env,
+                                       stderrPath: stderrPath, passing: passing)
+        }
+        if waitReady {
+            guard let messages = notify.wait(for: "READY=1", timeout: 20) else {
+                throw HarnessError(message: "practiced did not become ready:\n\(Self.read(stderrPath))")
+            }
+            startupMessages = messages
+        } else {
+            startupMessages = []
+        }
+    }
+
+    deinit {
+        process.terminate(signal: SIGKILL)
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    func client(timeout: Double = 10) throws -> ControlClient { try ControlClient(path: socketPath, timeout: timeout) }
+
+    var log: String { Self.read(stderrPath) }
+
+    /// Waits until the daemon's log holds `text` (re-reading the file; no event tells us).
+    func waitForLog(_ text: String, timeout: Double = 5) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if log.contains(text) { return true }
+            usleep(10_000)
+        }
+        return log.contains(text)
+    }
+
+    static func read(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
+
+    /// Runs practicectl (as another user with `asUser`); its exit status and output.
+    static func practicectl(_ arguments: [String], socket: String, asUser: String? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
+        let out = "/tmp/practicectl-\(UUID().uuidString).out", err = out + ".err"
+        defer {
+            unlink(out)
+            unlink(err)
+        }
+        let command = [practicectl, "--socket", socket] + arguments
+        let process: ChildProcess
+        if let user = asUser {
+            process = try ChildProcess(executable: "/usr/bin/setpriv", arguments: ["--reuid=\(user)", "--regid=\(user)", "--clear-groups"] + command,
+                                       environment: ["PATH": "/usr/bin:/bin"], stdoutPath: out, stderrPath: err)
+        } else {
+            process = try ChildProcess(executable: command[0], arguments: Array(command.dropFirst()), environment: ["PATH": "/usr/bin:/bin"],
+                                       stdoutPath: out, stderrPath: err)
+        }
+        guard let status = process.waitForExit(timeout: 30) else { throw HarnessError(message: "practicectl \(arguments) hung") }
+        return (status, read(out), read(err))
+    }
+}
+
+struct HarnessError: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
+}
+
+extension ControlClient {
+    /// A request that must fail; its error.
+    func failure(_ command: String, _ args: JSONValue = .object([]), file: StaticString = #filePath, line: UInt = #line) -> ControlError? {
+        do {
+            let result = try request(command, args)
+            XCTFail("\(command) succeeded: \(result.serialized(.compact))", file: file, line: line)
+            return nil
+        } catch {
+            guard case .command(let failure) = error else {
+                XCTFail("\(command): \(error)", file: file, line: line)
+                return nil
+            }
+            return failure
+        }
+    }
+
+    /// Events until one named `name` arrives (nil at the deadline).
+    func waitForEvent(_ name: String, timeout: Double = 10) -> JSONValue? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while let event = try? nextEvent(timeout: max(0.01, deadline.timeIntervalSinceNow)) {
+            if event["event"]?.stringValue == name { return event }
+            if Date() > deadline { return nil }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,185 @@
+import Foundation
+import PracticeKit
+import TestSupport
+import XCTest
+
+/// Start-up, systemd integration, signals, the socket file and the configuration layers,
+/// with the daemon as a real process.
+final class DaemonLifecycleTests: XCTestCase {
+    func testNotifyWatchdogAndSIGTERM() throws {
+        let daemon = try DaemonHarness(environment: ["WATCHDOG_USEC": "200000"], viaShell: true)
+        XCTAssertTrue(daemon.startupMessages.last?.contains("READY=1") ?? false)
+        XCTAssertTrue(daemon.startupMessages.last?.contains("MAINPID=\(daemon.process.pid)") ?? false)
+        XCTAssertNotNil(daemon.notify.wait(for: "WATCHDOG=1", timeout: 2))
+        XCTAssertNotNil(daemon.notify.wait(for: "WATCHDOG=1", timeout: 2), "repeatedly, at half the interval")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: daemon.socketPath))
+
+        XCTAssertEqual(daemon.process.terminate(signal: SIGTERM), 0)
+        XCTAssertNotNil(daemon.notify.wait(for: "STOPPING=1", timeout: 2))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: daemon.socketPath), "the socket it made is removed")
+    }
+
+    func testSIGHUPReloadsAndAnInvalidReloadKeepsTheRunningConfiguration() throws {
+        let directory = DaemonHarness.makeDirectory()
+        let file = "\(directory)/practiced.conf"
+        try "speech.threshold = 300\nsocket.max_clients = 64\n".write(toFile: file, atomically: true, encoding: .utf8)
+        let daemon = try DaemonHarness(directory: directory)
+        let client = try daemon.client()
+        _ = try client.request("subscribe", ["topics": ["daemon"]])
+
+        try "# tuned\nspeech.threshold = 450\nsocket.max_clients = 8\n".write(toFile: file, atomically: true, encoding: .utf8)
+        kill(daemon.process.pid, SIGHUP)
+        XCTAssertNotNil(daemon.notify.wait(for: "RELOADING=1", timeout: 5))
+        let reloaded = try XCTUnwrap(client.waitForEvent("config.reloaded"))
+        XCTAssertEqual(reloaded["data"]?["speech.threshold"], "450")
+        XCTAssertEqual(try client.request("config.get")["socket.max_clients"], "8")
+
+        try "speech.threshold = loud\n".write(toFile: file, atomically: true, encoding: .utf8)
+        kill(daemon.process.pid, SIGHUP)
+        let failed = try XCTUnwrap(client.waitForEvent("config.reload_failed"))
+        XCTAssertTrue(failed["data"]?["message"]?.stringValue?.contains("speech.threshold = 'loud'") ?? false)
+        XCTAssertEqual(try client.request("config.get")["speech.threshold"], "450", "the running configuration is kept")
+        XCTAssertTrue(daemon.process.isRunning)
+    }
+
+    func testJournalPrioritiesWhenStderrIsTheJournal() throws {
+        let directory = DaemonHarness.makeDirectory()
+        let log = "\(directory)/daemon.log"
+        XCTAssertTrue(FileManager.default.createFile(atPath: log, contents: nil))
+        var info = stat()
+        XCTAssertEqual(stat(log, &info), 0)
+        // systemd sets JOURNAL_STREAM to the device and inode of the stream it gave as stderr.
+        let daemon = try DaemonHarness(environment: ["JOURNAL_STREAM": "\(info.st_dev):\(info.st_ino)"], directory: directory)
+        XCTAssertTrue(daemon.log.hasPrefix("<5>practiced: practiced \(PracticeDaemon.version) listening"), daemon.log)
+        XCTAssertTrue(daemon.log.contains("\n<6>practiced: capture device null:: running"), daemon.log)
+
+        let plain = try DaemonHarness()
+        XCTAssertTrue(plain.log.hasPrefix("notice practiced: practiced"), plain.log)
+    }
+
+    func testSocketActivationOnFD3() throws {
+        let directory = DaemonHarness.makeDirectory()
+        let path = "\(directory)/activated.sock"
+        let listener = try UnixListener.bind(path: path, group: nil)  // what systemd would create
+        let daemon = try DaemonHarness(environment: ["LISTEN_FDS": "1"], directory: directory, socketPath: path,
+                                       passing: [(listener.fd, 3)], viaShell: true)
+        close(listener.fd)  // the daemon holds its own copy
+        let client = try daemon.client()
+        XCTAssertEqual(try client.request("ping")["pong"], .bool(true))
+        XCTAssertTrue(daemon.log.contains("(socket activation)"), daemon.log)
+        XCTAssertEqual(daemon.process.terminate(signal: SIGTERM), 0)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: path), "systemd owns an activated socket's file")
+    }
+
+    func testStaleSocketIsReplacedAndARunningDaemonIsNotHijacked() throws {
+        let directory = DaemonHarness.makeDirectory()
+        let path = "\(directory)/run/control.sock"
+        // A socket file nobody listens on: what a crashed daemon leaves.
+        let stale = try UnixListener.bind(path: "\(directory)/run/control.sock", group: nil)
+        close(stale.fd)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: path))
+        let first = try DaemonHarness(directory: directory)
+        XCTAssertEqual(try first.client().request("ping")["pong"], .bool(true))
+
+        let second = try DaemonHarness(directory: directory, waitReady: false)
+        XCTAssertEqual(second.process.waitForExit(timeout: 10), 75)
+        XCTAssertTrue(second.log.contains("already running"), second.log)
+        XCTAssertEqual(try first.client().request("ping")["pong"], .bool(true), "the first daemon keeps its socket")
+    }
+
+    func testSomethingElseAtTheSocketPathIsLeftAlone() throws {
+        let directory = DaemonHarness.makeDirectory()
+        try FileManager.default.createDirectory(atPath: "\(directory)/run", withIntermediateDirectories: true)
+        try "precious".write(toFile: "\(directory)/run/control.sock", atomically: true, encoding: .utf8)
+        let daemon = try DaemonHarness(directory: directory, waitReady: false)
+        XCTAssertEqual(daemon.process.waitForExit(timeout: 10), 1)
+        XCTAssertTrue(daemon.log.contains("is not a socket"), daemon.log)
+        XCTAssertEqual(try String(contentsOfFile: "\(directory)/run/control.sock", encoding: .utf8), "precious")
+    }
+}
+
+/// practiced's configuration layers and command line, and practicectl's exit codes.
+final class ConfigurationCommandLineTests: XCTestCase {
+    private func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> (Int32, String, String) {
+        let out = "/tmp/practiced-cli-\(UUID().uuidString)", err = out + ".err"
+        defer {
+            unlink(out)
+            unlink(err)
+        }
+        let process = try ChildProcess(executable: executable, arguments: arguments, environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp"].merging(environment) { $1 },
+                                       stdoutPath: out, stderrPath: err)
+        let status = try XCTUnwrap(process.waitForExit(timeout: 30))
+        return (status, DaemonHarness.read(out), DaemonHarness.read(err))
+    }
+
+    func testFileThenEnvironmentThenFlagsAndCheckConfig() throws {
+        let directory = DaemonHarness.makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let file = "\(directory)/practiced.conf"
+        try """
+            # a kiosk
+            backend.url = "http://backend.local:8000"
+            audio.period_ms = 20
+            log.level = warning
+            user.name = Mei
+            """.write(toFile: file, atomically: true, encoding: .utf8)
+        let (status, out, _) = try run(DaemonHarness.practiced, ["--config", file, "--check-config", "--log-level", "debug"],
+                                       environment: ["PRACTICED_AUDIO_PERIOD_MS": "15", "PRACTICED_LOG_LEVEL": "error"])
+        XCTAssertEqual(status, 0)
+        XCTAssertTrue(out.contains("backend.url = http://backend.local:8000"), "from the file")
+        XCTAssertTrue(out.contains("audio.period_ms = 15"), "the environment overrides the file")
+        XCTAssertTrue(out.contains("log.level = debug"), "a flag overrides the environment")
+        XCTAssertTrue(out.contains("user.name = Mei"))
+    }
+
+    func testInvalidValuesStopStartUpNamingKeyValueAndWhatIsAllowed() throws {
+        let cases: [([String], [String: String], String)] = [
+            (["--audio-period-ms", "abc"], [:], "invalid audio.period_ms = 'abc' (command line --audio-period-ms): allowed is a whole number of milliseconds from 5 to 100"),
+            (["--check-config"], ["PRACTICED_CAPTURE_DEVICE": "usb:1"], "invalid capture.device = 'usb:1' (environment PRACTICED_CAPTURE_DEVICE)"),
+            (["--backend-url", "ftp://x"], [:], "allowed is an http:// or https:// URL"),
+            (["--bogus", "1"], [:], "--bogus"),
+        ]
+        for (arguments, environment, expected) in cases {
+            let (status, _, err) = try run(DaemonHarness.practiced, arguments + ["--config", "/dev/null"], environment: environment)
+            XCTAssertEqual(status, 78, "\(arguments): \(err)")
+            XCTAssertTrue(err.contains(expected), "\(arguments): \(err)")
+        }
+        let directory = DaemonHarness.makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try "log.level = info\nspeech.treshold = 300\n".write(toFile: "\(directory)/bad.conf", atomically: true, encoding: .utf8)
+        let (status, _, err) = try run(DaemonHarness.practiced, ["--config", "\(directory)/bad.conf", "--check-config"])
+        XCTAssertEqual(status, 78)
+        XCTAssertTrue(err.contains("bad.conf:2"), "the file and line: \(err)")
+    }
+
+    func testHelpAndVersion() throws {
+        let (status, out, _) = try run(DaemonHarness.practiced, ["--help"])
+        XCTAssertEqual(status, 0)
+        for key in ["backend.url", "socket.group", "speech.hangover_ms", "PRACTICED_SPOOL_DIR", "--log-level"] {
+            XCTAssertTrue(out.contains(key), key)
+        }
+        let (versionStatus, version, _) = try run(DaemonHarness.practiced, ["--version"])
+        XCTAssertEqual(versionStatus, 0)
+        XCTAssertEqual(version, "practiced \(PracticeDaemon.version) (protocol practiced/1)\n")
+    }
+
+    func testPracticectlExitCodesAndJSON() throws {
+        let missing = try DaemonHarness.practicectl(["ping"], socket: "/tmp/no-such-practiced.sock")
+        XCTAssertEqual(missing.status, 69, "not running")
+        let usage = try DaemonHarness.practicectl(["frobnicate"], socket: "/tmp/no-such-practiced.sock")
+        XCTAssertEqual(usage.status, 64)
+
+        let daemon = try DaemonHarness()
+        let ok = try DaemonHarness.practicectl(["--json", "status"], socket: daemon.socketPath)
+        XCTAssertEqual(ok.status, 0, ok.stderr)
+        let status = try JSONDecoder().decode(JSONValue.self, from: Data(ok.stdout.utf8))
+        XCTAssertEqual(status["protocol"], "practiced/1")
+        let human = try DaemonHarness.practicectl(["status"], socket: daemon.socketPath)
+        XCTAssertTrue(human.stdout.contains("version: \(PracticeDaemon.version)"), human.stdout)
+        let failed = try DaemonHarness.practicectl(["play", "/nonexistent.wav"], socket: daemon.socketPath)
+        XCTAssertEqual(failed.status, 1)
+        XCTAssertTrue(failed.stderr.contains("file_error"), failed.stderr)
+        let metrics = try DaemonHarness.practicectl(["metrics"], socket: daemon.socketPath)
+        XCTAssertTrue(metrics.stdout.hasPrefix("# HELP"), metrics.stdout)
+    }
+}
