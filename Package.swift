@@ -70,7 +70,7 @@ let package = Package(
 
         // What the test targets share: child processes, waiting on a condition with a
         // deadline, practice-sim on a loopback port.
-        .target(name: "TestSupport", dependencies: ["PracticeKit", "SimulatorKit"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["AudioKernel", "PracticeKit", "SimulatorKit"], path: "Tests/TestSupport"),
         .testTarget(
             name: "PracticeKitTests",
             dependencies: ["PracticeKit", "SimulatorKit", "TestSupport"],

@@ -1,3 +1,4 @@
+import AudioKernel
 import Foundation
 import PracticeKit
 import SimulatorKit
@@ -79,16 +80,7 @@ public final class SimulatorHarness {
     }
 
     /// A PCM16 24 kHz mono WAV of `samples`.
-    public static func wav(samples: [Int16]) -> Data {
-        var data = Data()
-        func u32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { data.append(contentsOf: $0) } }
-        func u16(_ v: UInt16) { withUnsafeBytes(of: v.littleEndian) { data.append(contentsOf: $0) } }
-        data.append(contentsOf: Array("RIFF".utf8)); u32(UInt32(36 + samples.count * 2)); data.append(contentsOf: Array("WAVEfmt ".utf8))
-        u32(16); u16(1); u16(1); u32(24_000); u32(48_000); u16(2); u16(16)
-        data.append(contentsOf: Array("data".utf8)); u32(UInt32(samples.count * 2))
-        samples.withUnsafeBytes { data.append(contentsOf: $0) }
-        return data
-    }
+    public static func wav(samples: [Int16]) -> Data { Data(try! WAVEncoder.encode(samples)) }
 }
 
 /// The events of one reply, copied out of the callback (audio bytes included).

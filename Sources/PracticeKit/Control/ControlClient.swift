@@ -1,3 +1,4 @@
+import AudioKernel
 import Foundation
 import Glibc
 
@@ -37,13 +38,13 @@ public final class ControlClient {
     /// Connects and reads the hello (or the refusal that replaces it).
     public init(path: String, timeout: Double = 5) throws(Failure) {
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw .protocolError("socket: \(Errno.describe(errno))") }
+        guard fd >= 0 else { throw .protocolError("socket: \(Errno(rawValue: errno).description)") }
         let connected = UnixListener.withAddress(path) { connect(fd, $0, $1) }
         if connected != 0 {
             let code = errno
             Glibc.close(fd)
-            if code == EACCES || code == EPERM { throw .permissionDenied("\(path): \(Errno.describe(code))") }
-            throw .notRunning("\(path): \(Errno.describe(code))")
+            if code == EACCES || code == EPERM { throw .permissionDenied("\(path): \(Errno(rawValue: code).description)") }
+            throw .notRunning("\(path): \(Errno(rawValue: code).description)")
         }
         let first = try readMessage(timeout: timeout)
         if first["type"]?.stringValue == "reply", let error = Self.error(first) {
@@ -92,7 +93,7 @@ public final class ControlClient {
             let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
             if n < 0 {
                 if errno == EINTR { continue }
-                throw .protocolError("send: \(Errno.describe(errno))")
+                throw .protocolError("send: \(Errno(rawValue: errno).description)")
             }
             offset += n
         }
@@ -125,7 +126,7 @@ public final class ControlClient {
             var chunk = [UInt8](repeating: 0, count: 65_536)
             let n = recv(fd, &chunk, chunk.count, 0)
             if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw .protocolError(n == 0 ? "the daemon closed the connection" : "recv: \(Errno.describe(errno))") }
+            guard n > 0 else { throw .protocolError(n == 0 ? "the daemon closed the connection" : "recv: \(Errno(rawValue: errno).description)") }
             buffer += chunk[0..<n]
         }
     }

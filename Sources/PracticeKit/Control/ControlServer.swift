@@ -1,3 +1,4 @@
+import AudioKernel
 import Dispatch
 import Foundation
 import Glibc
@@ -64,6 +65,8 @@ public final class ControlServer: @unchecked Sendable {
     /// Read from any thread (a command handler on the queue asks for it too).
     private let statistics = Mutex(ControlServerStatistics())
     private var stopped = false
+    /// The one read buffer: every connection reads on the queue, one at a time.
+    fileprivate var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
 
     public init(listener: UnixListener, serverVersion: String, capabilities: [String], topics: Set<String>,
                 socketGroup: UInt32?, limits: ControlServerLimits, logger: Logger, handler: ControlCommandHandler) {
@@ -133,7 +136,7 @@ public final class ControlServer: @unchecked Sendable {
             }
             if fd < 0 {
                 if errno == EINTR || errno == ECONNABORTED { continue }
-                if errno != EAGAIN && errno != EWOULDBLOCK { logger.warning("accept on the control socket: \(Errno.describe(errno))") }
+                if errno != EAGAIN && errno != EWOULDBLOCK { logger.warning("accept on the control socket: \(Errno(rawValue: errno).description)") }
                 return
             }
             admit(fd)
@@ -299,7 +302,6 @@ public final class ControlServer: @unchecked Sendable {
         private var isClosed = false
         private var closing = false
         private var pendingCancels = 0
-        private static let readChunk = 64 * 1024
 
         init(id: Int, fd: Int32, credentials: PeerCredentials, server: ControlServer) {
             self.id = id
@@ -350,7 +352,7 @@ public final class ControlServer: @unchecked Sendable {
                     if errno == EINTR { continue }
                     if errno == EAGAIN || errno == EWOULDBLOCK { break }
                     close()
-                    server.closed(self, reason: "write failed: \(Errno.describe(errno))")
+                    server.closed(self, reason: "write failed: \(Errno(rawValue: errno).description)")
                     return
                 }
                 outboundOffset += n
@@ -375,14 +377,13 @@ public final class ControlServer: @unchecked Sendable {
         }
 
         private func readAvailable() {
-            var buffer = [UInt8](repeating: 0, count: Self.readChunk)
             while !isClosed {
-                let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                let n = server.readBuffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
                 if n < 0 {
                     if errno == EINTR { continue }
                     if errno == EAGAIN || errno == EWOULDBLOCK { return }
                     close()
-                    server.closed(self, reason: "read failed: \(Errno.describe(errno))")
+                    server.closed(self, reason: "read failed: \(Errno(rawValue: errno).description)")
                     return
                 }
                 if n == 0 {
@@ -392,7 +393,7 @@ public final class ControlServer: @unchecked Sendable {
                     return
                 }
                 lastActivity = DispatchTime.now().uptimeNanoseconds
-                consume(buffer[0..<n])
+                consume(server.readBuffer[0..<n])
             }
         }
 

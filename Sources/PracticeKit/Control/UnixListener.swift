@@ -1,3 +1,4 @@
+import AudioKernel
 internal import CAudioShim
 import Foundation
 import Glibc
@@ -72,7 +73,7 @@ public final class UnixListener: @unchecked Sendable {
             unlink(path)  // stale: nobody listens
         }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        guard fd >= 0 else { throw ControlSocketError(message: "socket: \(Errno.describe(errno))") }
+        guard fd >= 0 else { throw ControlSocketError(message: "socket: \(Errno(rawValue: errno).description)") }
         // Created with no access at all, then opened up to 0660: no window in which another
         // user could connect.
         let oldMask = umask(0o777)
@@ -81,19 +82,19 @@ public final class UnixListener: @unchecked Sendable {
         umask(oldMask)
         guard bound == 0 else {
             Glibc.close(fd)
-            throw ControlSocketError(message: "bind \(path): \(Errno.describe(bindError))")
+            throw ControlSocketError(message: "bind \(path): \(Errno(rawValue: bindError).description)")
         }
         if let group, chown(path, uid_t.max, group) != 0 {  // uid -1: keep the owner
             let code = errno
             Glibc.close(fd)
             unlink(path)
-            throw ControlSocketError(message: "chown \(path) to group \(group): \(Errno.describe(code))")
+            throw ControlSocketError(message: "chown \(path) to group \(group): \(Errno(rawValue: code).description)")
         }
         guard chmod(path, 0o660) == 0, listen(fd, 64) == 0 else {
             let code = errno
             Glibc.close(fd)
             unlink(path)
-            throw ControlSocketError(message: "listen on \(path): \(Errno.describe(code))")
+            throw ControlSocketError(message: "listen on \(path): \(Errno(rawValue: code).description)")
         }
         return UnixListener(fd: fd, path: path, ownsPath: true)
     }
@@ -194,9 +195,4 @@ public struct PeerCredentials: Equatable, Sendable {
         guard getgrnam_r(name, &entry, &buffer, buffer.count, &result) == 0, result != nil else { return nil }
         return entry.gr_gid
     }
-}
-
-/// strerror with the errno name's number, for log lines.
-enum Errno {
-    static func describe(_ code: Int32) -> String { "\(String(cString: strerror(code))) (errno \(code))" }
 }

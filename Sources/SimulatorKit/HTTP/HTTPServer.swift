@@ -196,25 +196,25 @@ public final class HTTPResponseWriter: @unchecked Sendable {
 
     /// A complete response with a body.
     public func respond(status: Int, contentType: String = "application/json", headers: [(String, String)] = [], body: [UInt8]) {
-        var head = "HTTP/1.1 \(status) \(HTTPStatus.reason(status))\r\n"
-        head += "content-type: \(contentType)\r\ncontent-length: \(body.count)\r\n"
-        for (name, value) in headers { head += "\(name): \(value)\r\n" }
-        head += keepAlive ? "\r\n" : "connection: close\r\n\r\n"
         hasResponded = true
-        send(Array(head.utf8) + body)
+        send(head(status, contentType, [("content-length", "\(body.count)")] + headers) + body)
         if !keepAlive { connectionClosed = true }
     }
 
     /// Starts a chunked response: the status line and headers go out at once, as the real
     /// server's do before its first event.
     public func beginChunked(status: Int = 200, contentType: String, headers: [(String, String)] = []) {
-        var head = "HTTP/1.1 \(status) \(HTTPStatus.reason(status))\r\n"
-        head += "content-type: \(contentType)\r\ntransfer-encoding: chunked\r\n"
-        for (name, value) in headers { head += "\(name): \(value)\r\n" }
-        head += keepAlive ? "\r\n" : "connection: close\r\n\r\n"
         hasResponded = true
         chunked = true
-        send(Array(head.utf8))
+        send(head(status, contentType, [("transfer-encoding", "chunked")] + headers))
+    }
+
+    /// The status line and header section.
+    private func head(_ status: Int, _ contentType: String, _ headers: [(String, String)]) -> [UInt8] {
+        var head = "HTTP/1.1 \(status) \(HTTPStatus.reason(status))\r\ncontent-type: \(contentType)\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        head += keepAlive ? "\r\n" : "connection: close\r\n\r\n"
+        return Array(head.utf8)
     }
 
     /// Sends one chunk. Returns false when the client has gone.
