@@ -7,20 +7,40 @@ import PracticeKit
 @main
 struct PracticeCtl {
     static let usage = """
-        usage: practicectl [--socket PATH] [--json] [--timeout SECONDS] COMMAND [ARGS]
+        usage: practicectl [--socket PATH] [--json] [--timeout SECONDS] [--wait-for EVENT[,EVENT...]] COMMAND [ARGS]
 
         commands:
           ping                 is the daemon there?
-          status               version, uptime, devices, backend, spool, counters
+          status               version, uptime, devices, backend, session, counters
           devices              the ALSA and PulseAudio capture and playback devices
           topics               the backend's conversation topics (cached when offline)
+          profile [evaluate | goal [TEXT]]
+                               the learner's profile; re-evaluate the level; set or clear the goal
+          start TOPIC          start a conversation on a topic (plays the greeting)
+          review-mode          start a weak-point review session
+          session              the session's stage, id, mode, turns, spool
+          talk | done | cancel push-to-talk: start a turn, end it (it is sent), drop it
+          listen               hands-free: the turn starts and ends with the learner's speech
+          say TEXT...          a typed turn
+          end                  end the talk (conversation: review follows; review mode: idle)
+          review               the review: segments, marks, corrections, summary
+          correct SEGMENT TEXT...
+                               ask for a correction of a segment
+          finish               finish the review and wait for the summary
+          close                leave the session, whatever its stage
+          spool [retry ID | discard ID]
+                               turns waiting for delivery; send one again; drop one
           play PATH            play a WAV file (PCM16, 24 kHz, mono) through the speaker
-          stop                 stop playback
+          stop                 stop playback (barge-in on a reply)
           level                a live input level bar (Ctrl-C to end)
           events [TOPIC ...]   follow events (all topics when none are named)
           config               the daemon's configuration
           metrics              Prometheus metrics
           call COMMAND [JSON]  any command, with its arguments as a JSON object
+
+        --wait-for EVENT[,EVENT...] sends the command, then prints the session's events until
+        one of those arrives (`stage:NAME` waits for a stage); exit 1 when `session.failed`
+        comes first, 75 at the timeout (--timeout, default 10 s).
 
         The socket defaults to $PRACTICED_SOCKET, then $XDG_RUNTIME_DIR/practiced/control.sock,
         then /run/practiced/control.sock.
@@ -35,6 +55,7 @@ struct PracticeCtl {
         var json = false
         var timeout = 10.0
         var socket = defaultSocket()
+        var waitFor: [String] = []
         while let first = arguments.first, first.hasPrefix("-") {
             arguments.removeFirst()
             switch first {
@@ -46,6 +67,10 @@ struct PracticeCtl {
                 guard let value = arguments.first.flatMap(Double.init), value > 0 else { usageError("--timeout needs a number of seconds") }
                 arguments.removeFirst()
                 timeout = value
+            case "--wait-for":
+                guard let value = arguments.first, !value.isEmpty else { usageError("--wait-for needs event names") }
+                arguments.removeFirst()
+                waitFor = value.split(separator: ",").map(String.init)
             case "-h", "--help":
                 print(usage)
                 exit(Exit.ok.rawValue)
@@ -55,9 +80,17 @@ struct PracticeCtl {
         guard let command = arguments.first else { usageError("no command") }
         let rest = Array(arguments.dropFirst())
         let known = ["ping", "status", "devices", "topics", "config", "metrics", "play", "stop", "call", "events", "level"]
-        guard known.contains(command) else { usageError("unknown command '\(command)'") }
+        let session = sessionCommand(command, rest)
+        guard known.contains(command) || session != nil else { usageError("unknown command '\(command)'") }
         do {
             let client = try ControlClient(path: socket, timeout: timeout)
+            if let (name, args) = session {
+                if !waitFor.isEmpty { _ = try client.request("subscribe", ["topics": ["session", "playback"]], timeout: timeout) }
+                let result = try client.request(name, args, timeout: timeout)
+                output(result, json: json, command: command)
+                if !waitFor.isEmpty { try follow(client, until: waitFor, timeout: timeout, json: json) }
+                exit(Exit.ok.rawValue)
+            }
             switch command {
             case "ping", "status", "devices", "topics", "config", "metrics":
                 guard rest.isEmpty else { usageError("\(command) takes no arguments") }
@@ -117,6 +150,78 @@ struct PracticeCtl {
             case .timedOut: exit(Exit.timedOut.rawValue)
             case .command, .protocolError: exit(Exit.commandError.rawValue)
             }
+        }
+    }
+
+    /// The session commands: the daemon's command and its arguments (nil: not one).
+    static func sessionCommand(_ command: String, _ rest: [String]) -> (String, JSONValue)? {
+        let text = rest.joined(separator: " ")
+        func none(_ name: String) -> (String, JSONValue) {
+            guard rest.isEmpty else { usageError("\(command) takes no arguments") }
+            return (name, .object([]))
+        }
+        switch command {
+        case "start":
+            guard rest.count == 1 else { usageError("start needs one topic id (see `practicectl topics`)") }
+            return ("session.start", ["mode": "conversation", "topic_id": .string(rest[0])])
+        case "review-mode":
+            guard rest.isEmpty else { usageError("review-mode takes no arguments") }
+            return ("session.start", ["mode": "review"])
+        case "session": return none("session.get")
+        case "talk": return none("turn.start")
+        case "done": return none("turn.stop")
+        case "cancel": return none("turn.cancel")
+        case "listen": return none("listen")
+        case "say":
+            guard !text.isEmpty else { usageError("say needs text") }
+            return ("say", ["text": .string(text)])
+        case "end": return none("session.end")
+        case "review": return none("review.get")
+        case "correct":
+            guard rest.count >= 2, let segment = Int(rest[0]) else { usageError("correct needs a segment id and a message") }
+            return ("correction.ask", ["segment_id": .int(segment), "message": .string(rest.dropFirst().joined(separator: " "))])
+        case "finish": return none("review.finish")
+        case "close": return none("session.close")
+        case "profile":
+            switch rest.first {
+            case nil: return ("profile", ["action": "get"])
+            case "evaluate": return ("profile", ["action": "evaluate"])
+            case "goal":
+                let goal = rest.dropFirst().joined(separator: " ")
+                return ("profile", ["action": "learning_goal", "learning_goal": goal.isEmpty ? .null : .string(goal)])
+            default: usageError("profile takes nothing, evaluate, or goal TEXT")
+            }
+        case "spool":
+            switch (rest.first, rest.count) {
+            case (nil, _), ("list", 1): return ("spool.list", .object([]))
+            case ("retry", 2): return ("spool.retry", ["turn_id": .string(rest[1])])
+            case ("discard", 2): return ("spool.discard", ["turn_id": .string(rest[1])])
+            default: usageError("spool takes nothing, retry ID or discard ID")
+            }
+        default: return nil
+        }
+    }
+
+    /// Prints session events until one named in `names` (or `stage:NAME`) arrives.
+    static func follow(_ client: ControlClient, until names: [String], timeout: Double, json: Bool) throws(ControlClient.Failure) {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            let remaining = deadline.timeIntervalSinceNow
+            guard remaining > 0 else {
+                FileHandle.standardError.write(Data("practicectl: no \(names.joined(separator: " or ")) within \(timeout) s\n".utf8))
+                exit(Exit.timedOut.rawValue)
+            }
+            let event = try client.nextEvent(timeout: remaining)
+            guard let name = event["event"]?.stringValue else { continue }
+            if name == "snapshot" { continue }
+            if json {
+                emit(event.serialized(.compact) + "\n")
+            } else {
+                emit("  \(name) \(event["data"]?.serialized(.compact) ?? "")\n")
+            }
+            let stage = name == "session.stage" ? event["data"]?["stage"]?.stringValue.map { "stage:\($0)" } : nil
+            if names.contains(name) || stage.map(names.contains) == true { return }
+            if name == "session.failed" { exit(Exit.commandError.rawValue) }
         }
     }
 

@@ -25,7 +25,7 @@ final class DaemonCommandTests: XCTestCase {
         XCTAssertEqual(status["backend"]?["url"]?.stringValue, sim.baseURL.absoluteString)
         XCTAssertEqual(status["devices"]?["capture"]?["state"], "running")
         XCTAssertEqual(status["devices"]?["playback"]?["state"], "running")
-        XCTAssertEqual(status["spool"]?["turns"], .int(0))
+        XCTAssertEqual(status["session"]?["spool"]?["turns"], .int(0))
         XCTAssertEqual(status["user_id"]?.stringValue?.count, 9, "a generated 9-digit user id")
         XCTAssertEqual(status["clients"], .int(1))
 

@@ -14,6 +14,8 @@ final class DaemonHarness {
     let process: ChildProcess
     /// Messages read from the notification socket up to READY=1.
     let startupMessages: [String]
+    /// Leave the directory (spool, state) for a daemon started after this one.
+    var keepsDirectory = false
 
     static var buildDirectory: URL { URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent() }
     static var practiced: String { buildDirectory.appendingPathComponent("practiced").path }
@@ -66,7 +68,7 @@ final class DaemonHarness {
 
     deinit {
         process.terminate(signal: SIGKILL)
-        try? FileManager.default.removeItem(atPath: directory)
+        if !keepsDirectory { try? FileManager.default.removeItem(atPath: directory) }
     }
 
     func client(timeout: Double = 10) throws -> ControlClient { try ControlClient(path: socketPath, timeout: timeout) }

@@ -8,8 +8,9 @@ import SimulatorKit
 /// switch on exactly the behaviour they look at.
 public final class SimulatorHarness {
     public let simulator: PracticeSimulator
-    public let server: HTTPServer
+    public private(set) var server: HTTPServer
     public let baseURL: URL
+    private let port: UInt16
     /// Requests that reached the server, counted before the simulator answers them.
     public let arrived = Awaitable(0)
 
@@ -35,8 +36,21 @@ public final class SimulatorHarness {
             arrived.update { $0 += 1 }
             simulator.handle(request, writer)
         }
-        let port = try server.start()
+        port = try server.start()
         baseURL = URL(string: "http://127.0.0.1:\(port)")!
+    }
+
+    /// The backend goes away (connections refused), keeping its sessions.
+    public func goDown() { server.stop() }
+
+    /// The backend comes back on the same port.
+    public func comeBack() throws {
+        let simulator = simulator, arrived = arrived
+        server = HTTPServer(port: port) { request, writer in
+            arrived.update { $0 += 1 }
+            simulator.handle(request, writer)
+        }
+        _ = try server.start()
     }
 
     deinit {

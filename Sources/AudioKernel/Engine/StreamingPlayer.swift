@@ -25,18 +25,22 @@ public struct PlaybackReport: Equatable, Sendable {
     public var interrupted: Bool
     /// Underruns during the reply (the network was late; silence was played).
     public var underruns: Int
+    /// The number ``StreamingPlayer/beginReply()`` returned for the reply.
+    public var reply: Int
 
-    public init(playedSeconds: Double, interrupted: Bool, underruns: Int) {
+    public init(playedSeconds: Double, interrupted: Bool, underruns: Int, reply: Int) {
         self.playedSeconds = playedSeconds
         self.interrupted = interrupted
         self.underruns = underruns
+        self.reply = reply
     }
 }
 
 /// What the player reports, on the playback thread.
 public enum PlayerEvent: Equatable, Sendable {
     /// The reply's first sample was handed to the device; it is heard after `latencyFrames`.
-    case started(latencyFrames: Int)
+    /// `reply` is the number ``StreamingPlayer/beginReply()`` returned for it.
+    case started(latencyFrames: Int, reply: Int)
     /// The queue ran dry before the reply's end; silence is played until data comes.
     case underrun(total: Int)
     /// The device has played the reply's last sample (or the fade after `stop`).
@@ -142,7 +146,11 @@ public final class StreamingPlayer: @unchecked Sendable {
 
     /// Starts a new reply. A reply still playing is stopped first (fade-out and flush, at
     /// most a few periods), so that no sample of the new reply is flushed with it.
-    public func beginReply() {
+    ///
+    /// - Returns: the reply's number, which its `started` and `finished` events carry (a
+    ///   late event of a stopped reply is told apart from the new one's).
+    @discardableResult
+    public func beginReply() -> Int {
         if active.load(ordering: .acquiring), device?.isRunning ?? false {
             stop()
             let deadline = Monotonic.now() + 500_000_000
@@ -151,8 +159,9 @@ public final class StreamingPlayer: @unchecked Sendable {
         carry = nil
         replyEnded.store(false, ordering: .relaxed)
         stopRequested.store(false, ordering: .relaxed)
-        generation.add(1, ordering: .releasing)
+        let reply = generation.add(1, ordering: .releasing).newValue
         replyOpen.store(true, ordering: .releasing)
+        return reply
     }
 
     /// Queues a chunk of PCM16 little-endian bytes of any length.
@@ -194,8 +203,10 @@ public final class StreamingPlayer: @unchecked Sendable {
         replyEnded.store(true, ordering: .releasing)
     }
 
-    /// Stops the reply within one period, with a short fade-out, and drops what is queued.
+    /// Stops the reply within one period, with a short fade-out, and drops what is queued
+    /// and any chunk of this reply still to come (until the next ``beginReply()``).
     public func stop() {
+        replyOpen.store(false, ordering: .releasing)
         stopRequested.store(true, ordering: .releasing)
     }
 
@@ -270,7 +281,7 @@ public final class StreamingPlayer: @unchecked Sendable {
             inUnderrun = false
             if !startedReported {
                 startedReported = true
-                onEvent(.started(latencyFrames: device?.statistics.latencyFrames ?? 0))
+                onEvent(.started(latencyFrames: device?.statistics.latencyFrames ?? 0, reply: seenGeneration))
             }
         }
         if n < buffer.count {
@@ -297,7 +308,7 @@ public final class StreamingPlayer: @unchecked Sendable {
     private func finish(interrupted: Bool) {
         state = .idle
         active.store(false, ordering: .relaxed)
-        let report = PlaybackReport(playedSeconds: position, interrupted: interrupted, underruns: underruns)
+        let report = PlaybackReport(playedSeconds: position, interrupted: interrupted, underruns: underruns, reply: seenGeneration)
         onEvent(.finished(report))
     }
 }

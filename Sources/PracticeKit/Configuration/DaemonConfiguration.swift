@@ -29,6 +29,10 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public var stateDirectory: String
     public var spoolDirectory: String
     public var logLevel = LogLevel.info
+    /// A turn the backend could not take is sent again for this long, then reported pending.
+    public var turnRetrySeconds = 60
+    /// How often the review and the summary are polled (the iOS client: 2 s).
+    public var reviewPollMilliseconds = 2_000
 
     /// The defaults for this process: a user daemon under `$XDG_RUNTIME_DIR` and
     /// `$XDG_STATE_HOME`, the system service (root, or systemd's `RUNTIME_DIRECTORY` and
@@ -160,6 +164,8 @@ struct ConfigurationKey: Sendable {
         .integer("socket.idle_timeout_s", 1...86_400, unit: "seconds", help: "a client that neither subscribes nor sends is closed", \.clientIdleSeconds),
         .path("state.dir", help: "kept state (the generated user id)", \.stateDirectory),
         .path("spool.dir", help: "recorded turns waiting for upload", \.spoolDirectory),
+        .integer("turn.retry_s", 0...86_400, unit: "seconds", help: "how long an undelivered turn is sent again before it is reported pending", \.turnRetrySeconds),
+        .integer("review.poll_ms", 100...60_000, unit: "milliseconds", help: "how often the review and summary are polled", \.reviewPollMilliseconds),
         ConfigurationKey(name: "log.level", allowed: LogLevel.allCases.map(\.description).joined(separator: ", "), help: "the least important messages logged",
                          apply: { configuration, text in
                              guard let level = LogLevel(name: text) else { return false }

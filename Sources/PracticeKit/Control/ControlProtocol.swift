@@ -35,7 +35,10 @@ public enum ControlErrorCode: String, Sendable, CaseIterable {
     case unsupportedProtocol = "unsupported_protocol"
     /// The peer's uid is neither the daemon's, root, nor in the socket group.
     case permissionDenied = "permission_denied"
+    /// The backend could not be reached or did not answer in time.
     case backendUnavailable = "backend_unavailable"
+    /// The backend answered with an error (its status and detail are in the message).
+    case backendError = "backend_error"
     case deviceError = "device_error"
     /// The daemon already serves its maximum number of clients.
     case tooManyClients = "too_many_clients"
@@ -92,6 +95,12 @@ public struct ControlRequest: Equatable, Sendable {
         guard let value = args[name], !value.isNull else { return nil }
         guard let flag = value.boolValue else { throw ControlError(.badArguments, "'\(name)' must be true or false") }
         return flag
+    }
+
+    public func int(_ name: String) throws(ControlError) -> Int? {
+        guard let value = args[name], !value.isNull else { return nil }
+        guard let number = value.intValue else { throw ControlError(.badArguments, "'\(name)' must be a whole number") }
+        return number
     }
 
     public func strings(_ name: String) throws(ControlError) -> [String]? {

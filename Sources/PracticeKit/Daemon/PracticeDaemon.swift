@@ -7,15 +7,16 @@ import Synchronization
 /// player), the backend client, metrics. The `practiced` executable only wires it to the
 /// command line, signals and systemd.
 ///
-/// Threads: the control server's queue answers clients; `audioQueue` is the one thread
-/// that feeds the player (its network side takes one caller at a time); the capture and
+/// Threads: the control server's queue answers clients; the session's queue runs the
+/// conversation (``SessionController``); ``KioskAudio`` keeps one caller at a time on the
+/// player's network side; `audioQueue` opens devices and decodes clips; the capture and
 /// playback devices run their own I/O threads and reach the rest only through atomics, a
 /// dispatch source that coalesces level updates, and rare events.
 public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
-    public static let version = "0.5.0"
+    public static let version = "0.7.0"
     public static let topics: Set<String> = ["level", "speech", "playback", "device", "session", "daemon"]
-    public static let commands = ["hello", "ping", "status", "devices", "topics", "play", "playback.stop", "level.watch",
-                                  "config.get", "metrics", "subscribe", "unsubscribe"]
+    public static let commands = ["hello", "ping", "status", "devices", "play", "playback.stop", "level.watch",
+                                  "config.get", "metrics", "subscribe", "unsubscribe"] + SessionController.commands.sorted()
 
     private let lock = NSLock()
     private var configuration: DaemonConfiguration
@@ -33,6 +34,9 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
 
     private var recorder: Recorder?
     private var player: StreamingPlayer?
+    /// The devices as the session sees them (attached as they open).
+    private let audio = KioskAudio()
+    private var session: SessionController!
     private var captureState = DeviceState.closed
     private var playbackState = DeviceState.closed
     private var reopenTimer: DispatchSourceTimer?
@@ -86,9 +90,14 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         }
         let listener = try UnixListener.activated() ?? UnixListener.bind(path: configuration.socketPath, group: group)
         self.listener = listener
-        let server = ControlServer(listener: listener, serverVersion: Self.version, capabilities: ["events", "play", "level", "metrics", "devices"],
+        let server = ControlServer(listener: listener, serverVersion: Self.version, capabilities: ["events", "play", "level", "metrics", "devices", "session", "spool"],
                                    topics: Self.topics, socketGroup: group, limits: limits(configuration), logger: logger.named("control"), handler: self)
         self.server = server
+        session = SessionController(settings: sessionSettings(configuration), backend: { [unowned self] in lock.withLock { backend } },
+                                    audio: audio, spoolDirectory: configuration.spoolDirectory, stateDirectory: configuration.stateDirectory,
+                                    metrics: metrics, logger: logger.named("session")) { [weak server] name, data in
+            server?.publish(topic: "session", name: name, data: data)
+        }
         let signal = DispatchSource.makeUserDataAddSource(queue: server.queue)
         signal.setEventHandler { [unowned self] in publishLevel() }
         signal.resume()
@@ -96,6 +105,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         server.start()
         logger.notice("practiced \(Self.version) listening on \(listener.path)\(listener.ownsPath ? "" : " (socket activation)"); backend \(configuration.backendURL.absoluteString), user \(userID)")
         openDevices()
+        session.recoverSpool()
         startWatchdog(on: server.queue)
         notifier.ready(status: statusLine())
     }
@@ -106,11 +116,17 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         logger.notice("stopping")
         watchdogTimer?.cancel()
         reopenTimer?.cancel()
+        // Streams are hung up; a turn being recorded is ended by the recorder's stop and
+        // spooled, so that the next start reports it.
+        session?.beginShutdown()
         // A reply still playing fades out rather than clicking.
         if let player, player.isActive {
-            audioQueue.sync { player.stop() }
+            _ = audio.stopAll()
+            let deadline = DispatchTime.now().uptimeNanoseconds + 200_000_000
+            while player.isActive, DispatchTime.now().uptimeNanoseconds < deadline { usleep(5_000) }
         }
         recorder?.stop()
+        session?.finishShutdown()
         player?.shutdown()
         server?.stop()
         levelSignal?.cancel()
@@ -129,6 +145,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
             lock.withLock { backendProbe = BackendProbe() }
         }
         if let id = try? ConfigurationLoader.userID(for: newConfiguration) { lock.withLock { userID = id } }
+        session?.update(settings: sessionSettings(newConfiguration))
         server?.update(limits: limits(newConfiguration))
         if old.socketPath != newConfiguration.socketPath || old.socketGroup != newConfiguration.socketGroup {
             logger.warning("socket.path and socket.group change only on restart")
@@ -141,6 +158,8 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
             player?.shutdown()
             recorder = nil
             player = nil
+            audio.attach(recorder: nil)
+            audio.attach(player: nil)
             openDevices()
         }
         logger.notice("configuration reloaded")
@@ -153,6 +172,13 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         logger.error("configuration not reloaded, keeping the running one: \(error)")
         server?.publish(topic: "daemon", name: "config.reload_failed", data: ["message": .string("\(error)")])
         notifier.ready(status: statusLine())
+    }
+
+    private func sessionSettings(_ configuration: DaemonConfiguration) -> SessionSettings {
+        var settings = SessionSettings(userID: lock.withLock { userID }, userName: configuration.userName)
+        settings.turnRetrySeconds = Double(configuration.turnRetrySeconds)
+        settings.pollInterval = Double(configuration.reviewPollMilliseconds) / 1000
+        return settings
     }
 
     private func limits(_ configuration: DaemonConfiguration) -> ControlServerLimits {
@@ -206,6 +232,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
             }
             try recorder.start { [weak self] event in self?.deviceEvent(event, direction: "capture") }
             self.recorder = recorder
+            audio.attach(recorder: recorder)
             recorder.follow(player)
             setState(capture: .running)
         } catch {
@@ -220,6 +247,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
             }
             try player.start { [weak self] event in self?.deviceEvent(event, direction: "playback") }
             self.player = player
+            audio.attach(player: player)
             recorder?.follow(player)
             setState(playback: .running)
         } catch {
@@ -258,10 +286,11 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
             levelSignal?.add(data: 1)
         case .speechStarted:
             server?.publish(topic: "speech", name: "speech.started", data: [:])
+            session?.speechStarted()
         case .speechStopped:
             server?.publish(topic: "speech", name: "speech.stopped", data: [:])
-        case .turn:
-            break  // turns belong to a session (the session commands)
+        case .turn(let turn):
+            session?.recorded(turn)
         }
     }
 
@@ -272,8 +301,9 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     }
 
     private func playerEvent(_ event: PlayerEvent) {
+        session?.playerEvent(event)
         switch event {
-        case .started(let latency):
+        case .started(let latency, _):
             server?.publish(topic: "playback", name: "playback.started", data: ["latency_ms": .int(latency * 1000 / 24_000)])
         case .underrun(let total):
             metrics.increment("practiced_playback_underruns_total", help: "Replies that ran dry before their end.")
@@ -295,6 +325,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
             server?.publish(topic: "device", name: "device.xrun", data: ["direction": .string(direction), "total": .int(total)])
         case .deviceLost(let error):
             metrics.increment("practiced_device_losses_total", help: "Devices that went away.", labels: "direction=\"\(direction)\"")
+            if direction == "capture" { session?.captureFailed(error.description) }
             server?.publish(topic: "device", name: "device.lost", data: ["direction": .string(direction), "message": .string(error.description)])
         case .deviceRestored(let attempts):
             server?.publish(topic: "device", name: "device.restored", data: ["direction": .string(direction), "attempts": .int(attempts)])
@@ -306,12 +337,15 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     public func snapshot() -> JSONValue {
         let (capture, playback) = lock.withLock { (captureState, playbackState) }
         return ["version": .string(Self.version), "capture": .string("\(capture)"), "playback": .string("\(playback)"),
-                "playing": .bool(player?.isActive ?? false), "session": .null]
+                "playing": .bool(player?.isActive ?? false), "session": session?.snapshot ?? .null]
     }
 
     public func handle(_ request: ControlRequest, client: ControlClientInfo, reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
         metrics.increment("practiced_control_requests_total", help: "Control requests by command.",
                           labels: "command=\"\(Self.commands.contains(request.command) ? request.command : "unknown")\"")
+        if SessionController.commands.contains(request.command) {
+            return session.handle(request, reply: reply)
+        }
         do throws(ControlError) {
             switch request.command {
             case "ping":
@@ -320,14 +354,12 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
                 status(reply)
             case "devices":
                 workQueue.async { reply(.success(Self.devicesJSON())) }
-            case "topics":
-                topics(reply)
             case "play":
                 try play(path: request.requiredString("path"), reply)
             case "playback.stop":
-                let wasPlaying = player?.isActive ?? false
-                if let player { audioQueue.async { player.stop() } }
-                reply(.success(["stopped": .bool(wasPlaying)]))
+                // Barge-in on a reply hangs up its stream too; otherwise a clip stops.
+                let stopped = session.stopPlayback() || audio.stopAll()
+                reply(.success(["stopped": .bool(stopped)]))
             case "level.watch":
                 let enabled = try request.bool("enabled") ?? true
                 if enabled { server?.subscribe(client: client.id, to: ["level", "speech"]) }
@@ -389,7 +421,6 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
             }
             return .object(members)
         }
-        let spool = Self.spoolSize(configuration.spoolDirectory)
         return [
             "version": .string(Self.version), "protocol": .string(ControlProtocol.identifier), "pid": .int(Int(getpid())),
             "uptime_s": .double(uptime), "user_id": .string(user),
@@ -398,24 +429,12 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
             "devices": ["capture": device(configuration.captureDevice, capture, recorder?.deviceStatistics),
                         "playback": device(configuration.playbackDevice, playback, player?.deviceStatistics)],
             "playback": ["active": .bool(player?.isActive ?? false), "position_s": .double(((player?.position ?? 0) * 1000).rounded() / 1000)],
-            "spool": ["turns": .int(spool.turns), "bytes": .int(spool.bytes), "dir": .string(configuration.spoolDirectory)],
+            "session": session?.snapshot ?? .null,
             "clients": .int(control.clients),
             "counters": ["connections": .int(control.connectionsAccepted), "refused": .int(control.connectionsRefused),
                          "slow_clients_dropped": .int(control.slowClientsDropped), "requests": .int(control.requests),
                          "errors": .int(control.errors.values.reduce(0, +))],
         ]
-    }
-
-    /// Turns waiting in the spool (`new/`) and their size.
-    static func spoolSize(_ directory: String) -> (turns: Int, bytes: Int) {
-        let new = (directory as NSString).appendingPathComponent("new")
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: new) else { return (0, 0) }
-        var bytes = 0
-        for name in names {
-            var info = stat()
-            if stat((new as NSString).appendingPathComponent(name), &info) == 0 { bytes += Int(info.st_size) }
-        }
-        return (names.count, bytes)
     }
 
     private static func devicesJSON() -> JSONValue {
@@ -428,35 +447,14 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         return ["capture": list(.capture), "playback": list(.playback), "errors": .array(listing.errors.map { .string($0.description) })]
     }
 
-    private func topics(_ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
-        let (backend, directory) = lock.withLock { (self.backend, configuration.stateDirectory) }
-        let cache = (directory as NSString).appendingPathComponent("topics.json")
-        Task {
-            do {
-                let topics = try await backend.topics()
-                let json: JSONValue = .array(topics.map {
-                    ["id": .string($0.id), "label_en": .string($0.labelEn), "label_zh": .string($0.labelZh), "prompt_hint": .string($0.promptHint)]
-                })
-                try? Data(json.bytes()).write(to: URL(fileURLWithPath: cache), options: .atomic)
-                reply(.success(["topics": json, "stale": false]))
-            } catch {
-                // Offline: the last list fetched, marked stale.
-                if let data = FileManager.default.contents(atPath: cache), let cached = try? JSONDecoder().decode(JSONValue.self, from: data) {
-                    reply(.success(["topics": cached, "stale": true, "error": .string("\(error)")]))
-                } else {
-                    reply(.failure(ControlError(.backendUnavailable, "\(error)", retryable: true)))
-                }
-            }
-        }
-    }
-
     private func play(path: String, _ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) throws(ControlError) {
         guard path.hasPrefix("/") else { throw ControlError(.badArguments, "'path' must be absolute") }
         guard let player else {
             let state = lock.withLock { playbackState }
             throw ControlError(.deviceError, "the playback device is not open (\(state))", retryable: true)
         }
-        audioQueue.async {
+        guard session.speakerIsFree else { throw ControlError(.invalidState, "a reply is playing; playback.stop first", retryable: true) }
+        audioQueue.async { [audio] in
             let wav: DecodedWAV
             do {
                 wav = try WAVDecoder.decode(contentsOfFile: path)
@@ -469,9 +467,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
             guard wav.duration <= Double(player.configuration.capacitySeconds) else {
                 return reply(.failure(ControlError(.fileError, "\(path) lasts \(Int(wav.duration)) s; at most \(player.configuration.capacitySeconds) s")))
             }
-            player.beginReply()
-            wav.samples.withUnsafeBytes { _ = player.enqueue($0) }
-            player.endReply()
+            _ = wav.samples.withUnsafeBytes { audio.play($0) }
             reply(.success(["path": .string(path), "duration_s": .double((wav.duration * 1000).rounded() / 1000)]))
         }
     }

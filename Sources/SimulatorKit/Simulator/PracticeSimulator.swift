@@ -16,6 +16,10 @@ public final class PracticeSimulator: @unchecked Sendable {
     private var sessions: [String: SimulatedSession] = [:]
     private var profiles: [String: SimulatedProfile] = [:]
     private var loggedRequests: [JSONValue] = []
+    /// Per `Idempotency-Key`: requests seen and segments (delivered turns) made. A key that
+    /// already made a segment makes no second one: a resent turn is answered again but
+    /// counted once, the way an idempotent proxy in front of the server would behave.
+    private var keys: [String: (requests: Int, segments: Int)] = [:]
     private let clock = SimulatedClock()
     /// Whether the `/_sim/` control routes answer (on by default: practice-sim is a test tool).
     public var controlRoutesEnabled = true
@@ -41,6 +45,13 @@ public final class PracticeSimulator: @unchecked Sendable {
     /// Every request answered so far (method, path, status, sizes, idempotency key), as
     /// `GET /_sim/log` shows it.
     public var requestLog: [JSONValue] { lock.withLock { loggedRequests } }
+
+    /// `GET /_sim/keys`: `{"<key>": {"requests": n, "segments": n}}`.
+    public var idempotencyKeys: JSONValue {
+        lock.withLock {
+            .object(keys.sorted { $0.key < $1.key }.map { ($0.key, ["requests": .int($0.value.requests), "segments": .int($0.value.segments)]) })
+        }
+    }
 
     /// A synchronous model call (`/corrections`, `/evaluate`): 0.4 s at real-time pace.
     private var modelCallMilliseconds: Int { lock.withLock { configuration.pace > 0 ? 400 : 20 } }
@@ -232,7 +243,12 @@ public final class PracticeSimulator: @unchecked Sendable {
             session.hungUp = false
             var events: [ReplyEvent] = []
             var phrase: SpeechLibrary.Phrase?
-            if let transcript, !transcript.isEmpty, !busy {
+            if let transcript, !transcript.isEmpty, !busy, configuration.faults.lateVoidTranscript {
+                // The audio starts, then the transcription says nothing was heard.
+                let pool = session.mode == "review" ? speech.reviewReplies : speech.replies
+                events = replyEvents(phrase: pool[session.replyCount % pool.count], transcript: nil)
+                events.insert(ReplyEvent(name: "transcript", data: ["text": ""]), at: min(3, events.count))
+            } else if let transcript, !transcript.isEmpty, !busy {
                 let pool = session.mode == "review" ? speech.reviewReplies : speech.replies
                 phrase = pool[session.replyCount % pool.count]
                 session.replyCount += 1
@@ -245,15 +261,19 @@ public final class PracticeSimulator: @unchecked Sendable {
             }
             return (events, configuration, configuration.faults, transcript, phrase)
         }
+        let key = request.header("Idempotency-Key")
+        if let key { lock.withLock { keys[key, default: (0, 0)].requests += 1 } }
         logRequest(request, status: 200, extra: [
-            ("idempotency_key", .optional(request.header("Idempotency-Key"))),
+            ("idempotency_key", .optional(key)),
             ("upload_bytes", uploadBytes.map { .int($0) } ?? .null),
             ("heard_speech", heardSpeech.map { .bool($0) } ?? .null),
         ])
         let end = ReplyStreamer(configuration: config, faults: faults, clock: clock).write(events, to: writer)
         if let phrase, let userText {
             lock.withLock {
-                if end == .finished || end == .dropped {
+                let repeated = key.map { (keys[$0]?.segments ?? 0) > 0 } ?? false
+                if end == .finished || end == .dropped, !repeated {
+                    if let key { keys[key, default: (0, 0)].segments += 1 }
                     let index = session.segments.count
                     session.segments.append(.init(id: index + 1, turnIndex: index, userText: userText, aiText: phrase.text))
                 }
@@ -411,11 +431,14 @@ public final class PracticeSimulator: @unchecked Sendable {
             }
         case ("GET", "log"):
             respond(writer, 200, .array(requestLog), request, log: false)
+        case ("GET", "keys"):
+            respond(writer, 200, idempotencyKeys, request, log: false)
         case ("POST", "reset"):
             lock.withLock {
                 sessions.removeAll()
                 profiles.removeAll()
                 loggedRequests.removeAll()
+                keys.removeAll()
                 configuration.faults = SimulatorFaults()
                 random = SeededRandom(seed: configuration.seed)
             }

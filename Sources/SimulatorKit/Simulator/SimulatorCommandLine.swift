@@ -43,6 +43,7 @@ public struct SimulatorCommandLine: Sendable {
           --odd-chunks            every audio chunk has an odd byte count
           --review-fails          no marks and a null summary
           --correction-fails      /corrections answers 500
+          --late-void-transcript  turn replies start their audio, then an empty transcript
         """
 
     public struct UsageError: Error, CustomStringConvertible {
@@ -110,6 +111,7 @@ public struct SimulatorCommandLine: Sendable {
             case "--odd-chunks": c.faults.oddChunks = true
             case "--review-fails": c.faults.reviewFails = true
             case "--correction-fails": c.faults.correctionFails = true
+            case "--late-void-transcript": c.faults.lateVoidTranscript = true
             default: throw UsageError(message: "unknown option '\(flag)'")
             }
             result.configuration = c

@@ -29,6 +29,9 @@ public struct SimulatorFaults: Codable, Equatable, Sendable {
     public var reviewFails = false
     /// The correction model fails: `/corrections` answers 500 text/plain.
     public var correctionFails = false
+    /// A late, empty transcription: a turn's reply starts its audio, then `transcript` ""
+    /// arrives after the third audio event (a void turn found out mid-playback).
+    public var lateVoidTranscript = false
 
     public init() {}
 
@@ -37,6 +40,7 @@ public struct SimulatorFaults: Codable, Equatable, Sendable {
         case start504 = "start_504", dropAfterEvents = "drop_after_events", dripBytes = "drip_bytes"
         case dripMs = "drip_ms", malformedSSE = "malformed_sse", omitDone = "omit_done"
         case oddChunks = "odd_chunks", reviewFails = "review_fails", correctionFails = "correction_fails"
+        case lateVoidTranscript = "late_void_transcript"
     }
 
     public init(from decoder: Decoder) throws {
@@ -54,6 +58,7 @@ public struct SimulatorFaults: Codable, Equatable, Sendable {
         oddChunks = try c.decodeIfPresent(Bool.self, forKey: .oddChunks) ?? d.oddChunks
         reviewFails = try c.decodeIfPresent(Bool.self, forKey: .reviewFails) ?? d.reviewFails
         correctionFails = try c.decodeIfPresent(Bool.self, forKey: .correctionFails) ?? d.correctionFails
+        lateVoidTranscript = try c.decodeIfPresent(Bool.self, forKey: .lateVoidTranscript) ?? d.lateVoidTranscript
         guard (400...599).contains(failStatus) else {
             throw DecodingError.dataCorruptedError(forKey: .failStatus, in: c, debugDescription: "fail_status must be 400...599")
         }

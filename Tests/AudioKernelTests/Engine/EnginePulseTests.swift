@@ -1,4 +1,5 @@
 @testable import AudioKernel
+import TestSupport
 import XCTest
 
 /// The recorder and the player on real PulseAudio: a pipe-source microphone fed with

@@ -29,8 +29,8 @@ final class StreamingPlayerTests: XCTestCase {
         let out = render(player, periods: 110)
         XCTAssertEqual(Array(out[0..<signal.count]), signal)
         let events = log.snapshot().map(\.event)
-        XCTAssertEqual(events.first, .started(latencyFrames: 0))
-        XCTAssertEqual(events.last, .finished(PlaybackReport(playedSeconds: 1.0, interrupted: false, underruns: 0)))
+        XCTAssertEqual(events.first, .started(latencyFrames: 0, reply: 1))
+        XCTAssertEqual(events.last, .finished(PlaybackReport(playedSeconds: 1.0, interrupted: false, underruns: 0, reply: 1)))
     }
 
     func testPrebufferHoldsTheStartUntilEnoughHasArrived() {
@@ -55,7 +55,7 @@ final class StreamingPlayerTests: XCTestCase {
         player.endReply()
         let resumed = render(player, periods: 3)
         XCTAssertEqual(resumed.filter { $0 == 700 }.count, 480)
-        XCTAssertTrue(log.snapshot().contains { $0.event == .finished(PlaybackReport(playedSeconds: 0.07, interrupted: false, underruns: 1)) })
+        XCTAssertTrue(log.snapshot().contains { $0.event == .finished(PlaybackReport(playedSeconds: 0.07, interrupted: false, underruns: 1, reply: 1)) })
     }
 
     func testStopFadesOutWithinAPeriodWithoutAClickAndReportsInterrupted() {
@@ -78,5 +78,29 @@ final class StreamingPlayerTests: XCTestCase {
         XCTAssertTrue(log.snapshot().contains {
             if case .finished(let report) = $0.event { return report.interrupted } else { return false }
         })
+    }
+
+    func testChunksOfAStoppedReplyAreDroppedAndNeverReachTheNextReply() {
+        let log = EventLog<PlayerEvent>()
+        let player = StreamingPlayer { log.append($0) }
+        let first = player.beginReply()
+        player.enqueue(WAVBuilder.samples([Int16](repeating: 900, count: 4_800)))
+        _ = render(player, periods: 3)
+        player.stop()
+        // The network keeps delivering the stopped reply for a moment (a void turn's audio).
+        player.enqueue(WAVBuilder.samples([Int16](repeating: 900, count: 4_800)))
+        _ = render(player, periods: 10)
+        let second = player.beginReply()
+        XCTAssertEqual(second, first + 1)
+        player.enqueue(WAVBuilder.samples([Int16](repeating: 300, count: 2_400)))
+        player.endReply()
+        let out = render(player, periods: 20)
+        XCTAssertFalse(out.contains(900), "a sample of the stopped reply was played in the next one")
+        XCTAssertEqual(out.filter { $0 == 300 }.count, 2_400)
+        let finished = log.snapshot().compactMap { entry -> PlaybackReport? in
+            if case .finished(let report) = entry.event { return report } else { return nil }
+        }
+        XCTAssertEqual(finished.map(\.reply), [first, second])
+        XCTAssertEqual(finished.map(\.interrupted), [true, false])
     }
 }

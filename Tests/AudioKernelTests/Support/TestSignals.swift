@@ -35,39 +35,3 @@ enum TestSignals {
     }
 }
 
-/// Runs a command line tool and returns its standard output; fails the test on a
-/// non-zero exit.
-@discardableResult
-func runTool(_ executable: String, _ arguments: [String], file: StaticString = #filePath, line: UInt = #line) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = [executable] + arguments
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    let output = out.fileHandleForReading.readDataToEndOfFile()
-    let errors = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-        throw ToolError(command: ([executable] + arguments).joined(separator: " "),
-                        status: process.terminationStatus,
-                        stderr: String(decoding: errors, as: UTF8.self))
-    }
-    return String(decoding: output, as: UTF8.self)
-}
-
-struct ToolError: Error, CustomStringConvertible {
-    let command: String
-    let status: Int32
-    let stderr: String
-    var description: String { "\(command) exited \(status): \(stderr)" }
-}
-
-/// A fresh temporary folder for one test, removed by the caller's `addTeardownBlock`.
-func makeTemporaryDirectory() throws -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("audiokernel-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
-}

@@ -1,4 +1,5 @@
 @testable import AudioKernel
+import TestSupport
 import XCTest
 
 final class WAVEncoderTests: XCTestCase {

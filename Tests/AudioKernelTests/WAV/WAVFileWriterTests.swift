@@ -1,4 +1,5 @@
 import AudioKernel
+import TestSupport
 import XCTest
 
 final class WAVFileWriterTests: XCTestCase {

@@ -1,0 +1,117 @@
+import AudioKernel
+import Foundation
+
+/// What a session needs of the microphone and the speaker. ``KioskAudio`` is the real
+/// one; unit tests of the session pass their own.
+public protocol SessionAudio: AnyObject, Sendable {
+    /// Starts a reply on the speaker: its number (carried by the player's `started` and
+    /// `finished` events), or nil when there is no speaker.
+    func beginReply() -> Int?
+    /// Queues a chunk of `reply`; dropped when that reply was stopped or another began.
+    func enqueue(_ bytes: UnsafeRawBufferPointer, reply: Int)
+    func endReply(_ reply: Int)
+    /// Stops `reply` within one period (with a fade) if it is the one playing; later
+    /// chunks of it are dropped.
+    func stopReply(_ reply: Int)
+    /// Stops whatever plays; whether something did.
+    func stopAll() -> Bool
+    /// Passes a command to the recorder; false when there is no microphone.
+    func record(_ command: RecorderCommand) -> Bool
+}
+
+public enum RecorderCommand: Sendable {
+    case begin, end, cancel, listen
+}
+
+/// The daemon's microphone and speaker as the session sees them. The devices come and go
+/// (reopened after a failure, replaced on reload); a lock keeps one caller at a time on
+/// the player's network side (its contract) and makes "is this reply still the one
+/// playing" and "queue this chunk" one step, so a chunk of a stopped reply can never
+/// slip into the next one.
+public final class KioskAudio: SessionAudio, @unchecked Sendable {
+    private let lock = NSLock()
+    private var player: StreamingPlayer?
+    private var recorder: Recorder?
+    /// The last reply begun, and whether it may still queue chunks (not stopped or ended).
+    private var current: Int?
+    private var open = false
+
+    public init() {}
+
+    public func attach(player: StreamingPlayer?) { lock.withLock {
+            self.player = player
+            current = nil
+            open = false
+        } }
+    public func attach(recorder: Recorder?) { lock.withLock { self.recorder = recorder } }
+
+    public func beginReply() -> Int? {
+        lock.withLock {
+            guard let player else { return nil }
+            let reply = player.beginReply()
+            current = reply
+            open = true
+            return reply
+        }
+    }
+
+    public func enqueue(_ bytes: UnsafeRawBufferPointer, reply: Int) {
+        lock.withLock {
+            guard open, current == reply, let player else { return }
+            player.enqueue(bytes)
+        }
+    }
+
+    public func endReply(_ reply: Int) {
+        lock.withLock {
+            guard open, current == reply, let player else { return }
+            player.endReply()
+            open = false
+        }
+    }
+
+    public func stopReply(_ reply: Int) {
+        lock.withLock {
+            // An ended reply still playing out what was queued stops too.
+            guard current == reply, let player else { return }
+            player.stop()
+            open = false
+        }
+    }
+
+    public func stopAll() -> Bool {
+        lock.withLock {
+            guard let player else { return false }
+            let playing = player.isActive || open
+            player.stop()
+            open = false
+            return playing
+        }
+    }
+
+    /// Plays a whole clip (the `play` command) as a reply of its own.
+    public func play(_ samples: UnsafeRawBufferPointer) -> Int? {
+        lock.withLock {
+            guard let player else { return nil }
+            let reply = player.beginReply()
+            player.enqueue(samples)
+            player.endReply()
+            current = reply
+            open = false
+            return reply
+        }
+    }
+
+    public func record(_ command: RecorderCommand) -> Bool {
+        lock.withLock {
+            guard let recorder else { return false }
+            switch command {
+            case .begin: recorder.beginTurn()
+            case .end: recorder.endTurn()
+            case .cancel: recorder.cancelTurn()
+            case .listen: recorder.listen()
+            }
+            return true
+        }
+    }
+}

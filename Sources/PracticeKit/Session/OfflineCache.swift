@@ -1,0 +1,37 @@
+import Foundation
+
+/// The last good backend answers the UI shows offline (topics, the learner's profile),
+/// kept per user under `<state>/cache/<user>/<name>.json` with the time they were fetched.
+/// Writes are atomic (temporary file and rename), so a crash leaves the old answer or the
+/// new one.
+public struct OfflineCache: Sendable {
+    public let directory: String
+
+    public init(stateDirectory: String) { directory = stateDirectory + "/cache" }
+
+    /// An answer read back: the value and its age in seconds.
+    public struct Entry: Equatable, Sendable {
+        public var value: JSONValue
+        public var age: Double
+    }
+
+    public func store(_ value: JSONValue, name: String, user: String) {
+        let folder = "\(directory)/\(Self.safe(user))"
+        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let record: JSONValue = ["fetched_at": .double(Date().timeIntervalSince1970), "value": value]
+        try? Data(record.bytes()).write(to: URL(fileURLWithPath: "\(folder)/\(name).json"), options: .atomic)
+    }
+
+    public func load(name: String, user: String) -> Entry? {
+        guard let data = FileManager.default.contents(atPath: "\(directory)/\(Self.safe(user))/\(name).json"),
+              let record = try? JSONDecoder().decode(JSONValue.self, from: data),
+              let value = record["value"], let fetched = record["fetched_at"]?.doubleValue else { return nil }
+        return Entry(value: value, age: max(0, Date().timeIntervalSince1970 - fetched))
+    }
+
+    /// User ids are chosen by configuration; only safe characters reach the file system.
+    private static func safe(_ user: String) -> String {
+        let kept = user.map { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") ? $0 : "_" }
+        return kept.isEmpty ? "_" : String(kept.prefix(100))
+    }
+}

@@ -1,0 +1,1047 @@
+import AudioKernel
+import Dispatch
+import Foundation
+import Synchronization
+
+/// How the session paces its polling and retries.
+public struct SessionSettings: Sendable {
+    public var userID: String
+    public var userName: String?
+    /// `GET /review` while the review or the summary is generated (the iOS client: 2 s).
+    public var pollInterval: Double = 2
+    /// Polling gives up after this many errors in a row (the iOS client: 3).
+    public var pollErrorLimit = 3
+    /// Polling for the summary gives up after this long.
+    public var finishTimeout: Double = 300
+    /// A turn the backend could not take is sent again, with backoff, for this long before
+    /// it is reported pending (it stays in the spool either way).
+    public var turnRetrySeconds: Double = 60
+    public var turnRetryInitialDelay = 1.0
+    public var turnRetryMaxDelay = 10.0
+
+    public init(userID: String, userName: String? = nil) {
+        self.userID = userID
+        self.userName = userName
+    }
+}
+
+/// The kiosk's conversation with the backend: the one source of truth for the session,
+/// its mode and its ``SessionStage``, both flows of the contract (conversation with
+/// greeting, turns, review, corrections and summary; review mode), the turn spool and the
+/// offline cache. Every change goes out as an event on the `session` topic.
+///
+/// Threads: everything runs on one serial queue. The only work outside it is the reply's
+/// audio, which goes from the backend's callback queue straight to the speaker (through
+/// ``SessionAudio``) without waiting for the session queue.
+public final class SessionController: @unchecked Sendable {
+    /// The commands this type answers (the daemon routes them here).
+    public static let commands: Set<String> = [
+        "session.start", "session.end", "session.close", "session.get", "turn.start", "turn.stop", "turn.cancel", "listen", "say",
+        "review.get", "correction.ask", "review.finish", "spool.list", "spool.retry", "spool.discard", "topics", "profile",
+    ]
+
+    public let queue = DispatchQueue(label: "practiced.session")
+    private var settings: SessionSettings
+    private let backendProvider: @Sendable () -> BackendClient
+    private let audio: any SessionAudio
+    private let spool: TurnSpool?
+    private let cache: OfflineCache
+    private let publish: @Sendable (String, JSONValue) -> Void
+    private let metrics: Metrics
+    private let logger: Logger
+
+    // Session state (queue only).
+    private var stage = SessionStage.idle
+    private var session: ActiveSession?
+    /// Bumped when a session ends or is closed: late answers of the old one are dropped.
+    private var epoch = 0
+    private var reply: Reply?
+    private var recording: Recording?
+    private var delivery: Delivery?
+    private var review: Review?
+    private var poll = PollState()
+    /// The last reply was cut short: the backend may answer the next turn empty.
+    private var interrupted = false
+    private var stopping = false
+    private let published = Mutex<JSONValue>(["stage": "idle"])
+
+    struct ActiveSession {
+        var id: String
+        var mode: SessionMode
+        var topicID: String?
+        var turns = 0
+    }
+
+    /// A turn being recorded.
+    struct Recording {
+        var handsFree: Bool
+        var stopRequested = false
+    }
+
+    /// A spooled turn on its way to the backend (with retries).
+    struct Delivery {
+        var turn: SpooledTurn
+        var wav: Data
+        var attempt = 0
+        var firstFailure: UInt64?
+        var lastError: String?
+        /// When the recorder ended the turn (uptime ns), for the latency figures.
+        var recordedAt: UInt64?
+    }
+
+    struct PollState {
+        var token = 0
+        var polls = 0
+        var errors = 0
+        var started: UInt64 = 0
+    }
+
+    public init(settings: SessionSettings, backend: @escaping @Sendable () -> BackendClient, audio: any SessionAudio, spoolDirectory: String,
+                stateDirectory: String, metrics: Metrics, logger: Logger, publish: @escaping @Sendable (String, JSONValue) -> Void) {
+        self.settings = settings
+        self.backendProvider = backend
+        self.audio = audio
+        self.metrics = metrics
+        self.logger = logger
+        self.publish = publish
+        cache = OfflineCache(stateDirectory: stateDirectory)
+        do {
+            spool = try TurnSpool(directory: spoolDirectory)
+        } catch {
+            logger.error("turns cannot be kept on disk: \(error); they are sent from memory only")
+            spool = nil
+        }
+    }
+
+    /// New settings (SIGHUP); a session in progress keeps its id.
+    public func update(settings: SessionSettings) { queue.async { self.settings = settings } }
+
+    /// The session's state for `status`, snapshots and `session.get` (any thread).
+    public var snapshot: JSONValue { published.withLock { $0 } }
+
+    /// Reports the turns a previous run left in the spool (after a crash or a kill).
+    public func recoverSpool() {
+        queue.async { [self] in
+            guard let spool else { return }
+            let (turns, unreadable) = spool.list()
+            for name in unreadable { logger.error("spool: \(name) cannot be read; left in place") }
+            guard !turns.isEmpty else { return }
+            logger.notice("spool: \(turns.count) turn(s) from an earlier run wait for delivery: \(turns.map(\.id).joined(separator: ", "))")
+            metrics.increment("practiced_turns_recovered_total", help: "Turns found in the spool at start.", by: Double(turns.count))
+            publish("spool.recovered", ["turns": .array(turns.map(turnJSON))])
+            publishState()
+        }
+    }
+
+    // MARK: - Commands
+
+    public func handle(_ request: ControlRequest, reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
+        queue.async { [self] in
+            do throws(ControlError) {
+                guard stage.accepts(request.command) else {
+                    let allowed = SessionStage.stages(accepting: request.command).map(\.rawValue).joined(separator: ", ")
+                    throw ControlError(.invalidState, "'\(request.command)' is not allowed in this state (\(stage)); it is allowed in: \(allowed)")
+                }
+                try run(request, reply)
+            } catch {
+                reply(.failure(error))
+            }
+        }
+    }
+
+    /// Whether the daemon's `play` may use the speaker now (not while a reply owns it).
+    public var speakerIsFree: Bool { queue.sync { reply == nil } }
+
+    private func run(_ request: ControlRequest, _ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) throws(ControlError) {
+        switch request.command {
+        case "session.start":
+            let mode = try SessionMode(rawValue: request.string("mode") ?? "conversation")
+                .orThrow(ControlError(.badArguments, "'mode' must be conversation or review"))
+            let topic = try request.string("topic_id")
+            if mode == .conversation && topic == nil { throw ControlError(.badArguments, "'topic_id' is required in conversation mode") }
+            startSession(mode: mode, topic: mode == .review ? nil : topic, reply)
+        case "session.close":
+            close(reason: "closed by a client")
+            reply(.success(sessionJSON()))
+        case "session.get":
+            reply(.success(sessionJSON()))
+        case "turn.start", "listen":
+            let handsFree = request.command == "listen"
+            if let current = self.reply { bargeIn(current) }
+            guard audio.record(handsFree ? .listen : .begin) else {
+                throw ControlError(.deviceError, "the microphone is not open", retryable: true)
+            }
+            recording = Recording(handsFree: handsFree)
+            move(to: handsFree ? .listening : .recording)
+            publish("turn.started", ["mode": .string(handsFree ? "hands_free" : "push_to_talk")])
+            reply(.success(["stage": .string(stage.rawValue)]))
+        case "turn.stop":
+            if stage == .listening {
+                // Nothing was said yet: there is no turn to end.
+                _ = audio.record(.cancel)
+                recording = nil
+                move(to: .ready)
+                publish("turn.discarded", ["reason": "no_speech"])
+            } else {
+                _ = audio.record(.end)
+                recording?.stopRequested = true
+            }
+            reply(.success(["stage": .string(stage.rawValue)]))
+        case "turn.cancel":
+            _ = audio.record(.cancel)
+            recording = nil
+            move(to: .ready)
+            publish("turn.discarded", ["reason": "cancelled"])
+            reply(.success(["stage": .string(stage.rawValue)]))
+        case "say":
+            let text = try request.requiredString("text")
+            guard !text.allSatisfy(\.isWhitespace) else { throw ControlError(.badArguments, "'text' is empty") }
+            guard text.utf8.count <= 4_000 else { throw ControlError(.badArguments, "'text' is longer than 4,000 bytes") }
+            move(to: .uploading)
+            startReply(.text(text))
+            reply(.success(["stage": .string(stage.rawValue)]))
+        case "session.end":
+            endTalk(reply)
+        case "review.get":
+            fetchReview(reply)
+        case "correction.ask":
+            let segment = try request.int("segment_id").orThrow(ControlError(.badArguments, "'segment_id' is required"))
+            let message = try request.requiredString("message")
+            guard !message.allSatisfy(\.isWhitespace) else { throw ControlError(.badArguments, "'message' is empty") }
+            askCorrection(segment: segment, message: message, reply)
+        case "review.finish":
+            finishReview(reply)
+        case "spool.list":
+            let turns = spool?.list().turns ?? []
+            reply(.success(["turns": .array(turns.map(turnJSON)), "dir": .string(spool?.directory ?? "")]))
+        case "spool.retry":
+            try retrySpooled(request.requiredString("turn_id"), reply)
+        case "spool.discard":
+            let id = try request.requiredString("turn_id")
+            guard delivery?.turn.id != id else { throw ControlError(.invalidState, "turn \(id) is being sent now") }
+            guard let spool, spool.contains(id) else { throw ControlError(.badArguments, "no turn \(id) in the spool") }
+            do { try spool.remove(id) } catch { throw ControlError(.fileError, "\(error)") }
+            logger.notice("spool: turn \(id) discarded by a client")
+            publish("spool.discarded", ["turn_id": .string(id)])
+            publishState()
+            reply(.success(["discarded": .string(id)]))
+        case "topics":
+            cached("topics", fetch: { backend async throws(BackendError) in .array(try await backend.topics().map { JSONValue(encoding: $0) }) }, reply)
+        case "profile":
+            let action = try request.string("action") ?? "get"
+            let user = settings.userID
+            switch action {
+            case "get":
+                cached("profile", fetch: { backend async throws(BackendError) in JSONValue(encoding: try await backend.profile(userID: user)) }, reply)
+            case "evaluate":
+                cached("profile", offline: false, fetch: { backend async throws(BackendError) in JSONValue(encoding: try await backend.evaluate(userID: user)) }, reply)
+            case "learning_goal":
+                let goal = try request.string("learning_goal")
+                cached("profile", offline: false, fetch: { backend async throws(BackendError) in JSONValue(encoding: try await backend.setLearningGoal(userID: user, goal: goal)) }, reply)
+            default:
+                throw ControlError(.badArguments, "'action' must be get, evaluate or learning_goal")
+            }
+        default:
+            throw ControlError(.unknownCommand, "unknown command '\(request.command)'")
+        }
+    }
+
+    // MARK: - Stages
+
+    private func move(to next: SessionStage) {
+        guard next != stage else { return }
+        guard stage.canMove(to: next) else {
+            // A bug, not a user error: the table in SessionStage is the contract.
+            logger.error("session: refused transition \(stage) → \(next)")
+            return
+        }
+        let previous = stage
+        stage = next
+        logger.info("session: \(previous) → \(next)")
+        publish("session.stage", ["stage": .string(next.rawValue), "previous": .string(previous.rawValue),
+                                  "session_id": .optional(session?.id), "mode": .optional(session?.mode.rawValue)])
+        publishState()
+    }
+
+    private func publishState() {
+        let state = sessionJSON()
+        published.withLock { $0 = state }
+    }
+
+    private func sessionJSON() -> JSONValue {
+        let usage = spool?.usage ?? (turns: 0, bytes: 0)
+        return [
+            "stage": .string(stage.rawValue), "session_id": .optional(session?.id), "mode": .optional(session?.mode.rawValue),
+            "topic_id": .optional(session?.topicID), "turns": .int(session?.turns ?? 0),
+            "spool": ["turns": .int(usage.turns), "bytes": .int(usage.bytes)],
+            "delivering": .optional(delivery?.turn.id),
+        ]
+    }
+
+    /// Leaves the session (any stage) and goes back to idle; what is in flight is dropped.
+    private func close(reason: String) {
+        if let reply { bargeIn(reply) }
+        if recording != nil { _ = audio.record(.cancel) }
+        recording = nil
+        delivery = nil
+        review = nil
+        poll.token += 1
+        epoch += 1
+        if stage != .idle { logger.notice("session \(session?.id ?? "-") closed: \(reason)") }
+        session = nil
+        interrupted = false
+        move(to: .idle)
+    }
+
+    private func fail(_ reason: String, error: String) {
+        logger.error("session \(session?.id ?? "-") failed: \(error)")
+        if let reply { bargeIn(reply) }
+        if recording != nil { _ = audio.record(.cancel) }
+        recording = nil
+        poll.token += 1
+        publish("session.failed", ["reason": .string(reason), "message": .string(error), "session_id": .optional(session?.id)])
+        move(to: .failed)
+    }
+
+    // MARK: - Starting
+
+    private func startSession(mode: SessionMode, topic: String?, _ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
+        close(reason: "a new session starts")
+        let epoch = epoch
+        move(to: .starting)
+        let request = CreateSessionRequest(userId: settings.userID, userName: settings.userName, topicId: topic, mode: mode)
+        call({ backend async throws(BackendError) in try await backend.createSession(request) }) { [self] result in
+                guard epoch == self.epoch else { return reply(.failure(ControlError(.invalidState, "the session was closed meanwhile"))) }
+                switch result {
+                case .success(let created):
+                    session = ActiveSession(id: created.sessionId, mode: mode, topicID: topic)
+                    metrics.increment("practiced_sessions_total", help: "Sessions started, by mode.", labels: "mode=\"\(mode.rawValue)\"")
+                    publish("session.created", ["session_id": .string(created.sessionId), "mode": .string(mode.rawValue), "topic_id": .optional(topic)])
+                    move(to: .greeting)
+                    startReply(.greeting)
+                    reply(.success(sessionJSON()))
+                case .failure(let error):
+                    fail("start_failed", error: "\(error)")
+                    reply(.failure(Self.controlError(error)))
+                }
+        }
+    }
+
+    // MARK: - Turns
+
+    /// The recorder's hands-free turn started (speech heard while listening).
+    public func speechStarted() {
+        queue.async { [self] in
+            if stage == .listening { move(to: .recording) }
+        }
+    }
+
+    /// A turn came from the recorder (capture thread).
+    public func recorded(_ turn: RecordedTurn) {
+        let endedAt = DispatchTime.now().uptimeNanoseconds
+        queue.async { [self] in
+            guard stage == .recording || stage == .listening || stopping, let session else { return }
+            recording = nil
+            publish("turn.recorded", ["duration_s": .double(Self.rounded(turn.duration)), "speech_s": .double(Self.rounded(turn.speechDuration)),
+                                      "rms": .double(turn.level.rms.rounded()), "end_reason": .string(turn.endReason.rawValue)])
+            guard turn.holdsSpeech else {
+                // The iOS client's gate: nothing is sent.
+                metrics.increment("practiced_turns_total", help: "Turns by outcome.", labels: "outcome=\"no_speech\"")
+                publish("turn.discarded", ["reason": "no_speech", "rms": .double(turn.level.rms.rounded())])
+                move(to: .ready)
+                return
+            }
+            let spooled = SpooledTurn(sessionID: session.id, mode: session.mode, duration: turn.duration, bytes: turn.wav.count)
+            do {
+                try spool?.store(spooled, wav: turn.wav)
+                publish("turn.spooled", ["turn_id": .string(spooled.id), "bytes": .int(turn.wav.count)])
+            } catch {
+                // The disk failed us; the turn still goes out from memory.
+                logger.error("turn \(spooled.id) not spooled: \(error)")
+                publish("turn.spool_failed", ["turn_id": .string(spooled.id), "message": .string("\(error)")])
+            }
+            publishState()
+            if stopping {
+                logger.notice("turn \(spooled.id) spooled at shutdown; it is reported at the next start")
+                return
+            }
+            move(to: .uploading)
+            deliver(Delivery(turn: spooled, wav: Data(turn.wav), recordedAt: endedAt))
+        }
+    }
+
+    private func deliver(_ next: Delivery) {
+        var next = next
+        next.attempt += 1
+        delivery = next
+        publishState()
+        startReply(.turn(next.turn.id))
+    }
+
+    /// The recorder could not go on (the microphone failed): the turn ends, the daemon not.
+    public func captureFailed(_ message: String) {
+        queue.async { [self] in
+            guard stage == .recording || stage == .listening else { return }
+            recording = nil
+            publish("turn.discarded", ["reason": "device_error", "message": .string(message)])
+            move(to: .ready)
+        }
+    }
+
+    private func retrySpooled(_ id: String, _ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) throws(ControlError) {
+        guard let spool else { throw ControlError(.fileError, "there is no spool") }
+        let loaded: (turn: SpooledTurn, wav: Data)
+        do { loaded = try spool.load(id) } catch { throw ControlError(.badArguments, "\(error)") }
+        if let session {
+            guard session.id == loaded.turn.sessionID else {
+                throw ControlError(.invalidState, "turn \(id) belongs to session \(loaded.turn.sessionID); close this session first")
+            }
+        } else {
+            // A turn from an earlier run: the conversation it belongs to goes on.
+            session = ActiveSession(id: loaded.turn.sessionID, mode: loaded.turn.mode, topicID: nil)
+            logger.notice("resuming session \(loaded.turn.sessionID) to deliver turn \(id)")
+            publish("session.resumed", ["session_id": .string(loaded.turn.sessionID), "mode": .string(loaded.turn.mode.rawValue)])
+        }
+        move(to: .uploading)
+        deliver(Delivery(turn: loaded.turn, wav: loaded.wav))
+        reply(.success(["turn_id": .string(id), "stage": .string(stage.rawValue)]))
+    }
+
+    /// A delivery attempt failed before the backend took the turn.
+    private func deliveryFailed(_ error: BackendError) {
+        guard var failed = delivery else { return }
+        let now = DispatchTime.now().uptimeNanoseconds
+        failed.firstFailure = failed.firstFailure ?? now
+        failed.lastError = "\(error)"
+        delivery = failed
+        let id = failed.turn.id
+        if error.isSessionGone {
+            delivery = nil
+            publish("turn.pending", ["turn_id": .string(id), "message": .string("\(error)"), "reason": "session_gone"])
+            return fail("session_gone", error: "\(error)")
+        }
+        if let status = error.status, status >= 400 && status < 500 && status != 408 && status != 429 {
+            // The backend answered and refused the turn: sending it again cannot help.
+            try? spool?.remove(id)
+            delivery = nil
+            metrics.increment("practiced_turns_total", help: "Turns by outcome.", labels: "outcome=\"rejected\"")
+            publish("turn.rejected", ["turn_id": .string(id), "message": .string("\(error)")])
+            publishState()
+            return move(to: .ready)
+        }
+        let elapsed = Double(now - failed.firstFailure!) / 1e9
+        let delay = min(settings.turnRetryMaxDelay, settings.turnRetryInitialDelay * pow(2, Double(max(0, failed.attempt - 1))))
+        guard elapsed + delay <= settings.turnRetrySeconds, !stopping else {
+            delivery = nil
+            metrics.increment("practiced_turns_total", help: "Turns by outcome.", labels: "outcome=\"pending\"")
+            logger.warning("turn \(id) not delivered after \(failed.attempt) attempts (\(error)); kept in the spool")
+            publish("turn.pending", ["turn_id": .string(id), "attempts": .int(failed.attempt), "message": .string("\(error)"), "reason": "undelivered"])
+            publishState()
+            return move(to: .ready)
+        }
+        logger.warning("turn \(id) not delivered (\(error)); attempt \(failed.attempt + 1) in \(delay) s")
+        publish("turn.retrying", ["turn_id": .string(id), "attempt": .int(failed.attempt + 1), "delay_s": .double(delay), "message": .string("\(error)")])
+        let epoch = epoch
+        queue.asyncAfter(deadline: .now() + delay) { [self] in
+            guard epoch == self.epoch, let retry = delivery, retry.turn.id == id, stage == .uploading else { return }
+            deliver(retry)
+        }
+    }
+
+    // MARK: - Replies
+
+    enum ReplyKind {
+        case greeting
+        case turn(String)
+        case text(String)
+    }
+
+    /// One reply in flight: its stream, what has come, and the speaker's progress.
+    final class Reply: @unchecked Sendable {
+        let kind: ReplyKind
+        let feed: ReplyFeed
+        var stream: ReplyStream?
+        var accepted = false
+        var transcript: String?
+        var responseText: String?
+        var textReleased = false
+        var soundStarted = false
+        var summary: ReplySummary?
+        var failure: BackendError?
+        var playback: PlaybackReport?
+        var void = false
+        var cut = false
+        let requestedAt = DispatchTime.now().uptimeNanoseconds
+        var firstAudioAt: UInt64?
+        var soundAt: UInt64?
+        /// When the recorder ended the turn (nil for resent and typed turns).
+        var recordedAt: UInt64?
+
+        init(kind: ReplyKind, feed: ReplyFeed) {
+            self.kind = kind
+            self.feed = feed
+        }
+
+        var turnID: String? { if case .turn(let id) = kind { return id } else { return nil } }
+        var streamEnded: Bool { summary != nil || failure != nil }
+    }
+
+    /// The part of a reply the backend's callback queue touches: it starts the speaker on
+    /// the first chunk and queues every chunk, unless the reply was stopped meanwhile.
+    final class ReplyFeed: @unchecked Sendable {
+        private let lock = NSLock()
+        private let audio: any SessionAudio
+        private var number: Int?
+        private var stopped = false
+        private var ended = false
+        private(set) var firstAudioAt: UInt64?
+
+        init(audio: any SessionAudio) { self.audio = audio }
+
+        /// Whether this was the first chunk.
+        func enqueue(_ bytes: UnsafeRawBufferPointer) -> Bool {
+            lock.withLock {
+                guard !stopped, !ended else { return false }
+                let first = firstAudioAt == nil
+                if first { firstAudioAt = DispatchTime.now().uptimeNanoseconds }
+                if number == nil { number = audio.beginReply() }
+                if let number { audio.enqueue(bytes, reply: number) }
+                return first
+            }
+        }
+
+        /// Stops the sound at once; later chunks are dropped.
+        func stop() {
+            lock.withLock {
+                stopped = true
+                if let number { audio.stopReply(number) }
+            }
+        }
+
+        /// No more chunks: the speaker plays out what it has. Returns whether anything
+        /// plays (false: no audio came, or it was stopped).
+        func end() -> Bool {
+            lock.withLock {
+                ended = true
+                guard let number, !stopped else { return false }
+                audio.endReply(number)
+                return true
+            }
+        }
+
+        func owns(_ reply: Int) -> Bool { lock.withLock { number == reply } }
+    }
+
+    /// What the backend's callback queue passes to the session queue.
+    enum StreamNote: Sendable {
+        case retrying(attempt: Int, delay: Double, reason: String)
+        case uploadProgress(sent: Int64, total: Int64)
+        case accepted
+        case transcript(String)
+        case firstAudio
+        case response(String)
+        case timing(step: String, seconds: Double)
+        case malformed(type: String, reason: String)
+        case finished(Result<ReplySummary, BackendError>)
+    }
+
+    private func startReply(_ kind: ReplyKind) {
+        guard let session else { return }
+        let feed = ReplyFeed(audio: audio)
+        let current = Reply(kind: kind, feed: feed)
+        reply = current
+        let backend = backendProvider()
+        let handler: ReplyStream.EventHandler = { [weak self, feed] event in
+            let note: StreamNote
+            switch event {
+            case .audio(let bytes):
+                guard feed.enqueue(bytes) else { return }
+                note = .firstAudio
+            case .transcript(let text):
+                // A void turn stops the sound now, on this queue: no chunk may follow it.
+                if text.isEmpty { feed.stop() }
+                note = .transcript(text)
+            case .retrying(let attempt, let delay, let reason): note = .retrying(attempt: attempt, delay: delay, reason: "\(reason)")
+            case .uploadProgress(let sent, let total): note = .uploadProgress(sent: sent, total: total)
+            case .accepted: note = .accepted
+            case .response(let text): note = .response(text)
+            case .timing(let step, let seconds): note = .timing(step: step, seconds: seconds)
+            case .malformedEvent(let type, let reason): note = .malformed(type: type, reason: reason)
+            case .done: return
+            }
+            guard let self else { return }
+            queue.async { self.streamNote(note, for: current) }
+        }
+        let stream: ReplyStream
+        switch kind {
+        case .greeting:
+            stream = backend.startGreeting(sessionID: session.id, onEvent: handler)
+        case .turn(let id):
+            let wav = delivery?.wav ?? Data()
+            current.recordedAt = delivery?.recordedAt
+            if let recordedAt = delivery?.recordedAt {
+                observe("practiced_turn_end_to_upload_seconds", "From the end of the turn to the start of its upload.", since: recordedAt)
+            }
+            publish("turn.uploading", ["turn_id": .string(id), "bytes": .int(wav.count), "attempt": .int(delivery?.attempt ?? 1)])
+            stream = backend.sendTurn(sessionID: session.id, wav: wav, idempotencyKey: id, onEvent: handler)
+        case .text(let text):
+            stream = backend.sendText(sessionID: session.id, text: text, onEvent: handler)
+        }
+        current.stream = stream
+        stream.whenFinished { [weak self] result in
+            guard let self else { return }
+            queue.async { self.streamNote(.finished(result), for: current) }
+        }
+    }
+
+    private func streamNote(_ note: StreamNote, for current: Reply) {
+        guard current === reply else { return }  // a reply that was cut off or closed
+        let turnID = JSONValue.optional(current.turnID)
+        switch note {
+        case .retrying(let attempt, let delay, let reason):
+            publish("reply.retrying", ["turn_id": turnID, "attempt": .int(attempt + 1), "delay_s": .double(Self.rounded(delay)), "message": .string(reason)])
+        case .uploadProgress(let sent, let total):
+            publish("turn.upload", ["turn_id": turnID, "sent": .int(Int(sent)), "total": .int(Int(total))])
+        case .accepted:
+            current.accepted = true
+            if let id = current.turnID {
+                // The backend has the turn: it leaves the spool, and is never sent again.
+                do { try spool?.remove(id) } catch { logger.error("turn \(id) answered but not removed from the spool: \(error)") }
+                metrics.increment("practiced_turns_total", help: "Turns by outcome.", labels: "outcome=\"delivered\"")
+                publish("turn.accepted", ["turn_id": .string(id), "attempt": .int(delivery?.attempt ?? 1)])
+                delivery = nil
+                session?.turns += 1
+                publishState()
+            }
+            if case .greeting = current.kind {} else { move(to: .replying) }
+        case .transcript(let text):
+            current.transcript = text
+            if text.isEmpty {
+                current.void = true
+                metrics.increment("practiced_turns_total", help: "Turns by outcome.", labels: "outcome=\"empty_transcript\"")
+                publish("turn.discarded", ["reason": "empty_transcript", "turn_id": turnID, "after_interruption": .bool(interrupted),
+                                           "hint": .string(interrupted ? "the backend was still busy with the interrupted reply; ask the learner to repeat" : "the backend heard nothing")])
+            } else {
+                publish("transcript", ["text": .string(text), "turn_id": turnID])
+            }
+            interrupted = false
+        case .firstAudio:
+            current.firstAudioAt = current.feed.firstAudioAt
+            if let sent = current.firstAudioAt {
+                metrics.observe("practiced_first_audio_seconds", help: "From the request to the reply's first audio event.",
+                                seconds: Double(sent - current.requestedAt) / 1e9)
+            }
+        case .response(let text):
+            current.responseText = text
+            releaseText(current)
+        case .timing(let step, let seconds):
+            publish("reply.timing", ["step": .string(step), "seconds": .double(seconds), "turn_id": turnID])
+        case .malformed(let type, let reason):
+            logger.warning("reply: malformed \(type) event: \(reason)")
+            publish("reply.malformed", ["type": .string(type), "reason": .string(reason)])
+        case .finished(let result):
+            switch result {
+            case .success(let summary): current.summary = summary
+            case .failure(let error): current.failure = error
+            }
+            streamEnded(current)
+        }
+    }
+
+    private func streamEnded(_ current: Reply) {
+        if let error = current.failure {
+            _ = current.feed.end()
+            reply = nil
+            if case .cancelled = error { return }
+            switch current.kind {
+            case .turn:
+                if current.accepted { return replyIncomplete(current, error) }
+                return deliveryFailed(error)
+            case .greeting:
+                // 504: the backend's upstream never connected; the session is gone.
+                if error.isSessionGone || error.status == 504 { return fail("session_gone", error: "\(error)") }
+                publish("greeting.failed", ["message": .string("\(error)")])
+                return move(to: .ready)
+            case .text:
+                if error.isSessionGone { return fail("session_gone", error: "\(error)") }
+                publish("turn.failed", ["message": .string("\(error)"), "retryable": .bool(error.status.map { $0 >= 500 } ?? true)])
+                return move(to: .ready)
+            }
+        }
+        guard let summary = current.summary else { return }
+        if case .interrupted(let error) = summary.end {
+            return replyIncomplete(current, error)
+        }
+        if case .cancelled = summary.end { return }
+        if current.turnID != nil, summary.transcript == nil, !summary.hasAudio {
+            // Under 100 ms of audio: the server did not even transcribe it.
+            publish("turn.discarded", ["reason": "not_transcribed", "turn_id": .optional(current.turnID)])
+        }
+        let playing = current.feed.end()
+        if !playing {
+            current.playback = PlaybackReport(playedSeconds: 0, interrupted: current.void, underruns: 0, reply: 0)
+        }
+        releaseText(current)
+        finishIfDone(current)
+    }
+
+    /// The stream broke after the backend took the turn: the sound stops, the reply is
+    /// reported incomplete, the turn is not sent again (it was delivered).
+    private func replyIncomplete(_ current: Reply, _ error: BackendError) {
+        current.feed.stop()
+        reply = nil
+        metrics.increment("practiced_replies_incomplete_total", help: "Replies whose stream broke off.")
+        publish("reply.incomplete", ["message": .string("\(error)"), "turn_id": .optional(current.turnID),
+                                     "response_text": .optional(current.responseText)])
+        move(to: .ready)
+    }
+
+    /// The reply text goes out with the sound, not before (the iOS client's rule): when the
+    /// speaker has started the reply, or at the end when there is no sound at all.
+    private func releaseText(_ current: Reply) {
+        guard !current.textReleased, !current.void, let text = current.responseText else { return }
+        guard current.soundStarted || current.streamEnded && current.playback != nil else { return }
+        current.textReleased = true
+        publish("reply.text", ["text": .string(text), "turn_id": .optional(current.turnID), "greeting": .bool(isGreeting(current))])
+    }
+
+    private func finishIfDone(_ current: Reply) {
+        guard current === reply, current.streamEnded, let playback = current.playback else { return }
+        reply = nil
+        let summary = current.summary
+        var data: [(String, JSONValue)] = [
+            ("turn_id", .optional(current.turnID)), ("greeting", .bool(isGreeting(current))),
+            ("played_s", .double(Self.rounded(playback.playedSeconds))), ("interrupted", .bool(playback.interrupted)),
+            ("underruns", .int(playback.underruns)), ("complete", .bool(summary?.sawDone ?? false)),
+            ("audio_bytes", .int(summary?.audioBytes ?? 0)),
+        ]
+        if let first = current.firstAudioAt, let sound = current.soundAt {
+            data.append(("first_audio_to_sound_ms", .double(Self.rounded(Double(sound - first) / 1e6))))
+        }
+        if let recorded = current.recordedAt {
+            data.append(("end_to_upload_ms", .double(Self.rounded(Double(current.requestedAt &- recorded) / 1e6))))
+            if let sound = current.soundAt { data.append(("round_trip_ms", .double(Self.rounded(Double(sound &- recorded) / 1e6)))) }
+        }
+        if let timings = summary?.timings, !timings.isEmpty {
+            data.append(("server_timings", .object(timings.sorted { $0.key < $1.key }.map { ($0.key, .double($0.value)) })))
+        }
+        publish("reply.finished", .object(data))
+        if !current.void, current.transcript != nil || isGreeting(current) {
+            metrics.observe("practiced_reply_seconds", help: "From the request to the end of the reply's playback.",
+                            seconds: Double(DispatchTime.now().uptimeNanoseconds - current.requestedAt) / 1e9)
+        }
+        move(to: .ready)
+    }
+
+    private func isGreeting(_ reply: Reply) -> Bool { if case .greeting = reply.kind { return true } else { return false } }
+
+    /// Stops the current reply (barge-in, `playback.stop`, a new turn): the sound fades
+    /// within a period, the stream is hung up. The backend may answer the next turn empty.
+    private func bargeIn(_ current: Reply) {
+        current.feed.stop()
+        current.stream?.cancel()
+        reply = nil
+        if current.accepted || isGreeting(current) {
+            interrupted = true
+            publish("reply.finished", ["turn_id": .optional(current.turnID), "greeting": .bool(isGreeting(current)), "interrupted": true,
+                                       "complete": false])
+        }
+        if !current.accepted, current.turnID != nil {
+            // The upload never got through: the turn stays in the spool, reported pending.
+            if let id = delivery?.turn.id {
+                publish("turn.pending", ["turn_id": .string(id), "reason": "interrupted", "message": "the learner spoke again before it was sent"])
+            }
+            delivery = nil
+        }
+    }
+
+    /// `playback.stop` from a client: barge-in without a new turn.
+    public func stopPlayback() -> Bool {
+        queue.sync {
+            guard let current = reply, stage == .replying || stage == .greeting else { return false }
+            bargeIn(current)
+            move(to: .ready)
+            return true
+        }
+    }
+
+    /// The player's events (playback thread).
+    public func playerEvent(_ event: PlayerEvent) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        queue.async { [self] in
+            guard let current = reply else { return }
+            switch event {
+            case .started(_, let number):
+                guard current.feed.owns(number) else { return }
+                current.soundStarted = true
+                current.soundAt = now
+                if let first = current.firstAudioAt {
+                    observe("practiced_first_audio_to_sound_seconds", "From the reply's first audio event to its first sample on the device.", since: first, now: now)
+                }
+                if let recordedAt = current.recordedAt {
+                    observe("practiced_turn_round_trip_seconds", "From the end of the turn to the reply's first sample on the device.", since: recordedAt, now: now)
+                }
+                publish("reply.audio_started", ["turn_id": .optional(current.turnID)])
+                releaseText(current)
+            case .finished(let report):
+                guard current.feed.owns(report.reply) else { return }
+                current.playback = report
+                releaseText(current)
+                finishIfDone(current)
+            case .underrun:
+                break
+            }
+        }
+    }
+
+    private func observe(_ name: String, _ help: String, since start: UInt64, now: UInt64 = DispatchTime.now().uptimeNanoseconds) {
+        metrics.observe(name, help: help, seconds: Double(now &- start) / 1e9)
+    }
+
+    // MARK: - Ending and review
+
+    private func endTalk(_ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
+        guard let session else { return reply(.failure(ControlError(.invalidState, "no session"))) }
+        move(to: .ending)
+        let epoch = epoch
+        call({ backend async throws(BackendError) in try await backend.endTalk(sessionID: session.id) }) { [self] result in
+                guard epoch == self.epoch else { return reply(.failure(ControlError(.invalidState, "the session was closed meanwhile"))) }
+                switch result {
+                case .success(let ended):
+                    publish("session.ended", ["session_id": .string(session.id), "status": .string("\(ended.status)"), "mode": .string(session.mode.rawValue)])
+                    reply(.success(["status": .string("\(ended.status)"), "mode": .string(session.mode.rawValue)]))
+                    if session.mode == .review || ended.status == .ended {
+                        close(reason: "review mode ended")
+                    } else {
+                        move(to: .reviewing)
+                        startPolling(finishing: false)
+                    }
+                case .failure(let error):
+                    if error.isSessionGone {
+                        fail("session_gone", error: "\(error)")
+                    } else {
+                        publish("session.end_failed", ["message": .string("\(error)")])
+                        move(to: .ready)
+                    }
+                    reply(.failure(Self.controlError(error)))
+                }
+        }
+    }
+
+    private func startPolling(finishing: Bool) {
+        poll.token += 1
+        poll.polls = 0
+        poll.errors = 0
+        poll.started = DispatchTime.now().uptimeNanoseconds
+        // The first look comes at once; the backend often has something after one interval.
+        schedulePoll(after: finishing ? settings.pollInterval : 0, finishing: finishing)
+    }
+
+    private func schedulePoll(after delay: Double, finishing: Bool) {
+        let token = poll.token
+        queue.asyncAfter(deadline: .now() + delay) { [self] in
+            guard token == poll.token, let session else { return }
+            call({ backend async throws(BackendError) in try await backend.review(sessionID: session.id) }) { [self] result in
+                guard token == poll.token else { return }
+                polled(result, finishing: finishing)
+            }
+        }
+    }
+
+    private func polled(_ result: Result<Review, BackendError>, finishing: Bool) {
+        poll.polls += 1
+        switch result {
+        case .success(let fetched):
+            poll.errors = 0
+            review = fetched
+            let marks = fetched.segments.reduce(0) { $0 + $1.aiMarks.count }
+            publish("review.progress", ["status": .string("\(fetched.status)"), "polls": .int(poll.polls), "segments": .int(fetched.segments.count),
+                                        "marks": .int(marks), "summary": .bool(fetched.summary != nil), "finishing": .bool(finishing)])
+            if !finishing, fetched.hasMarks || fetched.status != .reviewing {
+                poll.token += 1
+                publish("review.ready", reviewJSON(fetched))
+                return move(to: .reviewed)
+            }
+            if finishing, fetched.status == .completed {
+                poll.token += 1
+                let summary = fetched.summary.map { JSONValue(encoding: $0) } ?? .null
+                publish("session.completed", ["session_id": .optional(session?.id), "summary": summary,
+                                              "note": .string(fetched.summary == nil ? "no summary" : "summary ready")])
+                return move(to: .completed)
+            }
+        case .failure(let error):
+            if error.isSessionGone { return fail("session_gone", error: "\(error)") }
+            poll.errors += 1
+            publish("review.progress", ["error": .string("\(error)"), "errors_in_a_row": .int(poll.errors), "polls": .int(poll.polls), "finishing": .bool(finishing)])
+            if poll.errors >= settings.pollErrorLimit {
+                poll.token += 1
+                logger.warning("review polling gave up after \(poll.errors) errors in a row: \(error)")
+                if finishing {
+                    publish("review.finish_failed", ["message": .string("gave up after \(poll.errors) errors in a row: \(error)")])
+                    return move(to: .reviewed)
+                }
+                publish("review.failed", ["message": .string("gave up after \(poll.errors) errors in a row: \(error)")])
+                return move(to: .reviewed)
+            }
+        }
+        if finishing, Double(DispatchTime.now().uptimeNanoseconds - poll.started) / 1e9 > settings.finishTimeout {
+            poll.token += 1
+            publish("review.finish_failed", ["message": .string("no summary after \(Int(settings.finishTimeout)) s")])
+            return move(to: .reviewed)
+        }
+        schedulePoll(after: settings.pollInterval, finishing: finishing)
+    }
+
+    private func reviewJSON(_ review: Review) -> JSONValue {
+        var json = JSONValue(encoding: review)
+        if case .object(var members) = json, review.summary == nil {
+            members.append(("summary", .null))
+            json = .object(members)
+        }
+        return json
+    }
+
+    private func fetchReview(_ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
+        guard let session else { return reply(.failure(ControlError(.invalidState, "no session"))) }
+        call({ backend async throws(BackendError) in try await backend.review(sessionID: session.id) }) { [self] result in
+                switch result {
+                case .success(let fetched):
+                    if session.id == self.session?.id { review = fetched }
+                    reply(.success(["review": reviewJSON(fetched), "stale": false]))
+                case .failure(let error):
+                    if let review, session.id == self.session?.id {
+                        reply(.success(["review": reviewJSON(review), "stale": true, "error": .string("\(error)")]))
+                    } else {
+                        reply(.failure(Self.controlError(error)))
+                    }
+                }
+        }
+    }
+
+    private func askCorrection(segment: Int, message: String, _ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
+        guard let session else { return reply(.failure(ControlError(.invalidState, "no session"))) }
+        let request = CorrectionRequest(segmentId: segment, userMessage: message)
+        call({ backend async throws(BackendError) in try await backend.requestCorrection(sessionID: session.id, request) }) { [self] result in
+                switch result {
+                case .success(let correction):
+                    let json = JSONValue(encoding: correction)
+                    publish("correction.added", json)
+                    reply(.success(json))
+                case .failure(let error):
+                    publish("correction.failed", ["segment_id": .int(segment), "message": .string("\(error)")])
+                    reply(.failure(Self.controlError(error)))
+                }
+        }
+    }
+
+    private func finishReview(_ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
+        guard let session else { return reply(.failure(ControlError(.invalidState, "no session"))) }
+        move(to: .finishing)
+        let epoch = epoch
+        call({ backend async throws(BackendError) in try await backend.endSession(sessionID: session.id) }) { [self] result in
+                guard epoch == self.epoch else { return reply(.failure(ControlError(.invalidState, "the session was closed meanwhile"))) }
+                switch result {
+                case .success(let ended):
+                    reply(.success(["status": .string("\(ended.status)")]))
+                    startPolling(finishing: ended.status != .completed)
+                    if ended.status == .completed { schedulePoll(after: 0, finishing: true) }
+                case .failure(let error):
+                    if error.isSessionGone { fail("session_gone", error: "\(error)") } else {
+                        publish("review.finish_failed", ["message": .string("\(error)")])
+                        move(to: .reviewed)
+                    }
+                    reply(.failure(Self.controlError(error)))
+                }
+        }
+    }
+
+    // MARK: - Topics and profile
+
+    /// Asks the backend; keeps the answer per user; offline, answers the last one kept,
+    /// marked stale with its age. `offline: false` for calls that change something.
+    private func cached(_ name: String, offline: Bool = true, fetch: @escaping @Sendable (BackendClient) async throws(BackendError) -> JSONValue,
+                        _ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
+        let user = settings.userID
+        let cache = cache
+        call(fetch) { result in
+            switch result {
+            case .success(let value):
+                cache.store(value, name: name, user: user)
+                reply(.success(.object([(name, value), ("stale", false)])))
+            case .failure(let error):
+                let unreachable = Self.controlError(error).code == .backendUnavailable
+                if offline, unreachable, let entry = cache.load(name: name, user: user) {
+                    reply(.success(.object([(name, entry.value), ("stale", true), ("age_s", .double(entry.age.rounded())), ("error", .string("\(error)"))])))
+                } else {
+                    reply(.failure(Self.controlError(error)))
+                }
+            }
+        }
+    }
+
+    /// Runs a backend call off the queue and hands its result back on the queue.
+    private func call<T: Sendable>(_ body: @escaping @Sendable (BackendClient) async throws(BackendError) -> T,
+                                   then: @escaping @Sendable (Result<T, BackendError>) -> Void) {
+        let backend = backendProvider()
+        Task { [queue] in
+            let result: Result<T, BackendError>
+            do throws(BackendError) { result = .success(try await body(backend)) } catch { result = .failure(error) }
+            queue.async { then(result) }
+        }
+    }
+
+    // MARK: - Shutdown
+
+    /// SIGTERM, first half: nothing new starts, streams are hung up; a turn being recorded
+    /// is ended by the recorder's stop and spooled (``finishShutdown()``).
+    public func beginShutdown() {
+        queue.sync {
+            stopping = true
+            poll.token += 1
+            if let reply {
+                reply.feed.stop()
+                reply.stream?.cancel()
+                self.reply = nil
+            }
+            if let delivery { logger.notice("turn \(delivery.turn.id) stays in the spool for the next start") }
+            delivery = nil
+        }
+    }
+
+    /// SIGTERM, second half: waits for the turn the recorder handed over on stop.
+    public func finishShutdown() { queue.sync {} }
+
+    // MARK: - Helpers
+
+    private func turnJSON(_ turn: SpooledTurn) -> JSONValue {
+        var json = JSONValue(encoding: turn)
+        if case .object(var members) = json {
+            members.append(("state", .string(delivery?.turn.id == turn.id ? "sending" : "pending")))
+            json = .object(members)
+        }
+        return json
+    }
+
+    static func rounded(_ value: Double) -> Double { (value * 1000).rounded() / 1000 }
+
+    static func controlError(_ error: BackendError) -> ControlError {
+        switch error {
+        case .transport, .timedOut:
+            return ControlError(.backendUnavailable, "\(error)", retryable: true)
+        case .http(let status, _) where status >= 500:
+            return ControlError(.backendUnavailable, "\(error)", retryable: true)
+        case .cancelled:
+            return ControlError(.backendUnavailable, "cancelled", retryable: true)
+        case .http, .validation, .invalidResponse:
+            return ControlError(.backendError, "\(error)")
+        }
+    }
+}
+
+extension Optional {
+    /// The value, or `error` thrown.
+    func orThrow<E: Error>(_ error: E) throws(E) -> Wrapped {
+        guard let self else { throw error }
+        return self
+    }
+}

@@ -1,0 +1,199 @@
+import AudioKernel
+import Foundation
+
+/// What the spool knows about a turn besides its audio. Written once, with the audio, in
+/// the turn's file: the file is complete or absent, never half a turn.
+public struct SpooledTurn: Codable, Equatable, Sendable {
+    /// The turn's id; also its `Idempotency-Key`, so a resent turn is recognisable.
+    public var id: String
+    /// The backend session the turn belongs to.
+    public var sessionID: String
+    public var mode: SessionMode
+    /// Seconds since 1970 when the turn was recorded.
+    public var recordedAt: Double
+    /// The audio's duration in seconds.
+    public var duration: Double
+    /// The WAV's size in bytes.
+    public var bytes: Int
+
+    public init(id: String = UUID().uuidString.lowercased(), sessionID: String, mode: SessionMode, recordedAt: Double = Date().timeIntervalSince1970,
+                duration: Double, bytes: Int) {
+        self.id = id
+        self.sessionID = sessionID
+        self.mode = mode
+        self.recordedAt = recordedAt
+        self.duration = duration
+        self.bytes = bytes
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, mode, duration, bytes
+        case sessionID = "session_id"
+        case recordedAt = "recorded_at"
+    }
+}
+
+/// Recorded turns kept on disk until the backend has answered them, in the way of a
+/// maildir: a turn is written to `tmp/`, fsynced, renamed into `new/` and the directory
+/// fsynced, so that after a crash or power cut a turn in `new/` is whole, and a turn
+/// in `tmp/` (never acknowledged to anyone) is dropped at the next start.
+///
+/// One file per turn, `new/<id>.turn`: a first line `practiced-turn 1 <json>` with the
+/// ``SpooledTurn`` fields, then the WAV bytes exactly as they are uploaded.
+///
+/// Not thread-safe: the session's queue owns it.
+public final class TurnSpool {
+    public let directory: String
+    private var tmp: String { directory + "/tmp" }
+    private var new: String { directory + "/new" }
+    private static let magic = "practiced-turn 1 "
+
+    /// Opens (and creates) the spool; leftovers in `tmp/` from a crash are removed.
+    public init(directory: String) throws(SpoolError) {
+        self.directory = directory
+        for path in [directory, tmp, new] {
+            if mkdir(path, 0o700) != 0 && errno != EEXIST {
+                throw SpoolError(path: path, operation: "mkdir", errno: Errno.current)
+            }
+        }
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: tmp)) ?? [] {
+            unlink("\(tmp)/\(name)")
+        }
+    }
+
+    /// Writes a turn durably; when this returns, the turn survives a crash.
+    public func store(_ turn: SpooledTurn, wav: [UInt8]) throws(SpoolError) {
+        let header = (try? JSONEncoder().encode(turn)).map { Self.magic + String(decoding: $0, as: UTF8.self) + "\n" } ?? ""
+        let temporary = "\(tmp)/\(turn.id).turn"
+        let final = "\(new)/\(turn.id).turn"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw SpoolError(path: temporary, operation: "open", errno: Errno.current) }
+        var failure: SpoolError?
+        if !Self.writeAll(fd, Array(header.utf8)) || !Self.writeAll(fd, wav) {
+            failure = SpoolError(path: temporary, operation: "write", errno: Errno.current)
+        } else if fsync(fd) != 0 {
+            failure = SpoolError(path: temporary, operation: "fsync", errno: Errno.current)
+        }
+        close(fd)
+        if let failure {
+            unlink(temporary)
+            throw failure
+        }
+        guard rename(temporary, final) == 0 else {
+            let error = SpoolError(path: final, operation: "rename", errno: Errno.current)
+            unlink(temporary)
+            throw error
+        }
+        try syncDirectory(new)
+    }
+
+    /// The turns waiting, oldest first. Files that cannot be read are skipped (and named
+    /// in `unreadable`), never deleted: a person may want them.
+    public func list() -> (turns: [SpooledTurn], unreadable: [String]) {
+        var turns: [SpooledTurn] = []
+        var unreadable: [String] = []
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: new)) ?? [] where name.hasSuffix(".turn") {
+            if let turn = try? header(of: "\(new)/\(name)") { turns.append(turn) } else { unreadable.append(name) }
+        }
+        return (turns.sorted { ($0.recordedAt, $0.id) < ($1.recordedAt, $1.id) }, unreadable.sorted())
+    }
+
+    /// A turn's metadata and WAV bytes.
+    public func load(_ id: String) throws(SpoolError) -> (turn: SpooledTurn, wav: Data) {
+        let path = try path(of: id)
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw SpoolError(path: path, operation: "read", errno: Errno(rawValue: ENOENT))
+        }
+        guard let newline = data.firstIndex(of: 0x0A), let turn = Self.decodeHeader(data[data.startIndex..<newline]) else {
+            throw SpoolError(path: path, operation: "parse", errno: nil)
+        }
+        return (turn, data[(newline + 1)...])
+    }
+
+    public func contains(_ id: String) -> Bool { (try? path(of: id)).map { access($0, F_OK) == 0 } ?? false }
+
+    /// Removes a turn (the backend answered it, or the UI discarded it); durable like
+    /// `store`. Removing a turn that is not there is not an error.
+    public func remove(_ id: String) throws(SpoolError) {
+        let path = try path(of: id)
+        if unlink(path) != 0 && errno != ENOENT { throw SpoolError(path: path, operation: "unlink", errno: Errno.current) }
+        try syncDirectory(new)
+    }
+
+    /// Turns waiting and their size in bytes.
+    public var usage: (turns: Int, bytes: Int) {
+        var bytes = 0, turns = 0
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: new)) ?? [] where name.hasSuffix(".turn") {
+            var info = stat()
+            if stat("\(new)/\(name)", &info) == 0 {
+                bytes += Int(info.st_size)
+                turns += 1
+            }
+        }
+        return (turns, bytes)
+    }
+
+    // MARK: - Plumbing
+
+    /// Ids come from clients (`spool.retry`): only the characters a generated id has.
+    private func path(of id: String) throws(SpoolError) -> String {
+        guard !id.isEmpty, id.count <= 64, id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }) else {
+            throw SpoolError(path: id, operation: "name", errno: nil)
+        }
+        return "\(new)/\(id).turn"
+    }
+
+    private func header(of path: String) throws -> SpooledTurn {
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw SpoolError(path: path, operation: "open", errno: Errno.current) }
+        defer { try? handle.close() }
+        let head = handle.readData(ofLength: 4096)
+        guard let newline = head.firstIndex(of: 0x0A), let turn = Self.decodeHeader(head[head.startIndex..<newline]) else {
+            throw SpoolError(path: path, operation: "parse", errno: nil)
+        }
+        return turn
+    }
+
+    private static func decodeHeader(_ line: Data) -> SpooledTurn? {
+        let magic = Data(Self.magic.utf8)
+        guard line.starts(with: magic) else { return nil }
+        return try? JSONDecoder().decode(SpooledTurn.self, from: line.dropFirst(magic.count))
+    }
+
+    private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                offset += n
+            }
+            return true
+        }
+    }
+
+    /// A rename or unlink is durable only once its directory is synced.
+    private func syncDirectory(_ path: String) throws(SpoolError) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw SpoolError(path: path, operation: "open", errno: Errno.current) }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw SpoolError(path: path, operation: "fsync", errno: Errno.current) }
+    }
+}
+
+/// A spool operation that failed.
+public struct SpoolError: Error, Equatable, CustomStringConvertible {
+    public var path: String
+    public var operation: String
+    public var errno: Errno?
+
+    public var description: String {
+        switch operation {
+        case "name": return "'\(path)' is not a turn id"
+        case "parse": return "\(path) is not a spooled turn"
+        default: return "spool: \(operation) \(path): \(errno?.description ?? "failed")"
+        }
+    }
+}

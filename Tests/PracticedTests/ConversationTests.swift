@@ -1,0 +1,206 @@
+import Foundation
+import PracticeKit
+import SimulatorKit
+import TestSupport
+import XCTest
+
+/// Both flows end to end with every part real (see ``KioskRig``): PulseAudio headless, the
+/// microphone fed with espeak-ng speech, practice-sim over TCP, the daemon as a process.
+final class ConversationTests: XCTestCase {
+    var rig: KioskRig!
+
+    override func tearDown() {
+        rig?.stop()
+        rig = nil
+    }
+
+    func testAConversationFromGreetingToSummary() throws {
+        rig = try KioskRig()
+        let watcher = try rig.watcher()
+        let control = try rig.daemon.client()
+
+        // Greeting: played through the speaker, the text released with it.
+        let started = try control.request("session.start", ["topic_id": "travel", "mode": "conversation"])
+        XCTAssertNotNil(started["session_id"]?.stringValue)
+        let loudBefore = rig.loudSamples
+        guard let greeted = watcher.wait(for: "reply.finished", where: { $0["greeting"] == true }) else { return }
+        XCTAssertEqual(greeted["data"]?["interrupted"], false)
+        XCTAssertGreaterThan(rig.loudSamples - loudBefore, 24_000, "the greeting was not heard on the speaker")
+        XCTAssertNotNil(watcher.waitForStage("ready"))
+
+        // A hands-free turn: the learner speaks, stops, and the turn ends by itself.
+        var mark = watcher.count
+        _ = try control.request("listen")
+        rig.microphone.say(KioskRig.learner)
+        guard let recorded = watcher.wait(for: "turn.recorded", after: mark) else { return }
+        XCTAssertEqual(recorded["data"]?["end_reason"], "endOfSpeech")
+        XCTAssertNotNil(watcher.wait(for: "turn.spooled", after: mark))
+        guard let transcript = watcher.wait(for: "transcript", after: mark) else { return }
+        XCTAssertFalse(transcript["data"]?["text"]?.stringValue?.isEmpty ?? true)
+        guard let finished = watcher.wait(for: "reply.finished", after: mark) else { return }
+        // The reply text came with the sound, not before it.
+        let audioAt = try XCTUnwrap(watcher.position(of: "reply.audio_started", after: mark))
+        let textAt = try XCTUnwrap(watcher.position(of: "reply.text", after: mark))
+        XCTAssertLessThan(audioAt, textAt)
+        let figures = finished["data"] ?? .null
+        let endToUpload = try XCTUnwrap(figures["end_to_upload_ms"]?.doubleValue)
+        let firstAudioToSound = try XCTUnwrap(figures["first_audio_to_sound_ms"]?.doubleValue)
+        let roundTrip = try XCTUnwrap(figures["round_trip_ms"]?.doubleValue)
+        print("figures: end of turn → upload start \(endToUpload) ms, first audio event → device \(firstAudioToSound) ms, end of turn → reply sound \(roundTrip) ms")
+        XCTAssertLessThan(endToUpload, 250)
+        XCTAssertLessThan(firstAudioToSound, 250)
+        XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
+
+        // A silent push-to-talk turn: discarded by the 300-RMS gate, nothing uploaded.
+        let chats = rig.chatRequests.count
+        mark = watcher.count
+        _ = try control.request("turn.start")
+        // The learner holds the button through 0.6 s of silence.
+        let from = rig.microphone.written.value
+        XCTAssertTrue(rig.microphone.written.wait(timeout: 5) { $0 >= from + 14_400 })
+        _ = try control.request("turn.stop")
+        guard let discarded = watcher.wait(for: "turn.discarded", after: mark) else { return }
+        XCTAssertEqual(discarded["data"]?["reason"], "no_speech")
+        XCTAssertEqual(rig.chatRequests.count, chats, "a silent turn was uploaded")
+
+        // A push-to-talk turn with speech.
+        mark = watcher.count
+        _ = try control.request("turn.start")
+        rig.microphone.say(KioskRig.learner2)
+        XCTAssertTrue(rig.microphone.spoken.wait(timeout: 10) { $0 >= KioskRig.learner.count + KioskRig.learner2.count })
+        _ = try control.request("turn.stop")
+        XCTAssertNotNil(watcher.wait(for: "transcript", after: mark))
+        XCTAssertNotNil(watcher.wait(for: "reply.finished", after: mark))
+        XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
+
+        // End, review with marks, a correction, finish, the summary.
+        mark = watcher.count
+        let ended = try control.request("session.end")
+        XCTAssertEqual(ended["status"], "reviewing")
+        guard let ready = watcher.wait(for: "review.ready", after: mark) else { return }
+        let segments = ready["data"]?["segments"]?.arrayValue ?? []
+        XCTAssertEqual(segments.count, 2)
+        XCTAssertTrue(segments.contains { !($0["ai_marks"]?.arrayValue?.isEmpty ?? true) })
+        XCTAssertNotNil(watcher.waitForStage("reviewed", after: mark))
+        XCTAssertEqual(control.failure("say", ["text": "hello"])?.code, .invalidState)
+        let segment = try XCTUnwrap(segments.first?["id"]?.intValue)
+        let correction = try control.request("correction.ask", ["segment_id": .int(segment), "message": "I goed to Japan"])
+        XCTAssertEqual(correction["segment_id"], .int(segment))
+        XCTAssertFalse(correction["correction"]?.stringValue?.isEmpty ?? true)
+        let review = try control.request("review.get")
+        XCTAssertEqual(review["review"]?["segments"]?.arrayValue?.first?["corrections"]?.arrayValue?.count, 1)
+        _ = try control.request("review.finish")
+        guard let completed = watcher.wait(for: "session.completed", after: mark) else { return }
+        XCTAssertEqual(completed["data"]?["note"], "summary ready")
+        XCTAssertFalse(completed["data"]?["summary"]?["overall"]?.stringValue?.isEmpty ?? true)
+        XCTAssertNotNil(watcher.waitForStage("completed", after: mark))
+        // Every turn that held speech left the spool once answered; exactly two were sent.
+        XCTAssertEqual(try control.request("spool.list")["turns"]?.arrayValue?.count, 0)
+        XCTAssertEqual(rig.chatRequests.count, 2)
+    }
+
+    func testReviewModeTurnsThenEndGoesBackToIdle() throws {
+        rig = try KioskRig()
+        let watcher = try rig.watcher()
+        let control = try rig.daemon.client()
+        _ = try control.request("session.start", ["mode": "review"])
+        XCTAssertNotNil(watcher.waitForStage("ready"))
+        let mark = watcher.count
+        _ = try control.request("say", ["text": "I have went there"])
+        XCTAssertEqual(watcher.wait(for: "transcript", after: mark)?["data"]?["text"], "I have went there")
+        XCTAssertNotNil(watcher.wait(for: "reply.finished", after: mark))
+        XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
+        XCTAssertEqual(try control.request("session.end")["status"], "ended")
+        XCTAssertNotNil(watcher.waitForStage("idle", after: mark))
+        XCTAssertEqual(control.failure("review.get")?.code, .invalidState)
+        let creates = rig.sim.simulator.requestLog.filter { $0["path"] == "/sessions" }
+        XCTAssertEqual(creates.count, 1)
+    }
+
+    func testAnEmptyTranscriptStopsPlaybackAtOnce() throws {
+        rig = try KioskRig { $0.pace = 1 }
+        let watcher = try rig.watcher()
+        let control = try rig.daemon.client()
+        _ = try control.request("session.start", ["topic_id": "food_dining"])
+        XCTAssertNotNil(watcher.waitForStage("ready"))
+        rig.sim.simulator.faults.lateVoidTranscript = true
+        let mark = watcher.count
+        _ = try control.request("turn.start")
+        rig.microphone.say(KioskRig.learner)
+        XCTAssertTrue(rig.microphone.spoken.wait(timeout: 10) { $0 >= KioskRig.learner.count })
+        _ = try control.request("turn.stop")
+        guard let discarded = watcher.wait(for: "turn.discarded", after: mark, where: { $0["reason"] == "empty_transcript" }) else { return }
+        guard let stopped = watcher.wait(for: "playback.finished", after: mark) else { return }
+        XCTAssertEqual(stopped["data"]?["interrupted"], true)
+        // Within a few periods: the fade and the device's latency, never the reply's length.
+        let delay = Double((stopped["received_ns"]?.intValue ?? 0) - (discarded["received_ns"]?.intValue ?? 0)) / 1e6
+        XCTAssertLessThan(delay, 300, "playback went on \(delay) ms after the void transcript")
+        XCTAssertLessThan(stopped["data"]?["played_s"]?.doubleValue ?? 99, 1.0)
+        XCTAssertTrue(watcher.all("transcript", after: mark).isEmpty, "a void turn's transcript was shown")
+        XCTAssertTrue(watcher.all("reply.text", after: mark).isEmpty, "a void turn's reply text was shown")
+        XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
+        XCTAssertEqual(try control.request("spool.list")["turns"]?.arrayValue?.count, 0, "an answered void turn stays in the spool")
+    }
+
+    func testBargeInStopsTheReplyWithinAPeriodAndTheNextTurnMayComeBackEmpty() throws {
+        rig = try KioskRig { $0.pace = 1 }
+        let watcher = try rig.watcher()
+        let control = try rig.daemon.client()
+        _ = try control.request("session.start", ["topic_id": "workplace"])
+        XCTAssertNotNil(watcher.waitForStage("ready"))
+        var mark = watcher.count
+        _ = try control.request("say", ["text": "I work in a bank"])
+        XCTAssertNotNil(watcher.wait(for: "reply.audio_started", after: mark))
+        let sent = DispatchTime.now().uptimeNanoseconds
+        let stop = try control.request("playback.stop")
+        XCTAssertEqual(stop["stopped"], true)
+        guard let finished = watcher.wait(for: "playback.finished", after: mark) else { return }
+        XCTAssertEqual(finished["data"]?["interrupted"], true)
+        let delay = Double((finished["received_ns"]?.intValue ?? 0) - Int(sent)) / 1e6
+        print("figures: barge-in → playback finished \(delay) ms")
+        // One 10 ms period to see the stop, a 20 ms fade, the device's ~40 ms of buffer.
+        XCTAssertLessThan(delay, 150)
+        XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
+        // The backend is still busy with the interrupted reply: the next turn comes back empty.
+        mark = watcher.count
+        _ = try control.request("say", ["text": "Sorry, I said I work in a bank"])
+        guard let empty = watcher.wait(for: "turn.discarded", after: mark) else { return }
+        XCTAssertEqual(empty["data"]?["reason"], "empty_transcript")
+        XCTAssertEqual(empty["data"]?["after_interruption"], true)
+        XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
+    }
+
+    func testTwoClientsWatchWhileAThirdSendsGarbage() throws {
+        rig = try KioskRig()
+        let first = try rig.watcher()
+        let second = try rig.watcher()
+        nonisolated(unsafe) let vandal = try rig.daemon.client()  // used by the garbage thread only
+        let control = try rig.daemon.client()
+        let stopGarbage = Awaitable(false)
+        let garbage = Thread {
+            var errors = 0
+            while !stopGarbage.value {
+                try? vandal.send(Array("{\"id\":1,\"command\":\u{1}}\nnot json\n{\"id\":2,\"command\":\"session.explode\"}\n".utf8))
+                for _ in 0..<3 where (try? vandal.readMessage(timeout: 1))?["ok"] == false { errors += 1 }
+            }
+            XCTAssertGreaterThan(errors, 0)
+        }
+        garbage.start()
+        _ = try control.request("session.start", ["topic_id": "travel"])
+        XCTAssertNotNil(first.waitForStage("ready"))
+        _ = try control.request("say", ["text": "Hello there"])
+        XCTAssertNotNil(first.wait(for: "reply.finished", after: 0, where: { $0["greeting"] == false }))
+        XCTAssertNotNil(first.waitForStage("ready", after: first.position(of: "reply.text", after: 0) ?? 0))
+        XCTAssertNotNil(second.wait(for: "reply.finished", where: { $0["greeting"] == false }))
+        stopGarbage.update { $0 = true }
+        while !garbage.isFinished { usleep(1_000) }
+        // Both watchers saw the same session events, in the same order.
+        func sessionEvents(_ watcher: EventWatcher) -> [String] {
+            watcher.events.value.filter { $0["topic"] == "session" }.map { "\($0["seq"]?.intValue ?? 0) \($0["event"]?.stringValue ?? "")" }
+        }
+        let seen = sessionEvents(first)
+        XCTAssertFalse(seen.isEmpty)
+        XCTAssertEqual(Array(sessionEvents(second).prefix(seen.count)), seen)
+        XCTAssertEqual(try control.request("ping")["pong"], true)
+    }
+}

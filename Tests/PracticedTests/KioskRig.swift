@@ -1,0 +1,144 @@
+import AudioKernel
+import Foundation
+import PracticeKit
+import SimulatorKit
+import TestSupport
+import XCTest
+
+/// A whole kiosk with every part real: PulseAudio headless with a pipe-source microphone
+/// (`mic`, fed in real time by ``MicrophoneFeeder``) and a null-sink speaker (`kiosk`, whose
+/// monitor the rig records), practice-sim on loopback TCP, and `practiced` as a process
+/// using both, driven by clients on its socket.
+final class KioskRig {
+    let pulse: PulseAudioServer
+    let microphone: MicrophoneFeeder
+    let sim: SimulatorHarness
+    private(set) var daemon: DaemonHarness!
+    let directory: String
+    private let speaker: CaptureDevice
+    /// Samples the speaker played (the `kiosk.monitor` source), louder than a whisper.
+    let heard = Awaitable((loud: 0, total: 0))
+    private let extraArguments: [String]
+
+    static let learner: [Int16] = try! WAVDecoder.decode(contentsOfFile: SimulatorHarness.samplesDirectory + "/learner-1.wav").samples
+    static let learner2: [Int16] = try! WAVDecoder.decode(contentsOfFile: SimulatorHarness.samplesDirectory + "/learner-2.wav").samples
+
+    init(arguments: [String] = [], _ configure: (inout SimulatorConfiguration) -> Void = { _ in }) throws {
+        pulse = try PulseAudioServer()
+        try pulse.start()
+        let fifo = pulse.directory.appendingPathComponent("mic.fifo").path
+        try pulse.pactl(["load-module", "module-pipe-source", "source_name=mic", "file=\(fifo)", "format=s16le", "rate=24000", "channels=1"])
+        microphone = try MicrophoneFeeder(fifo: fifo)
+        sim = try SimulatorHarness(configure)
+        directory = DaemonHarness.makeDirectory()
+        var stream = AudioStreamConfiguration()
+        stream.pulseServer = pulse.address
+        speaker = try CaptureDevice(name: AudioDeviceName(parsing: "pulse:kiosk.monitor"), configuration: stream)
+        let heard = heard
+        try speaker.start(onPeriod: { period in
+            let loud = period.reduce(0) { $0 + (abs(Int($1)) > 500 ? 1 : 0) }
+            heard.update {
+                $0.loud += loud
+                $0.total += period.count
+            }
+        }, onEvent: { _ in })
+        extraArguments = arguments
+        try startDaemon()
+    }
+
+    /// Starts (or restarts, after a kill) the daemon on the same directory and spool.
+    func startDaemon() throws {
+        daemon = try DaemonHarness(backend: sim.baseURL, arguments: [
+            "--capture-device", "pulse:mic", "--playback-device", "pulse:kiosk", "--review-poll-ms", "200", "--turn-retry-s", "20",
+        ] + extraArguments, environment: ["PULSE_SERVER": pulse.address], directory: directory)
+        daemon.keepsDirectory = true
+    }
+
+    func stop() {
+        microphone.stop()
+        speaker.stop()
+        daemon?.process.terminate(signal: SIGKILL)
+        daemon = nil
+        pulse.stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// A client that records every event of the topics it follows, on its own thread.
+    func watcher(topics: [String] = ["session", "playback"]) throws -> EventWatcher {
+        try EventWatcher(client: daemon.client(), topics: topics)
+    }
+
+    /// The practice-sim requests to `/chat` so far.
+    var chatRequests: [JSONValue] { sim.simulator.requestLog.filter { $0["path"]?.stringValue?.hasSuffix("/chat") == true } }
+
+    /// Loud samples the speaker has played so far.
+    var loudSamples: Int { heard.value.loud }
+}
+
+/// Collects events in arrival order; tests wait for one with a deadline.
+final class EventWatcher: @unchecked Sendable {
+    private let client: ControlClient
+    let events = Awaitable([JSONValue]())
+    private let running = Awaitable(true)
+    private var thread: Thread?
+
+    init(client: ControlClient, topics: [String]) throws {
+        self.client = client
+        _ = try client.request("subscribe", ["topics": .array(topics.map { .string($0) })])
+        // The thread holds what it needs, not the watcher: `deinit` stops it.
+        struct Reader: @unchecked Sendable { let client: ControlClient }
+        let reader = Reader(client: client), events = events, running = running
+        let thread = Thread {
+            while running.value {
+                guard let event = try? reader.client.nextEvent(timeout: 0.2) else { continue }
+                var stamped = event
+                if case .object(var members) = event {
+                    members.append(("received_ns", .int(Int(DispatchTime.now().uptimeNanoseconds))))
+                    stamped = .object(members)
+                }
+                events.update { $0.append(stamped) }
+            }
+        }
+        self.thread = thread
+        thread.start()
+    }
+
+    func stop() {
+        running.update { $0 = false }
+        while thread?.isFinished == false { usleep(1_000) }
+    }
+
+    deinit { stop() }
+
+    /// The first event named `name` after `index` (an index into `events`) that matches.
+    @discardableResult
+    func wait(for name: String, after index: Int = 0, timeout: Double = 20, where predicate: (JSONValue) -> Bool = { _ in true },
+              file: StaticString = #filePath, line: UInt = #line) -> JSONValue? {
+        var found: JSONValue?
+        _ = events.wait(timeout: timeout) { list in
+            found = list.dropFirst(index).first { $0["event"]?.stringValue == name && predicate($0["data"] ?? .null) }
+            return found != nil
+        }
+        if found == nil {
+            XCTFail("no \(name) within \(timeout) s; events: \(names(after: index))", file: file, line: line)
+        }
+        return found
+    }
+
+    func waitForStage(_ stage: String, after index: Int = 0, timeout: Double = 20, file: StaticString = #filePath, line: UInt = #line) -> JSONValue? {
+        wait(for: "session.stage", after: index, timeout: timeout, where: { $0["stage"]?.stringValue == stage }, file: file, line: line)
+    }
+
+    var count: Int { events.value.count }
+
+    func names(after index: Int = 0) -> [String] { events.value.dropFirst(index).compactMap { $0["event"]?.stringValue } }
+
+    func all(_ name: String, after index: Int = 0) -> [JSONValue] {
+        events.value.dropFirst(index).filter { $0["event"]?.stringValue == name }.map { $0["data"] ?? .null }
+    }
+
+    /// Position of the first event named `name` after `index`.
+    func position(of name: String, after index: Int = 0) -> Int? {
+        events.value.enumerated().dropFirst(index).first { $0.element["event"]?.stringValue == name }?.offset
+    }
+}

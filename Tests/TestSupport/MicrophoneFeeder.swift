@@ -1,0 +1,62 @@
+import Foundation
+import Synchronization
+
+/// A virtual microphone for PulseAudio's `module-pipe-source`, which has no clock of its
+/// own: a thread writes PCM16 into the FIFO at the real-time rate, 10 ms at a time,
+/// silence unless a test has queued speech with ``say(_:)``.
+public final class MicrophoneFeeder: @unchecked Sendable {
+    private let fd: Int32
+    private let queued = Mutex<[Int16]>([])
+    private let running = Atomic<Bool>(true)
+    private var thread: Thread?
+    /// Samples of queued speech written so far.
+    public let spoken = Awaitable(0)
+    /// Samples written so far, speech and silence.
+    public let written = Awaitable(0)
+
+    /// Opens the FIFO the pipe source reads (the module keeps it open, so this does not block).
+    public init(fifo: String) throws {
+        fd = open(fifo, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw ToolError(command: "open \(fifo)", status: errno, stderr: String(cString: strerror(errno))) }
+        let thread = Thread { [unowned self] in run() }
+        thread.name = "microphone-feeder"
+        self.thread = thread
+        thread.start()
+    }
+
+    /// Queues speech; it is written after what is queued already, then silence again.
+    public func say(_ samples: [Int16]) { queued.withLock { $0 += samples } }
+
+    /// Whether all queued speech has been written.
+    public var isQuiet: Bool { queued.withLock { $0.isEmpty } }
+
+    public func stop() {
+        running.store(false, ordering: .relaxed)
+        while thread?.isFinished == false { usleep(1_000) }
+        close(fd)
+    }
+
+    deinit { if running.load(ordering: .relaxed) { stop() } }
+
+    private func run() {
+        let block = 240  // 10 ms at 24 kHz
+        var buffer = [Int16](repeating: 0, count: block)
+        var next = DispatchTime.now().uptimeNanoseconds
+        while running.load(ordering: .relaxed) {
+            let taken: Int = queued.withLock { pending in
+                let n = min(block, pending.count)
+                for i in 0..<n { buffer[i] = pending[i] }
+                pending.removeFirst(n)
+                return n
+            }
+            for i in taken..<block { buffer[i] = 0 }
+            _ = buffer.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if taken > 0 { spoken.update { $0 += taken } }
+            written.update { $0 += block }
+            // Real-time pacing against an absolute clock, so the rate does not drift.
+            next += 10_000_000
+            let now = DispatchTime.now().uptimeNanoseconds
+            if next > now { usleep(UInt32((next - now) / 1_000)) } else { next = now }
+        }
+    }
+}
