@@ -1,0 +1,201 @@
+import Foundation
+import PracticeKit
+import SimulatorKit
+import TestSupport
+import XCTest
+
+/// Backend faults during turns, with every part real: no recorded turn is ever lost, and a
+/// resent turn carries its first key (practice-sim counts the keys it sees).
+final class TurnDeliveryTests: XCTestCase {
+    var rig: KioskRig!
+
+    override func tearDown() {
+        rig?.stop()
+        rig = nil
+    }
+
+    /// Starts a session and waits for the greeting to end.
+    private func startSession(_ watcher: EventWatcher, _ control: ControlClient) throws {
+        _ = try control.request("session.start", ["topic_id": "travel"])
+        XCTAssertNotNil(watcher.waitForStage("ready"))
+    }
+
+    /// Records one push-to-talk turn of speech.
+    private func speak(_ control: ControlClient) throws {
+        _ = try control.request("turn.start")
+        let before = rig.microphone.spoken.value
+        rig.microphone.say(KioskRig.learner)
+        XCTAssertTrue(rig.microphone.spoken.wait(timeout: 10) { $0 >= before + KioskRig.learner.count })
+        _ = try control.request("turn.stop")
+    }
+
+    /// Polls a condition of practice-sim's state (it has no event for it) until a deadline.
+    private func eventually(timeout: Double, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if condition() { return true }
+            usleep(20_000)
+        }
+        return condition()
+    }
+
+    private func keys() -> [String: JSONValue] {
+        guard case .object(let members) = rig.sim.simulator.idempotencyKeys else { return [:] }
+        return Dictionary(uniqueKeysWithValues: members)
+    }
+
+    func testStillConnectingAtTheStartIsRetriedTransparently() throws {
+        rig = try KioskRig { $0.connectingMs = 1_500 }
+        let watcher = try rig.watcher()
+        let control = try rig.daemon.client()
+        _ = try control.request("session.start", ["topic_id": "travel"])
+        // The greeting waits for the connection; a turn sent at once meets 503s and retries.
+        XCTAssertNotNil(watcher.waitForStage("ready"))
+        let mark = watcher.count
+        rig.sim.simulator.faults.failCount = 2
+        rig.sim.simulator.faults.failStatus = 503
+        _ = try control.request("say", ["text": "Is anybody there?"])
+        XCTAssertNotNil(watcher.wait(for: "reply.retrying", after: mark))
+        XCTAssertNotNil(watcher.wait(for: "transcript", after: mark))
+        XCTAssertNotNil(watcher.wait(for: "reply.finished", after: mark))
+    }
+
+    func testA500OnUploadIsSentAgainWithTheSameKeyAndDeliveredOnce() throws {
+        rig = try KioskRig()
+        let watcher = try rig.watcher()
+        let control = try rig.daemon.client()
+        try startSession(watcher, control)
+        rig.sim.simulator.faults.failCount = 2
+        rig.sim.simulator.faults.failStatus = 500
+        let mark = watcher.count
+        try speak(control)
+        guard let spooled = watcher.wait(for: "turn.spooled", after: mark), let id = spooled["data"]?["turn_id"]?.stringValue else { return }
+        XCTAssertEqual(watcher.all("turn.retrying", after: mark).count, 0)
+        XCTAssertNotNil(watcher.wait(for: "turn.retrying", after: mark))
+        XCTAssertNotNil(watcher.wait(for: "turn.accepted", after: mark, where: { $0["turn_id"]?.stringValue == id }))
+        XCTAssertNotNil(watcher.wait(for: "reply.finished", after: mark))
+        XCTAssertEqual(watcher.all("turn.retrying", after: mark).count, 2)
+        // The two refused attempts never reached the chat handler; the third did, once.
+        XCTAssertEqual(keys()[id]?["requests"], 1)
+        XCTAssertEqual(keys()[id]?["segments"], 1)
+        XCTAssertEqual(try control.request("spool.list")["turns"]?.arrayValue?.count, 0)
+    }
+
+    func testAStreamDroppedMidReplyStopsPlaybackAndReportsAnIncompleteReply() throws {
+        rig = try KioskRig { $0.pace = 1 }
+        let watcher = try rig.watcher()
+        let control = try rig.daemon.client()
+        try startSession(watcher, control)
+        rig.sim.simulator.faults.dropAfterEvents = 6
+        let mark = watcher.count
+        try speak(control)
+        guard let incomplete = watcher.wait(for: "reply.incomplete", after: mark) else { return }
+        XCTAssertNotNil(incomplete["data"]?["turn_id"]?.stringValue)
+        XCTAssertNotNil(watcher.wait(for: "playback.finished", after: mark, where: { $0["interrupted"] == true }))
+        XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
+        // The backend had the turn: it is not sent again and not left in the spool.
+        XCTAssertEqual(rig.chatRequests.count, 1)
+        XCTAssertEqual(try control.request("spool.list")["turns"]?.arrayValue?.count, 0)
+        // The daemon goes on: the next turn works.
+        rig.sim.simulator.faults.dropAfterEvents = nil
+        let next = watcher.count
+        _ = try control.request("say", ["text": "Let me say it again"])
+        XCTAssertNotNil(watcher.wait(for: "reply.finished", after: next))
+    }
+
+    func testTheBackendDownThenBackDeliversTheTurnFromTheSpool() throws {
+        rig = try KioskRig()
+        let watcher = try rig.watcher()
+        let control = try rig.daemon.client()
+        try startSession(watcher, control)
+        rig.sim.goDown()
+        let mark = watcher.count
+        try speak(control)
+        guard let spooled = watcher.wait(for: "turn.spooled", after: mark), let id = spooled["data"]?["turn_id"]?.stringValue else { return }
+        XCTAssertNotNil(watcher.wait(for: "turn.retrying", after: mark, timeout: 30))
+        // While the backend is away the turn is on disk.
+        let listed = try control.request("spool.list")["turns"]?.arrayValue ?? []
+        XCTAssertEqual(listed.first?["id"]?.stringValue, id)
+        try rig.sim.comeBack()
+        XCTAssertNotNil(watcher.wait(for: "turn.accepted", after: mark, timeout: 30, where: { $0["turn_id"]?.stringValue == id }))
+        XCTAssertNotNil(watcher.wait(for: "reply.finished", after: mark))
+        XCTAssertEqual(keys()[id]?["segments"], 1)
+        XCTAssertEqual(try control.request("spool.list")["turns"]?.arrayValue?.count, 0)
+    }
+
+    func testAnUndeliverableTurnIsReportedPendingAndTheClientDecides() throws {
+        rig = try KioskRig(arguments: ["--turn-retry-s", "2"])
+        let watcher = try rig.watcher()
+        let control = try rig.daemon.client()
+        try startSession(watcher, control)
+        rig.sim.goDown()
+        let mark = watcher.count
+        try speak(control)
+        guard let pending = watcher.wait(for: "turn.pending", after: mark, timeout: 40),
+              let id = pending["data"]?["turn_id"]?.stringValue else { return }
+        XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
+        XCTAssertEqual(try control.request("spool.list")["turns"]?.arrayValue?.first?["state"], "pending")
+        // The UI sends it again once the backend is back.
+        try rig.sim.comeBack()
+        let again = watcher.count
+        _ = try control.request("spool.retry", ["turn_id": .string(id)])
+        XCTAssertNotNil(watcher.wait(for: "turn.accepted", after: again, where: { $0["turn_id"]?.stringValue == id }))
+        XCTAssertNotNil(watcher.wait(for: "reply.finished", after: again))
+        XCTAssertEqual(keys()[id]?["segments"], 1)
+        // Discarding needs a turn that exists.
+        XCTAssertEqual(control.failure("spool.discard", ["turn_id": .string(id)])?.code, .badArguments)
+        XCTAssertEqual(control.failure("spool.retry", ["turn_id": "../../etc/passwd"])?.code, .badArguments)
+    }
+
+    func testKilledMidUploadTheTurnIsRecoveredAtRestartAndDeliveredOnce() throws {
+        rig = try KioskRig()
+        var watcher = try rig.watcher()
+        var control = try rig.daemon.client()
+        try startSession(watcher, control)
+        // The backend is slow to answer: the upload is in flight when the daemon dies.
+        rig.sim.simulator.faults.latencyMs = 5_000
+        let mark = watcher.count
+        let arrived = rig.sim.arrived.value
+        try speak(control)
+        guard let spooled = watcher.wait(for: "turn.spooled", after: mark), let id = spooled["data"]?["turn_id"]?.stringValue else { return }
+        XCTAssertNotNil(watcher.wait(for: "turn.uploading", after: mark))
+        XCTAssertTrue(rig.sim.arrived.wait(timeout: 10) { $0 > arrived }, "the upload never reached the backend")
+        watcher.stop()
+        rig.daemon.process.terminate(signal: SIGKILL)
+        rig.sim.simulator.faults.latencyMs = 0
+
+        try rig.startDaemon()
+        XCTAssertTrue(rig.daemon.waitForLog("wait for delivery: \(id)"), rig.daemon.log)
+        watcher = try rig.watcher()
+        control = try rig.daemon.client()
+        let listed = try control.request("spool.list")["turns"]?.arrayValue ?? []
+        XCTAssertEqual(listed.map { $0["id"]?.stringValue }, [id])
+        let sessionID = listed.first?["session_id"]?.stringValue
+        // The UI chooses to send it: the conversation it belongs to goes on.
+        _ = try control.request("spool.retry", ["turn_id": .string(id)])
+        XCTAssertEqual(watcher.wait(for: "session.resumed")?["data"]?["session_id"]?.stringValue, sessionID)
+        XCTAssertNotNil(watcher.wait(for: "turn.accepted", where: { $0["turn_id"]?.stringValue == id }))
+        XCTAssertNotNil(watcher.wait(for: "reply.finished"))
+        // The first attempt is answered (to nobody) once the backend's delay has passed.
+        XCTAssertTrue(eventually(timeout: 15) { self.keys()[id]?["requests"] == 2 }, "the resent turn did not carry its first key: \(keys())")
+        XCTAssertEqual(keys()[id]?["segments"], 1, "the turn was delivered twice")
+        XCTAssertEqual(try control.request("spool.list")["turns"]?.arrayValue?.count, 0)
+    }
+
+    func testSIGTERMWhileRecordingSpoolsTheTurn() throws {
+        rig = try KioskRig()
+        let watcher = try rig.watcher()
+        let control = try rig.daemon.client()
+        try startSession(watcher, control)
+        _ = try control.request("turn.start")
+        let before = rig.microphone.spoken.value
+        rig.microphone.say(KioskRig.learner)
+        XCTAssertTrue(rig.microphone.spoken.wait(timeout: 10) { $0 >= before + KioskRig.learner.count })
+        XCTAssertEqual(rig.daemon.process.terminate(signal: SIGTERM), 0)
+        XCTAssertTrue(rig.daemon.log.contains("spooled at shutdown"), rig.daemon.log)
+        try rig.startDaemon()
+        let listed = try rig.daemon.client().request("spool.list")["turns"]?.arrayValue ?? []
+        XCTAssertEqual(listed.count, 1)
+        XCTAssertEqual(rig.chatRequests.count, 0)
+    }
+}
