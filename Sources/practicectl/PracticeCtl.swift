@@ -88,6 +88,7 @@ struct PracticeCtl {
                 if !waitFor.isEmpty { _ = try client.request("subscribe", ["topics": ["session", "playback"]], timeout: timeout) }
                 let result = try client.request(name, args, timeout: timeout)
                 output(result, json: json, command: command)
+                fflush(nil)  // the reply before the events that follow it
                 if !waitFor.isEmpty { try follow(client, until: waitFor, timeout: timeout, json: json) }
                 exit(Exit.ok.rawValue)
             }

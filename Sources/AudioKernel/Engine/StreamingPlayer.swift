@@ -5,7 +5,11 @@ import Glibc
 
 /// Settings of the ``StreamingPlayer``.
 public struct StreamingPlayerConfiguration: Hashable, Sendable {
-    /// Audio buffered before the device starts on a reply, absorbing network jitter.
+    /// The jitter buffer: a reply starts once this much audio is queued *and* this long
+    /// has passed since its first chunk arrived (or at once when the reply is complete).
+    /// A backend that streams at exactly real time (as the practice backend does) gives
+    /// a queue-size rule no lead at all when its first chunk is large; the time rule keeps
+    /// this much lead for the whole reply.
     public var prebufferMilliseconds: Int = 50
     /// The fade-out of `stop` (barge-in, void turn): short enough to feel instant, long
     /// enough not to click.
@@ -78,7 +82,7 @@ public final class StreamingPlayer: @unchecked Sendable {
     private let active = Atomic<Bool>(false)
 
     // Device-thread state.
-    private enum State { case idle, prebuffering, playing, draining(left: Int, interrupted: Bool) }
+    private enum State { case idle, prebuffering(waited: Int), playing, draining(left: Int, interrupted: Bool) }
     private var state = State.idle
     private var seenGeneration = 0
     private var startedReported = false
@@ -218,7 +222,7 @@ public final class StreamingPlayer: @unchecked Sendable {
         if currentGeneration != seenGeneration {
             // A new reply: whatever was left of the old one is dropped.
             seenGeneration = currentGeneration
-            state = .prebuffering
+            state = .prebuffering(waited: 0)
             startedReported = false
             underruns = 0
             inUnderrun = false
@@ -252,10 +256,12 @@ public final class StreamingPlayer: @unchecked Sendable {
         switch state {
         case .idle:
             buffer.update(repeating: 0)
-        case .prebuffering:
+        case .prebuffering(let waited):
             let available = ring.availableToRead
             let ended = replyEnded.load(ordering: .acquiring)
-            if available >= prebufferSamples || (ended && available > 0) {
+            // Time since the first chunk, counted in rendered samples (the device's clock).
+            let nowWaited = available > 0 ? waited + buffer.count : waited
+            if (available >= prebufferSamples && nowWaited > prebufferSamples) || (ended && available > 0) {
                 state = .playing
                 play(into: buffer)
             } else if ended {
@@ -264,6 +270,7 @@ public final class StreamingPlayer: @unchecked Sendable {
                 finish(interrupted: false)
             } else {
                 buffer.update(repeating: 0)
+                state = .prebuffering(waited: nowWaited)
             }
         case .playing:
             play(into: buffer)

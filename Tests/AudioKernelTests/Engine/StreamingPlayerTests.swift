@@ -39,6 +39,9 @@ final class StreamingPlayerTests: XCTestCase {
         player.enqueue(WAVBuilder.samples([Int16](repeating: 1000, count: 600)))  // 25 ms < 50 ms prebuffer
         XCTAssertTrue(render(player, periods: 3).allSatisfy { $0 == 0 })
         player.enqueue(WAVBuilder.samples([Int16](repeating: 1000, count: 600)))
+        // Enough is queued, but 50 ms have not passed since the first chunk: a source at
+        // exactly real time would run dry at once.
+        XCTAssertTrue(render(player, periods: 2).allSatisfy { $0 == 0 })
         XCTAssertEqual(render(player, periods: 1).first, 1000)
     }
 
@@ -47,7 +50,7 @@ final class StreamingPlayerTests: XCTestCase {
         let player = StreamingPlayer { log.append($0) }
         player.beginReply()
         player.enqueue(WAVBuilder.samples([Int16](repeating: 500, count: 1_200)))
-        let first = render(player, periods: 7)
+        let first = render(player, periods: 12)  // 5 periods of lead, 5 of sound, 2 dry
         XCTAssertEqual(first.filter { $0 == 500 }.count, 1_200)
         XCTAssertTrue(first.suffix(480).allSatisfy { $0 == 0 }, "silence while the network is late")
         XCTAssertTrue(log.snapshot().contains { $0.event == .underrun(total: 1) })
