@@ -111,6 +111,7 @@ public final class SessionController: @unchecked Sendable {
             logger.error("turns cannot be kept on disk: \(error); they are sent from memory only")
             spool = nil
         }
+        publishState()
     }
 
     /// New settings (SIGHUP); a session in progress keeps its id.
