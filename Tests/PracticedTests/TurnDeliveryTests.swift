@@ -14,11 +14,23 @@ final class TurnDeliveryTests: XCTestCase {
         rig = nil
     }
 
-    /// Starts a session and waits for the greeting to end.
-    private func startSession(_ watcher: EventWatcher, _ control: ControlClient) throws {
+    /// A kiosk with a conversation started and its greeting over: a watcher and a client.
+    private func kioskInSession(arguments: [String] = [], _ configure: (inout SimulatorConfiguration) -> Void = { _ in }) throws
+        -> (EventWatcher, ControlClient) {
+        rig = try KioskRig(arguments: arguments, configure)
+        let watcher = try rig.watcher()
+        let control = try rig.daemon.client()
         _ = try control.request("session.start", ["topic_id": "travel"])
         XCTAssertNotNil(watcher.waitForStage("ready"))
+        return (watcher, control)
     }
+
+    /// The id of the turn spooled after `mark`.
+    private func spooledTurn(_ watcher: EventWatcher, after mark: Int, file: StaticString = #filePath, line: UInt = #line) -> String? {
+        watcher.wait(for: "turn.spooled", after: mark, file: file, line: line)?["data"]?["turn_id"]?.stringValue
+    }
+
+    private func spoolCount(_ control: ControlClient) throws -> Int? { try control.request("spool.list")["turns"]?.arrayValue?.count }
 
     /// Records one push-to-talk turn of speech.
     private func speak(_ control: ControlClient) throws {
@@ -61,15 +73,12 @@ final class TurnDeliveryTests: XCTestCase {
     }
 
     func testA500OnUploadIsSentAgainWithTheSameKeyAndDeliveredOnce() throws {
-        rig = try KioskRig()
-        let watcher = try rig.watcher()
-        let control = try rig.daemon.client()
-        try startSession(watcher, control)
+        let (watcher, control) = try kioskInSession()
         rig.sim.simulator.faults.failCount = 2
         rig.sim.simulator.faults.failStatus = 500
         let mark = watcher.count
         try speak(control)
-        guard let spooled = watcher.wait(for: "turn.spooled", after: mark), let id = spooled["data"]?["turn_id"]?.stringValue else { return }
+        guard let id = spooledTurn(watcher, after: mark) else { return }
         XCTAssertEqual(watcher.all("turn.retrying", after: mark).count, 0)
         XCTAssertNotNil(watcher.wait(for: "turn.retrying", after: mark))
         XCTAssertNotNil(watcher.wait(for: "turn.accepted", after: mark, where: { $0["turn_id"]?.stringValue == id }))
@@ -78,14 +87,11 @@ final class TurnDeliveryTests: XCTestCase {
         // The two refused attempts never reached the chat handler; the third did, once.
         XCTAssertEqual(keys()[id]?["requests"], 1)
         XCTAssertEqual(keys()[id]?["segments"], 1)
-        XCTAssertEqual(try control.request("spool.list")["turns"]?.arrayValue?.count, 0)
+        XCTAssertEqual(try spoolCount(control), 0)
     }
 
     func testAStreamDroppedMidReplyStopsPlaybackAndReportsAnIncompleteReply() throws {
-        rig = try KioskRig { $0.pace = 1 }
-        let watcher = try rig.watcher()
-        let control = try rig.daemon.client()
-        try startSession(watcher, control)
+        let (watcher, control) = try kioskInSession { $0.pace = 1 }
         rig.sim.simulator.faults.dropAfterEvents = 6
         let mark = watcher.count
         try speak(control)
@@ -95,7 +101,7 @@ final class TurnDeliveryTests: XCTestCase {
         XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
         // The backend had the turn: it is not sent again and not left in the spool.
         XCTAssertEqual(rig.chatRequests.count, 1)
-        XCTAssertEqual(try control.request("spool.list")["turns"]?.arrayValue?.count, 0)
+        XCTAssertEqual(try spoolCount(control), 0)
         // The daemon goes on: the next turn works.
         rig.sim.simulator.faults.dropAfterEvents = nil
         let next = watcher.count
@@ -104,14 +110,11 @@ final class TurnDeliveryTests: XCTestCase {
     }
 
     func testTheBackendDownThenBackDeliversTheTurnFromTheSpool() throws {
-        rig = try KioskRig()
-        let watcher = try rig.watcher()
-        let control = try rig.daemon.client()
-        try startSession(watcher, control)
+        let (watcher, control) = try kioskInSession()
         rig.sim.goDown()
         let mark = watcher.count
         try speak(control)
-        guard let spooled = watcher.wait(for: "turn.spooled", after: mark), let id = spooled["data"]?["turn_id"]?.stringValue else { return }
+        guard let id = spooledTurn(watcher, after: mark) else { return }
         XCTAssertNotNil(watcher.wait(for: "turn.retrying", after: mark, timeout: 30))
         // While the backend is away the turn is on disk.
         let listed = try control.request("spool.list")["turns"]?.arrayValue ?? []
@@ -120,14 +123,11 @@ final class TurnDeliveryTests: XCTestCase {
         XCTAssertNotNil(watcher.wait(for: "turn.accepted", after: mark, timeout: 30, where: { $0["turn_id"]?.stringValue == id }))
         XCTAssertNotNil(watcher.wait(for: "reply.finished", after: mark))
         XCTAssertEqual(keys()[id]?["segments"], 1)
-        XCTAssertEqual(try control.request("spool.list")["turns"]?.arrayValue?.count, 0)
+        XCTAssertEqual(try spoolCount(control), 0)
     }
 
     func testAnUndeliverableTurnIsReportedPendingAndTheClientDecides() throws {
-        rig = try KioskRig(arguments: ["--turn-retry-s", "2"])
-        let watcher = try rig.watcher()
-        let control = try rig.daemon.client()
-        try startSession(watcher, control)
+        let (watcher, control) = try kioskInSession(arguments: ["--turn-retry-s", "2"])
         rig.sim.goDown()
         let mark = watcher.count
         try speak(control)
@@ -148,16 +148,13 @@ final class TurnDeliveryTests: XCTestCase {
     }
 
     func testKilledMidUploadTheTurnIsRecoveredAtRestartAndDeliveredOnce() throws {
-        rig = try KioskRig()
-        var watcher = try rig.watcher()
-        var control = try rig.daemon.client()
-        try startSession(watcher, control)
+        var (watcher, control) = try kioskInSession()
         // The backend is slow to answer: the upload is in flight when the daemon dies.
         rig.sim.simulator.faults.latencyMs = 5_000
         let mark = watcher.count
         let arrived = rig.sim.arrived.value
         try speak(control)
-        guard let spooled = watcher.wait(for: "turn.spooled", after: mark), let id = spooled["data"]?["turn_id"]?.stringValue else { return }
+        guard let id = spooledTurn(watcher, after: mark) else { return }
         XCTAssertNotNil(watcher.wait(for: "turn.uploading", after: mark))
         XCTAssertTrue(rig.sim.arrived.wait(timeout: 10) { $0 > arrived }, "the upload never reached the backend")
         watcher.stop()
@@ -179,14 +176,11 @@ final class TurnDeliveryTests: XCTestCase {
         // The first attempt is answered (to nobody) once the backend's delay has passed.
         XCTAssertTrue(eventually(timeout: 15) { self.keys()[id]?["requests"] == 2 }, "the resent turn did not carry its first key: \(keys())")
         XCTAssertEqual(keys()[id]?["segments"], 1, "the turn was delivered twice")
-        XCTAssertEqual(try control.request("spool.list")["turns"]?.arrayValue?.count, 0)
+        XCTAssertEqual(try spoolCount(control), 0)
     }
 
     func testSIGTERMWhileRecordingSpoolsTheTurn() throws {
-        rig = try KioskRig()
-        let watcher = try rig.watcher()
-        let control = try rig.daemon.client()
-        try startSession(watcher, control)
+        let (watcher, control) = try kioskInSession()
         _ = try control.request("turn.start")
         let before = rig.microphone.spoken.value
         rig.microphone.say(KioskRig.learner)

@@ -179,20 +179,14 @@ public final class SessionController: @unchecked Sendable {
         case "turn.stop":
             if stage == .listening {
                 // Nothing was said yet: there is no turn to end.
-                _ = audio.record(.cancel)
-                recording = nil
-                move(to: .ready)
-                publish("turn.discarded", ["reason": "no_speech"])
+                dropTurn(["reason": "no_speech"])
             } else {
                 _ = audio.record(.end)
                 recording?.stopRequested = true
             }
             reply(.success(["stage": .string(stage.rawValue)]))
         case "turn.cancel":
-            _ = audio.record(.cancel)
-            recording = nil
-            move(to: .ready)
-            publish("turn.discarded", ["reason": "cancelled"])
+            dropTurn(["reason": "cancelled"])
             reply(.success(["stage": .string(stage.rawValue)]))
         case "say":
             let text = try request.requiredString("text")
@@ -279,14 +273,31 @@ public final class SessionController: @unchecked Sendable {
         ]
     }
 
-    /// Leaves the session (any stage) and goes back to idle; what is in flight is dropped.
-    private func close(reason: String) {
+    /// Ends what runs now: the reply (hung up, sound stopped), the recording, the polling.
+    private func stopActivity() {
         if let reply { bargeIn(reply) }
         if recording != nil { _ = audio.record(.cancel) }
         recording = nil
+        poll.token += 1
+    }
+
+    /// The turn being recorded ends without being sent (`turn.discarded` with `details`).
+    private func dropTurn(_ details: JSONValue, cancelRecorder: Bool = true) {
+        if cancelRecorder { _ = audio.record(.cancel) }
+        recording = nil
+        publish("turn.discarded", details)
+        move(to: .ready)
+    }
+
+    private func countTurn(_ outcome: String) {
+        metrics.increment("practiced_turns_total", help: "Turns by outcome.", labels: "outcome=\"\(outcome)\"")
+    }
+
+    /// Leaves the session (any stage) and goes back to idle; what is in flight is dropped.
+    private func close(reason: String) {
+        stopActivity()
         delivery = nil
         review = nil
-        poll.token += 1
         epoch += 1
         if stage != .idle { logger.notice("session \(session?.id ?? "-") closed: \(reason)") }
         session = nil
@@ -296,10 +307,7 @@ public final class SessionController: @unchecked Sendable {
 
     private func fail(_ reason: String, error: String) {
         logger.error("session \(session?.id ?? "-") failed: \(error)")
-        if let reply { bargeIn(reply) }
-        if recording != nil { _ = audio.record(.cancel) }
-        recording = nil
-        poll.token += 1
+        stopActivity()
         publish("session.failed", ["reason": .string(reason), "message": .string(error), "session_id": .optional(session?.id)])
         move(to: .failed)
     }
@@ -347,10 +355,8 @@ public final class SessionController: @unchecked Sendable {
                                       "rms": .double(turn.level.rms.rounded()), "end_reason": .string(turn.endReason.rawValue)])
             guard turn.holdsSpeech else {
                 // The iOS client's gate: nothing is sent.
-                metrics.increment("practiced_turns_total", help: "Turns by outcome.", labels: "outcome=\"no_speech\"")
-                publish("turn.discarded", ["reason": "no_speech", "rms": .double(turn.level.rms.rounded())])
-                move(to: .ready)
-                return
+                countTurn("no_speech")
+                return dropTurn(["reason": "no_speech", "rms": .double(turn.level.rms.rounded())], cancelRecorder: false)
             }
             let spooled = SpooledTurn(sessionID: session.id, mode: session.mode, duration: turn.duration, bytes: turn.wav.count)
             do {
@@ -383,9 +389,8 @@ public final class SessionController: @unchecked Sendable {
     public func captureFailed(_ message: String) {
         queue.async { [self] in
             guard stage == .recording || stage == .listening else { return }
-            recording = nil
-            publish("turn.discarded", ["reason": "device_error", "message": .string(message)])
-            move(to: .ready)
+            // The recorder stopped with its device; there is nothing to cancel.
+            dropTurn(["reason": "device_error", "message": .string(message)], cancelRecorder: false)
         }
     }
 
@@ -425,7 +430,7 @@ public final class SessionController: @unchecked Sendable {
             // The backend answered and refused the turn: sending it again cannot help.
             try? spool?.remove(id)
             delivery = nil
-            metrics.increment("practiced_turns_total", help: "Turns by outcome.", labels: "outcome=\"rejected\"")
+            countTurn("rejected")
             publish("turn.rejected", ["turn_id": .string(id), "message": .string("\(error)")])
             publishState()
             return move(to: .ready)
@@ -434,7 +439,7 @@ public final class SessionController: @unchecked Sendable {
         let delay = min(settings.turnRetryMaxDelay, settings.turnRetryInitialDelay * pow(2, Double(max(0, failed.attempt - 1))))
         guard elapsed + delay <= settings.turnRetrySeconds, !stopping else {
             delivery = nil
-            metrics.increment("practiced_turns_total", help: "Turns by outcome.", labels: "outcome=\"pending\"")
+            countTurn("pending")
             logger.warning("turn \(id) not delivered after \(failed.attempt) attempts (\(error)); kept in the spool")
             publish("turn.pending", ["turn_id": .string(id), "attempts": .int(failed.attempt), "message": .string("\(error)"), "reason": "undelivered"])
             publishState()
@@ -495,19 +500,19 @@ public final class SessionController: @unchecked Sendable {
         private var number: Int?
         private var stopped = false
         private var ended = false
-        private(set) var firstAudioAt: UInt64?
+        private var sawAudio = false
 
         init(audio: any SessionAudio) { self.audio = audio }
 
-        /// Whether this was the first chunk.
-        func enqueue(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        /// Queues a chunk; for the reply's first chunk, the time it came (uptime ns).
+        func enqueue(_ bytes: UnsafeRawBufferPointer) -> UInt64? {
             lock.withLock {
-                guard !stopped, !ended else { return false }
-                let first = firstAudioAt == nil
-                if first { firstAudioAt = DispatchTime.now().uptimeNanoseconds }
+                guard !stopped, !ended else { return nil }
                 if number == nil { number = audio.beginReply() }
                 if let number { audio.enqueue(bytes, reply: number) }
-                return first
+                guard !sawAudio else { return nil }
+                sawAudio = true
+                return DispatchTime.now().uptimeNanoseconds
             }
         }
 
@@ -539,7 +544,7 @@ public final class SessionController: @unchecked Sendable {
         case uploadProgress(sent: Int64, total: Int64)
         case accepted
         case transcript(String)
-        case firstAudio
+        case firstAudio(at: UInt64)
         case response(String)
         case timing(step: String, seconds: Double)
         case malformed(type: String, reason: String)
@@ -556,8 +561,8 @@ public final class SessionController: @unchecked Sendable {
             let note: StreamNote
             switch event {
             case .audio(let bytes):
-                guard feed.enqueue(bytes) else { return }
-                note = .firstAudio
+                guard let first = feed.enqueue(bytes) else { return }
+                note = .firstAudio(at: first)
             case .transcript(let text):
                 // A void turn stops the sound now, on this queue: no chunk may follow it.
                 if text.isEmpty { feed.stop() }
@@ -608,7 +613,7 @@ public final class SessionController: @unchecked Sendable {
             if let id = current.turnID {
                 // The backend has the turn: it leaves the spool, and is never sent again.
                 do { try spool?.remove(id) } catch { logger.error("turn \(id) answered but not removed from the spool: \(error)") }
-                metrics.increment("practiced_turns_total", help: "Turns by outcome.", labels: "outcome=\"delivered\"")
+                countTurn("delivered")
                 publish("turn.accepted", ["turn_id": .string(id), "attempt": .int(delivery?.attempt ?? 1)])
                 delivery = nil
                 session?.turns += 1
@@ -619,19 +624,16 @@ public final class SessionController: @unchecked Sendable {
             current.transcript = text
             if text.isEmpty {
                 current.void = true
-                metrics.increment("practiced_turns_total", help: "Turns by outcome.", labels: "outcome=\"empty_transcript\"")
+                countTurn("empty_transcript")
                 publish("turn.discarded", ["reason": "empty_transcript", "turn_id": turnID, "after_interruption": .bool(interrupted),
                                            "hint": .string(interrupted ? "the backend was still busy with the interrupted reply; ask the learner to repeat" : "the backend heard nothing")])
             } else {
                 publish("transcript", ["text": .string(text), "turn_id": turnID])
             }
             interrupted = false
-        case .firstAudio:
-            current.firstAudioAt = current.feed.firstAudioAt
-            if let sent = current.firstAudioAt {
-                metrics.observe("practiced_first_audio_seconds", help: "From the request to the reply's first audio event.",
-                                seconds: Double(sent - current.requestedAt) / 1e9)
-            }
+        case .firstAudio(let at):
+            current.firstAudioAt = at
+            observe("practiced_first_audio_seconds", "From the request to the reply's first audio event.", since: current.requestedAt, now: at)
         case .response(let text):
             current.responseText = text
             releaseText(current)
