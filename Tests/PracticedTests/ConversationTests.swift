@@ -151,11 +151,12 @@ final class ConversationTests: XCTestCase {
         var mark = watcher.count
         _ = try control.request("say", ["text": "I work in a bank"])
         XCTAssertNotNil(watcher.wait(for: "reply.audio_started", after: mark))
+        mark = watcher.count
         let sent = DispatchTime.now().uptimeNanoseconds
         let stop = try control.request("playback.stop")
         XCTAssertEqual(stop["stopped"], true)
         guard let finished = watcher.wait(for: "playback.finished", after: mark) else { return }
-        XCTAssertEqual(finished["data"]?["interrupted"], true)
+        XCTAssertEqual(finished["data"]?["interrupted"], true, "the reply played to its end: \(finished)")
         let delay = Double((finished["received_ns"]?.intValue ?? 0) - Int(sent)) / 1e6
         print("figures: barge-in → playback finished \(delay) ms")
         // One 10 ms period to see the stop, a 20 ms fade, the device's ~40 ms of buffer.

@@ -301,7 +301,9 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     }
 
     private func playerEvent(_ event: PlayerEvent) {
-        session?.playerEvent(event)
+        // Published before the session hears of it, so that a client always sees
+        // `playback.finished` before the `reply.finished` and `ready` it leads to.
+        defer { session?.playerEvent(event) }
         switch event {
         case .started(let latency, _):
             server?.publish(topic: "playback", name: "playback.started", data: ["latency_ms": .int(latency * 1000 / 24_000)])

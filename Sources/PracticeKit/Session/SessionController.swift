@@ -744,8 +744,10 @@ public final class SessionController: @unchecked Sendable {
         current.feed.stop()
         current.stream?.cancel()
         reply = nil
+        // The backend may still be busy with a reply hung up in flight, whether or not its
+        // acceptance had reached us: the next turn's empty transcript is explained by this.
+        if !current.streamEnded { interrupted = true }
         if current.accepted || isGreeting(current) {
-            interrupted = true
             publish("reply.finished", ["turn_id": .optional(current.turnID), "greeting": .bool(isGreeting(current)), "interrupted": true,
                                        "complete": false])
         }
