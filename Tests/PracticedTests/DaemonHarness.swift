@@ -18,7 +18,12 @@ final class DaemonHarness {
     var keepsDirectory = false
 
     static var buildDirectory: URL { URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent() }
-    static var practiced: String { buildDirectory.appendingPathComponent("practiced").path }
+    /// The daemon under test: this build's, or `$PRACTICED_BINARY` (the end-to-end
+    /// benchmark measures a release build).
+    static var practiced: String {
+        ProcessInfo.processInfo.environment["PRACTICED_BINARY"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? buildDirectory.appendingPathComponent("practiced").path
+    }
     static var practicectl: String { buildDirectory.appendingPathComponent("practicectl").path }
 
     /// A fresh world-traversable directory (clients under other uids must reach the socket).
@@ -40,6 +45,10 @@ final class DaemonHarness {
         if !FileManager.default.fileExists(atPath: "\(self.directory)/practiced.conf") {
             _ = FileManager.default.createFile(atPath: "\(self.directory)/practiced.conf", contents: Data("# test\n".utf8))
         }
+        // A sanitized build's daemon writes its reports where CI looks for them.
+        for key in ["TSAN_OPTIONS", "ASAN_OPTIONS", "LSAN_OPTIONS"] {
+            if let value = ProcessInfo.processInfo.environment[key] { env[key] = value }
+        }
         for (key, value) in environment { env[key] = value }
         let defaults = [
             "--socket-path", self.socketPath, "--state-dir", "\(self.directory)/state", "--spool-dir", "\(self.directory)/state/spool",
@@ -52,6 +61,12 @@ final class DaemonHarness {
             let quoted = ([Self.practiced] + defaults + arguments).map { "'\($0)'" }.joined(separator: " ")
             process = try ChildProcess(executable: "/bin/sh", arguments: ["-c", "export LISTEN_PID=$$ WATCHDOG_PID=$$; exec \(quoted)"],
                                        environment: env, stderrPath: stderrPath, passing: passing)
+        } else if let wrapper = ProcessInfo.processInfo.environment["PRACTICED_TEST_WRAPPER"], !wrapper.isEmpty {
+            // A profiler around the daemon (`heaptrack -o /tmp/practiced`, `valgrind`); the
+            // figures read from /proc are then the wrapper's.
+            let command = wrapper.split(separator: " ").map(String.init) + [Self.practiced] + defaults + arguments
+            process = try ChildProcess(executable: command[0], arguments: Array(command.dropFirst()), environment: env,
+                                       stderrPath: stderrPath, passing: passing)
         } else {
             process = try ChildProcess(executable: Self.practiced, arguments: defaults + arguments, environment: env,
                                        stderrPath: stderrPath, passing: passing)

@@ -41,15 +41,6 @@ final class TurnDeliveryTests: XCTestCase {
         _ = try control.request("turn.stop")
     }
 
-    /// Polls a condition of practice-sim's state (it has no event for it) until a deadline.
-    private func eventually(timeout: Double, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(20_000)
-        }
-        return condition()
-    }
 
     private func keys() -> [String: JSONValue] {
         guard case .object(let members) = rig.sim.simulator.idempotencyKeys else { return [:] }
@@ -174,7 +165,7 @@ final class TurnDeliveryTests: XCTestCase {
         XCTAssertNotNil(watcher.wait(for: "turn.accepted", where: { $0["turn_id"]?.stringValue == id }))
         XCTAssertNotNil(watcher.wait(for: "reply.finished"))
         // The first attempt is answered (to nobody) once the backend's delay has passed.
-        XCTAssertTrue(eventually(timeout: 15) { self.keys()[id]?["requests"] == 2 }, "the resent turn did not carry its first key: \(keys())")
+        XCTAssertTrue(Poll.until(timeout: 15) { self.keys()[id]?["requests"] == 2 }, "the resent turn did not carry its first key: \(keys())")
         XCTAssertEqual(keys()[id]?["segments"], 1, "the turn was delivered twice")
         XCTAssertEqual(try spoolCount(control), 0)
     }

@@ -16,7 +16,10 @@ public final class MicrophoneFeeder: @unchecked Sendable {
 
     /// Opens the FIFO the pipe source reads (the module keeps it open, so this does not block).
     public init(fifo: String) throws {
-        fd = open(fifo, O_WRONLY | O_CLOEXEC)
+        // Non-blocking: when nothing records from the source (the daemon closed its idle
+        // devices), PulseAudio suspends it and stops reading; a full FIFO then drops the
+        // block, as a microphone nobody listens to would, instead of blocking this thread.
+        fd = open(fifo, O_WRONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { throw ToolError(command: "open \(fifo)", status: errno, stderr: String(cString: strerror(errno))) }
         let thread = Thread { [unowned self] in run() }
         thread.name = "microphone-feeder"

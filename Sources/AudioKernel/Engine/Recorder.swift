@@ -126,6 +126,10 @@ public final class Recorder: @unchecked Sendable {
         meterInterval = max(1, configuration.levelIntervalMilliseconds * samplesPerMillisecond)
         pending.reserveCapacity(16)
         mailbox.withLock { $0.reserveCapacity(16) }
+        // One buffer for every turn, reserved once for the longest: a fresh 2.9 MB block per
+        // turn was allocated on the capture thread, and glibc's moving mmap threshold then
+        // served it from the heap, which fragmented. Pages become resident only as written.
+        turn.reserveCapacity(WAVEncoder.headerSize + maximumTurnSamples * 2 + 9_600)
     }
 
     /// Opens the capture device; levels and speech events start flowing.
@@ -232,7 +236,7 @@ public final class Recorder: @unchecked Sendable {
             finishTurn(.released)
         case (.cancel, _):
             mode = .idle
-            turn = []
+            turn.removeAll(keepingCapacity: true)
             detector.reset()
         }
     }
@@ -259,8 +263,7 @@ public final class Recorder: @unchecked Sendable {
     private func startTurn(from: Int, handsFree: Bool) {
         let oldest = max(0, preRollEnd - preRoll.count)
         let first = max(from, oldest)
-        turn = []
-        turn.reserveCapacity(WAVEncoder.headerSize + maximumTurnSamples * 2 + 9_600)
+        turn.removeAll(keepingCapacity: true)
         turn.append(contentsOf: repeatElement(0, count: WAVEncoder.headerSize))
         turnLevel = .zero
         turnSpeechSamples = 0
@@ -299,11 +302,11 @@ public final class Recorder: @unchecked Sendable {
             WAVEncoder.writeHeader(format: format, dataByteCount: dataBytes, into: bytes)
         }
         let result = RecordedTurn(
-            wav: turn, format: format, endReason: reason, level: turnLevel,
+            wav: Array(turn), format: format, endReason: reason, level: turnLevel,  // the turn's size, not the buffer's
             speechDuration: Double(turnSpeechSamples) / Double(format.sampleRate * format.channels),
             holdsSpeech: SpeechGate(threshold: configuration.detector.gateThreshold).holdsSpeech(turnLevel)
         )
-        turn = []
+        turn.removeAll(keepingCapacity: true)
         mode = .idle
         onEvent(.turn(result))
     }

@@ -57,12 +57,3 @@ final class EventSignal: @unchecked Sendable {
         }
     }
 }
-
-/// The monotonic clock in nanoseconds.
-enum Monotonic {
-    static func now() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
-    }
-}

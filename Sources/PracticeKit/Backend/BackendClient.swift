@@ -178,7 +178,8 @@ public final class BackendClient: Sendable {
                 let exchange = RESTExchange { continuation.resume(returning: $0) }
                 box.set(exchange)
                 exchange.attach(transport.start(request, body: body, handler: exchange))
-                transport.queue.asyncAfter(deadline: .now() + timeout) { exchange.abort(.timedOut(seconds: timeout)) }
+                // Weak: a block holding the exchange would keep its answer until the deadline.
+                transport.queue.asyncAfter(deadline: .now() + timeout) { [weak exchange] in exchange?.abort(.timedOut(seconds: timeout)) }
             }
         } onCancel: {
             box.exchange?.abort(.cancelled)

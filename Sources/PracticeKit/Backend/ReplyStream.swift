@@ -20,7 +20,9 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
     private let body: Data?
     private let configuration: BackendConfiguration
     private let logger: Logger
-    private let onEvent: EventHandler
+    /// Released when the stream ends: a handler that holds its caller's reply object (which
+    /// holds this stream) must not keep both alive.
+    private var handler: EventHandler?
     private let label: String
     private var queue: DispatchQueue { transport.queue }
 
@@ -34,7 +36,11 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
     private var errorBody = Data()
     private var started = false
     private var abortReason: BackendError?
-    private var idleGeneration = 0
+    /// The stream's deadlines, as timer sources on the queue, cancelled when it ends: a
+    /// block scheduled with `asyncAfter` would keep the finished stream (its upload, its
+    /// parser's buffers) alive until it fired, minutes later.
+    private var totalTimer: DispatchSourceTimer?
+    private var idleTimer: DispatchSourceTimer?
     private var startTime = DispatchTime.now()
     private var receivedBytes = 0
     private var sawDone = false
@@ -54,7 +60,7 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
         self.body = body
         self.configuration = configuration
         self.logger = logger
-        self.onEvent = onEvent
+        self.handler = onEvent
         self.label = "\(request.httpMethod ?? "POST") \(request.url?.path ?? "?")"
     }
 
@@ -62,9 +68,14 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
         queue.async { [self] in
             startTime = .now()
             // The whole stream's deadline, over all attempts.
-            queue.asyncAfter(deadline: .now() + configuration.streamTotalTimeout) { [self] in
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            timer.schedule(deadline: .now() + configuration.streamTotalTimeout)
+            timer.setEventHandler { [weak self] in
+                guard let self else { return }
                 abort(.timedOut(seconds: configuration.streamTotalTimeout))
             }
+            timer.resume()
+            totalTimer = timer
             nextAttempt()
         }
     }
@@ -135,14 +146,19 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
         if let task { task.cancel() } else { finish(.failure(reason)) }  // between attempts
     }
 
+    /// Pushes the idle deadline back (every chunk: a reschedule, no allocation).
     private func armIdleTimer() {
-        idleGeneration += 1
-        let generation = idleGeneration
-        queue.asyncAfter(deadline: .now() + configuration.streamIdleTimeout) { [self] in
-            guard generation == idleGeneration, task != nil else { return }
+        guard !isFinished else { return }
+        if let idleTimer { return idleTimer.schedule(deadline: .now() + configuration.streamIdleTimeout) }
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + configuration.streamIdleTimeout)
+        timer.setEventHandler { [weak self] in
+            guard let self, task != nil else { return }
             logger.warning("\(label): nothing received for \(configuration.streamIdleTimeout) s")
             abort(.timedOut(seconds: configuration.streamIdleTimeout))
         }
+        timer.resume()
+        idleTimer = timer
     }
 
     // MARK: - Task callbacks (on the queue)
@@ -176,7 +192,6 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
 
     func taskDidComplete(error: Error?) {
         task = nil
-        idleGeneration += 1
         if started {
             parser.finish()  // an event without its blank line is dropped, as the standard says
             if let abortReason {
@@ -267,8 +282,13 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
         return try? JSONDecoder().decode(Text.self, from: Data(data)).text
     }
 
+    private func onEvent(_ event: ReplyEvent) { handler?(event) }
+
     private func finish(_ outcome: Result<ReplySummary, BackendError>) {
         owner = nil
+        handler = nil
+        totalTimer?.cancel()
+        idleTimer?.cancel()
         resultLock.lock()
         guard result == nil else {
             resultLock.unlock()

@@ -13,6 +13,9 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public var playbackDevice = AudioDeviceName.automatic
     public var periodMilliseconds = 10
     public var prebufferMilliseconds = 50
+    /// Devices nothing needs (no session, no sound, no level watcher) are closed after this
+    /// long; 0 keeps them open.
+    public var deviceIdleCloseSeconds = 10
     public var speechThreshold = 300.0
     public var speechHangoverMilliseconds = 700
     public var minimumSpeechMilliseconds = 250
@@ -147,6 +150,8 @@ struct ConfigurationKey: Sendable {
         .device("playback.device", help: "the speaker", \.playbackDevice),
         .integer("audio.period_ms", 5...100, unit: "milliseconds", help: "device period", \.periodMilliseconds),
         .integer("audio.prebuffer_ms", 0...2000, unit: "milliseconds", help: "reply audio buffered before playback starts", \.prebufferMilliseconds),
+        .integer("audio.idle_close_s", 0...86_400, unit: "seconds",
+                 help: "devices unused this long (no session, no sound, no level watcher) are closed; 0 keeps them open", \.deviceIdleCloseSeconds),
         ConfigurationKey(name: "speech.threshold", allowed: "an RMS level from 1 to 32767", help: "the speech gate (the iOS client's 300)",
                          apply: { configuration, text in
                              guard let value = Double(text), value >= 1, value <= 32767 else { return false }

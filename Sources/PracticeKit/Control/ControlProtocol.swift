@@ -176,8 +176,12 @@ enum ControlMessage {
         line(["type": "reply", "id": id, "ok": false, "error": error.json])
     }
 
-    static func event(seq: UInt64, topic: String, name: String, data: JSONValue) -> [UInt8] {
-        line(["type": "event", "seq": .int(Int(seq)), "topic": .string(topic), "event": .string(name), "data": data])
+    /// `mono_ns` is CLOCK_MONOTONIC when the event was published, comparable with any
+    /// process's clock on the machine: a client can tell how late it reads, and order
+    /// events against its own.
+    static func event(seq: UInt64, topic: String, name: String, published: Int64, data: JSONValue) -> [UInt8] {
+        line(["type": "event", "seq": .int(Int(seq)), "topic": .string(topic), "event": .string(name), "mono_ns": .int(Int(published)),
+              "data": data])
     }
 
     private static func line(_ value: JSONValue) -> [UInt8] { value.bytes(.compact) + [0x0A] }

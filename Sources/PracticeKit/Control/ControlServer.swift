@@ -114,12 +114,13 @@ public final class ControlServer: @unchecked Sendable {
 
     /// Sends an event to every client subscribed to `topic`. Any thread.
     public func publish(topic: String, name: String, data: JSONValue) {
+        let published = Monotonic.now()
         queue.async { [self] in
             seq += 1
             statistics.withLock { $0.eventsPublished = seq }
             let subscribers = connections.values.filter { $0.topics.contains(topic) }
             guard !subscribers.isEmpty else { return }
-            let line = ControlMessage.event(seq: seq, topic: topic, name: name, data: data)
+            let line = ControlMessage.event(seq: seq, topic: topic, name: name, published: published, data: data)
             for connection in subscribers { connection.send(line) }
         }
     }
@@ -133,6 +134,11 @@ public final class ControlServer: @unchecked Sendable {
             if fd >= 0 {
                 _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
                 _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+                // The kernel would otherwise hold ~200 KB for a client that stopped reading
+                // before its queue (`socket.client_queue_bytes`) even starts to fill: 32 KB
+                // (doubled by the kernel) keeps the time to find a stalled client short.
+                var sendBuffer: Int32 = 32 * 1024
+                _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sendBuffer, socklen_t(MemoryLayout<Int32>.size))
             }
             if fd < 0 {
                 if errno == EINTR || errno == ECONNABORTED { continue }
@@ -243,7 +249,7 @@ public final class ControlServer: @unchecked Sendable {
                     reply(connection, id: request.id, .success(["topics": .array(connection.topics.sorted().map { .string($0) }), "seq": .int(Int(seq))]))
                     // The current state first, so that the client never starts from nothing.
                     let snapshot = handler?.snapshot() ?? .object([])
-                    connection.send(ControlMessage.event(seq: seq, topic: "state", name: "snapshot", data: snapshot))
+                    connection.send(ControlMessage.event(seq: seq, topic: "state", name: "snapshot", published: Monotonic.now(), data: snapshot))
                 } else {
                     connection.topics.subtract(names)
                     reply(connection, id: request.id, .success(["topics": .array(connection.topics.sorted().map { .string($0) })]))
@@ -260,6 +266,11 @@ public final class ControlServer: @unchecked Sendable {
                 self.queue.async { self.reply(connection, id: id, result) }
             }
         }
+    }
+
+    /// Whether any client follows `topic`. Not from the server's queue.
+    public func hasSubscribers(to topic: String) -> Bool {
+        queue.sync { connections.values.contains { $0.topics.contains(topic) } }
     }
 
     /// Subscribes a client to topics on behalf of a command (`level.watch`).

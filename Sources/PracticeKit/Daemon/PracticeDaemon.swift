@@ -32,14 +32,19 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     private let audioQueue = DispatchQueue(label: "practiced.audio")
     private let workQueue = DispatchQueue(label: "practiced.work", attributes: .concurrent)
 
-    private var recorder: Recorder?
-    private var player: StreamingPlayer?
+    /// Opened and closed on `audioQueue`, read from any queue: kept under `lock`.
+    private var openRecorder: Recorder?
+    private var openPlayer: StreamingPlayer?
+    private var recorder: Recorder? { lock.withLock { openRecorder } }
+    private var player: StreamingPlayer? { lock.withLock { openPlayer } }
+    /// When the devices were last needed (uptime nanoseconds; on `audioQueue`).
+    private var devicesLastNeeded = DispatchTime.now().uptimeNanoseconds
     /// The devices as the session sees them (attached as they open).
     private let audio = KioskAudio()
     private var session: SessionController!
     private var captureState = DeviceState.closed
     private var playbackState = DeviceState.closed
-    private var reopenTimer: DispatchSourceTimer?
+    private var deviceKeeper: DispatchSourceTimer?
     private var watchdogTimer: DispatchSourceTimer?
     private var backendProbe = BackendProbe()
 
@@ -49,10 +54,12 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     private var levelSignal: DispatchSourceUserDataAdd?
 
     enum DeviceState: Equatable, CustomStringConvertible {
-        case closed, running, failed(String)
+        /// `idle`: closed because nothing needed it for `audio.idle_close_s`.
+        case closed, idle, running, failed(String)
         var description: String {
             switch self {
             case .closed: return "closed"
+            case .idle: return "idle"
             case .running: return "running"
             case .failed(let why): return "failed: \(why)"
             }
@@ -104,7 +111,9 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         levelSignal = signal
         server.start()
         logger.notice("practiced \(Self.version) listening on \(listener.path)\(listener.ownsPath ? "" : " (socket activation)"); backend \(configuration.backendURL.absoluteString), user \(userID)")
-        openDevices()
+        // Opened at start so that a missing sound card shows at once; closed again when idle.
+        audioQueue.sync { openDevices() }
+        startDeviceKeeper()
         session.recoverSpool()
         startWatchdog(on: server.queue)
         notifier.ready(status: statusLine())
@@ -115,7 +124,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         notifier.stopping()
         logger.notice("stopping")
         watchdogTimer?.cancel()
-        reopenTimer?.cancel()
+        deviceKeeper?.cancel()
         // Streams are hung up; a turn being recorded is ended by the recorder's stop and
         // spooled, so that the next start reports it.
         session?.beginShutdown()
@@ -154,13 +163,10 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
             || old.periodMilliseconds != newConfiguration.periodMilliseconds || old.recorder != newConfiguration.recorder
             || old.player != newConfiguration.player {
             logger.notice("audio settings changed: reopening the devices")
-            recorder?.stop()
-            player?.shutdown()
-            recorder = nil
-            player = nil
-            audio.attach(recorder: nil)
-            audio.attach(player: nil)
-            openDevices()
+            audioQueue.sync {
+                closeDevices(state: .closed)
+                openDevices()
+            }
         }
         logger.notice("configuration reloaded")
         server?.publish(topic: "daemon", name: "config.reloaded", data: configurationJSON(newConfiguration))
@@ -206,23 +212,61 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
 
     // MARK: - Devices
 
+    /// Commands that need the devices: they are opened first when closed.
+    static let deviceCommands: Set<String> = ["session.start", "turn.start", "listen", "say", "play", "level.watch"]
+
+    private var devicesOpen: Bool { lock.withLock { openRecorder != nil && openPlayer != nil } }
+
+    /// On `audioQueue`: opens what is not open.
     private func openDevices() {
+        devicesLastNeeded = DispatchTime.now().uptimeNanoseconds
         let configuration = lock.withLock { self.configuration }
         if recorder == nil { openCapture(configuration) }
         if player == nil { openPlayback(configuration) }
-        // A device that failed is tried again every 2 s until it opens.
-        if reopenTimer == nil {
-            let timer = DispatchSource.makeTimerSource(queue: audioQueue)
-            timer.schedule(deadline: .now() + 2, repeating: 2)
-            timer.setEventHandler { [weak self] in
-                guard let self else { return }
-                let configuration = lock.withLock { self.configuration }
-                if recorder == nil { openCapture(configuration) }
-                if player == nil { openPlayback(configuration) }
+    }
+
+    /// Every 2 s on `audioQueue` (the daemon's only periodic wake-up besides the control
+    /// server's idle check): a needed device that failed is tried again; devices nothing
+    /// needed for `audio.idle_close_s` are closed, so that an idle kiosk neither wakes
+    /// 100 times a second for empty periods nor keeps the sound card from others.
+    private func startDeviceKeeper() {
+        let timer = DispatchSource.makeTimerSource(queue: audioQueue)
+        timer.schedule(deadline: .now() + 2, repeating: 2, leeway: .milliseconds(500))
+        timer.setEventHandler { [weak self] in self?.keepDevices() }
+        timer.resume()
+        deviceKeeper = timer
+    }
+
+    private func keepDevices() {
+        let closeAfter = lock.withLock { configuration.deviceIdleCloseSeconds }
+        let now = DispatchTime.now().uptimeNanoseconds
+        if closeAfter == 0 || devicesNeeded { devicesLastNeeded = now }
+        if closeAfter > 0, now - devicesLastNeeded >= UInt64(closeAfter) * 1_000_000_000 {
+            if recorder != nil || player != nil {
+                logger.info("devices unused for \(closeAfter) s: closing them")
+                closeDevices(state: .idle)
             }
-            timer.resume()
-            reopenTimer = timer
+        } else if recorder == nil || player == nil {
+            openDevices()
         }
+    }
+
+    /// A session (any stage), a sound playing, or a client watching the input level.
+    private var devicesNeeded: Bool {
+        session?.isIdle == false || player?.isActive == true || server?.hasSubscribers(to: "level") == true
+    }
+
+    /// On `audioQueue`.
+    private func closeDevices(state: DeviceState) {
+        let (recorder, player) = lock.withLock {
+            defer { openRecorder = nil; openPlayer = nil }
+            return (openRecorder, openPlayer)
+        }
+        audio.attach(recorder: nil)
+        audio.attach(player: nil)
+        recorder?.stop()
+        player?.shutdown()
+        setState(capture: state, playback: state)
     }
 
     private func openCapture(_ configuration: DaemonConfiguration) {
@@ -231,7 +275,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
                 self?.recorderEvent(event)
             }
             try recorder.start { [weak self] event in self?.deviceEvent(event, direction: "capture") }
-            self.recorder = recorder
+            lock.withLock { openRecorder = recorder }
             audio.attach(recorder: recorder)
             recorder.follow(player)
             setState(capture: .running)
@@ -246,7 +290,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
                 self?.playerEvent(event)
             }
             try player.start { [weak self] event in self?.deviceEvent(event, direction: "playback") }
-            self.player = player
+            lock.withLock { openPlayer = player }
             audio.attach(player: player)
             recorder?.follow(player)
             setState(playback: .running)
@@ -345,6 +389,17 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     public func handle(_ request: ControlRequest, client: ControlClientInfo, reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
         metrics.increment("practiced_control_requests_total", help: "Control requests by command.",
                           labels: "command=\"\(Self.commands.contains(request.command) ? request.command : "unknown")\"")
+        if Self.deviceCommands.contains(request.command), !devicesOpen {
+            // Closed while idle: opened (a few tens of milliseconds) before the command runs.
+            return audioQueue.async { [self] in
+                openDevices()
+                run(request, client: client, reply: reply)
+            }
+        }
+        run(request, client: client, reply: reply)
+    }
+
+    private func run(_ request: ControlRequest, client: ControlClientInfo, reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
         if SessionController.commands.contains(request.command) {
             return session.handle(request, reply: reply)
         }

@@ -1,3 +1,4 @@
+import AudioKernel
 import Foundation
 import Glibc
 
@@ -30,10 +31,8 @@ public final class SystemdNotifier: @unchecked Sendable {
     public func status(_ text: String) { send("STATUS=\(text)") }
     public func watchdog() { send("WATCHDOG=1") }
     public func reloading() {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
         // systemd 253+ wants the monotonic time with RELOADING=1 (Type=notify-reload).
-        send("RELOADING=1\nMONOTONIC_USEC=\(UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1_000)")
+        send("RELOADING=1\nMONOTONIC_USEC=\(Monotonic.now() / 1_000)")
     }
     public func stopping() { send("STOPPING=1") }
 

@@ -153,6 +153,9 @@ public final class SessionController: @unchecked Sendable {
     /// Whether the daemon's `play` may use the speaker now (not while a reply owns it).
     public var speakerIsFree: Bool { queue.sync { reply == nil } }
 
+    /// No session: the daemon may close the devices.
+    public var isIdle: Bool { queue.sync { stage == .idle } }
+
     private func run(_ request: ControlRequest, _ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) throws(ControlError) {
         switch request.command {
         case "session.start":
@@ -480,6 +483,8 @@ public final class SessionController: @unchecked Sendable {
         let requestedAt = DispatchTime.now().uptimeNanoseconds
         var firstAudioAt: UInt64?
         var soundAt: UInt64?
+        var streamEndedAt: UInt64?
+        var playbackEndedAt: UInt64?
         /// When the recorder ended the turn (nil for resent and typed turns).
         var recordedAt: UInt64?
 
@@ -557,7 +562,8 @@ public final class SessionController: @unchecked Sendable {
         let current = Reply(kind: kind, feed: feed)
         reply = current
         let backend = backendProvider()
-        let handler: ReplyStream.EventHandler = { [weak self, feed] event in
+        // Weak: the reply holds its stream, which holds this handler until it ends.
+        let handler: ReplyStream.EventHandler = { [weak self, weak current, feed] event in
             let note: StreamNote
             switch event {
             case .audio(let bytes):
@@ -575,7 +581,7 @@ public final class SessionController: @unchecked Sendable {
             case .malformedEvent(let type, let reason): note = .malformed(type: type, reason: reason)
             case .done: return
             }
-            guard let self else { return }
+            guard let self, let current else { return }
             queue.async { self.streamNote(note, for: current) }
         }
         let stream: ReplyStream
@@ -647,6 +653,7 @@ public final class SessionController: @unchecked Sendable {
             case .success(let summary): current.summary = summary
             case .failure(let error): current.failure = error
             }
+            current.streamEndedAt = DispatchTime.now().uptimeNanoseconds
             streamEnded(current)
         }
     }
@@ -725,6 +732,10 @@ public final class SessionController: @unchecked Sendable {
             data.append(("end_to_upload_ms", .double(Self.rounded(Double(current.requestedAt &- recorded) / 1e6))))
             if let sound = current.soundAt { data.append(("round_trip_ms", .double(Self.rounded(Double(sound &- recorded) / 1e6)))) }
         }
+        if let streamEnd = current.streamEndedAt, let playbackEnd = current.playbackEndedAt {
+            // Negative when the sound ran out before the stream's last event (a `done` late).
+            data.append(("stream_end_to_finished_ms", .double(Self.rounded((Double(playbackEnd) - Double(streamEnd)) / 1e6))))
+        }
         if let timings = summary?.timings, !timings.isEmpty {
             data.append(("server_timings", .object(timings.sorted { $0.key < $1.key }.map { ($0.key, .double($0.value)) })))
         }
@@ -791,6 +802,7 @@ public final class SessionController: @unchecked Sendable {
             case .finished(let report):
                 guard current.feed.owns(report.reply) else { return }
                 current.playback = report
+                current.playbackEndedAt = now
                 releaseText(current)
                 finishIfDone(current)
             case .underrun:

@@ -1,0 +1,78 @@
+import AudioKernel
+import Foundation
+import PracticeKit
+import TestSupport
+import XCTest
+
+/// The kiosk's latencies over real turns, every part real: speech into PulseAudio's
+/// pipe-source, practiced as a process, practice-sim over TCP at the real server's pace,
+/// the reply into a null sink. A measurement, not a timed test: it asserts that every
+/// turn was answered and measured, and reports the figures; `bash .ci/proof e2e 200` runs
+/// the README's form (CI runs 10 turns).
+final class EndToEndBenchmark: XCTestCase {
+    var rig: KioskRig!
+
+    override func tearDown() {
+        rig?.stop()
+        rig = nil
+    }
+
+    func testLatenciesCPUAndMemoryOverRealTurns() throws {
+        let turns = ProofRun.size("PRACTICED_E2E_TURNS", default: 10)
+        let perSession = 20
+        rig = try KioskRig(arguments: ["--audio-idle-close-s", "2", "--log-level", "info"]) { $0.pace = 1 }
+        let watcher = try rig.watcher()
+        let control = try rig.daemon.client()
+        var endToUpload: [Double] = [], firstAudioToDevice: [Double] = [], streamEndToFinished: [Double] = [], roundTrip: [Double] = []
+        var conversation = 0.0  // seconds of sessions, greetings included
+        var cpu = 0.0
+
+        var done = 0
+        while done < turns {
+            let sessionStart = Date()
+            let before = try rig.statistics()
+            let mark = watcher.count
+            _ = try control.request("session.start", ["topic_id": "travel"])
+            XCTAssertNotNil(watcher.waitForStage("ready", after: mark, timeout: 30))
+            for _ in 0..<min(perSession, turns - done) {
+                let turnMark = watcher.count
+                guard let id = try rig.speakHandsFree(ProofRun.speech(seconds: 1, variant: done), control: control, watcher: watcher) else { break }
+                guard let (outcome, _) = watcher.outcome(of: id, after: turnMark, timeout: 30, accepting: TurnOutcome.final),
+                      case .replied(let figures) = outcome else {
+                    XCTFail("turn \(done) was not answered: \(watcher.names(after: turnMark))")
+                    break
+                }
+                XCTAssertNotNil(watcher.waitForStage("ready", after: turnMark))
+                done += 1
+                guard let upload = figures["end_to_upload_ms"]?.doubleValue, let device = figures["first_audio_to_sound_ms"]?.doubleValue,
+                      let finished = figures["stream_end_to_finished_ms"]?.doubleValue, let trip = figures["round_trip_ms"]?.doubleValue else {
+                    XCTFail("reply.finished without its figures: \(figures)")
+                    continue
+                }
+                endToUpload.append(upload)
+                firstAudioToDevice.append(device)
+                streamEndToFinished.append(finished)
+                roundTrip.append(trip)
+            }
+            _ = try control.request("session.close")
+            conversation += Date().timeIntervalSince(sessionStart)
+            cpu += try rig.statistics().cpuSeconds - before.cpuSeconds
+        }
+        let end = try rig.statistics()
+        XCTAssertEqual(endToUpload.count, turns, "turns measured")
+
+        // Idle: the session closed, the devices released after 2 s.
+        XCTAssertTrue(Poll.until(timeout: 10) { (try? control.request("status")["devices"]?["playback"]?["state"]?.stringValue) == "idle" })
+        let idle = try ProcessStatistics.idle(pid: rig.daemon.process.pid, seconds: 10)
+
+        ProofRun.report("e2e: \(turns) turns over \(String(format: "%.1f", conversation / 60)) min of conversation (practice-sim at real pace, PulseAudio null sink)")
+        ProofRun.report("e2e: end of turn → upload start ms \(Percentiles(endToUpload))")
+        ProofRun.report("e2e: first SSE audio event → first sample to the device ms \(Percentiles(firstAudioToDevice))")
+        ProofRun.report("e2e: reply stream end → playback finished ms \(Percentiles(streamEndToFinished))")
+        ProofRun.report("e2e: end of turn → reply sound ms \(Percentiles(roundTrip))")
+        ProofRun.report(String(format: "e2e: daemon CPU %.2f s per minute of conversation (%.2f %% of a core); rss %.1f MB, peak %.1f MB; %d threads, %d fds",
+                               cpu / (conversation / 60), cpu / conversation * 100, Double(end.residentBytes) / 1_048_576,
+                               Double(end.peakResidentBytes) / 1_048_576, end.threads, end.fileDescriptors))
+        ProofRun.report(String(format: "e2e: idle (devices closed): %.2f wake-ups/s, %.3f %% of a core", idle.wakeupsPerSecond, idle.coreShare * 100))
+    }
+}
