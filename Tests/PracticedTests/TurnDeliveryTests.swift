@@ -171,7 +171,7 @@ final class TurnDeliveryTests: XCTestCase {
     }
 
     func testSIGTERMWhileRecordingSpoolsTheTurn() throws {
-        let (watcher, control) = try kioskInSession()
+        let (_, control) = try kioskInSession()
         _ = try control.request("turn.start")
         let before = rig.microphone.spoken.value
         rig.microphone.say(KioskRig.learner)

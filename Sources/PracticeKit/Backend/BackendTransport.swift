@@ -103,7 +103,13 @@ final class RESTExchange: TaskHandler, @unchecked Sendable {
     /// The attempt's task, or nil when the transport is closed (the attempt ends cancelled).
     func attach(_ task: URLSessionTask?) {
         guard let task else { return abortWithoutTask() }
-        lock.withLock { self.task = task }
+        // The task is on the wire once `start` returns, so an abort may already have come
+        // (caller cancelled, deadline passed) and found no task to cancel: cancel it here.
+        let abortedAlready: Bool = lock.withLock {
+            self.task = task
+            return endReason != nil
+        }
+        if abortedAlready { task.cancel() }
     }
 
     private func abortWithoutTask() {

@@ -35,8 +35,8 @@ final class TurnSpoolTests: XCTestCase {
         try first.store(newer, wav: [UInt8](repeating: 1, count: 44))
         try first.store(older, wav: [UInt8](repeating: 2, count: 44))
         // A crash in the middle of a write leaves a file in tmp/; garbage in new/ stays put.
-        FileManager.default.createFile(atPath: directory + "/tmp/half.turn", contents: Data([1, 2, 3]))
-        FileManager.default.createFile(atPath: directory + "/new/garbage.turn", contents: Data("not a turn".utf8))
+        _ = FileManager.default.createFile(atPath: directory + "/tmp/half.turn", contents: Data([1, 2, 3]))
+        _ = FileManager.default.createFile(atPath: directory + "/new/garbage.turn", contents: Data("not a turn".utf8))
         let reopened = try TurnSpool(directory: directory)
         let (turns, unreadable) = reopened.list()
         XCTAssertEqual(turns.map(\.id), [older.id, newer.id], "oldest first")
