@@ -68,6 +68,12 @@ let package = Package(
             path: "Sources/Fuzz/ControlRequestFuzzer"
         ),
 
+        .executableTarget(
+            name: "fuzz-http-response",
+            dependencies: ["PracticeKit", "FuzzSupport"],
+            path: "Sources/Fuzz/HTTPResponseFuzzer"
+        ),
+
         // What the test targets share: child processes, waiting on a condition with a
         // deadline, practice-sim on a loopback port.
         .target(name: "TestSupport", dependencies: ["AudioKernel", "PracticeKit", "SimulatorKit"], path: "Tests/TestSupport"),

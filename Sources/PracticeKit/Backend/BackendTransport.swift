@@ -11,22 +11,53 @@ protocol TaskHandler: AnyObject, Sendable {
     func taskDidComplete(error: Error?)
 }
 
-/// The client's URLSession and its delegate. On Linux the only way to read a response as
-/// it arrives is `URLSessionDataDelegate` (FoundationNetworking has no `bytes(for:)`), so
-/// every call, REST or stream, is a delegate-driven task whose callbacks this object routes
-/// to the call's handler. All callbacks run on one serial queue: handlers need no locks of
-/// their own for state that only callbacks touch, and events keep their order.
+/// A request in flight that can be stopped; its handler then hears `cancelled`.
+protocol TransportTask: AnyObject, Sendable {
+    func cancel()
+}
+
+extension URLSessionTask: TransportTask {}
+
+/// Carries the client's requests: `http://` over ``HTTPClient``, the daemon's own HTTP/1.1
+/// transport, anything else (`https://`) over URLSession, which brings TLS.
+///
+/// Either way every call, REST or stream, is a task whose callbacks this object routes to
+/// the call's handler, all on one serial queue: handlers need no locks of their own for
+/// state that only callbacks touch, and events keep their order. (On Linux the only way to
+/// read a URLSession response as it arrives is `URLSessionDataDelegate`; FoundationNetworking
+/// has no `bytes(for:)`.)
 final class BackendTransport: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     /// The queue every callback and timer of the client runs on.
-    let queue = DispatchQueue(label: "practiced.backend")
-    private let operationQueue = OperationQueue()
-    private var session: URLSession!
+    let queue: DispatchQueue
+    private let http: HTTPClient
     private let lock = NSLock()
+    /// Made on the first `https://` call: an idle URLSession still costs libcurl's threads.
+    private var session: URLSession?
     private var handlers: [Int: TaskHandler] = [:]
     private var invalidated = false
 
     override init() {
+        queue = DispatchQueue(label: "practiced.backend")
+        http = HTTPClient(queue: queue)
         super.init()
+    }
+
+    /// Starts a task; the handler gets its callbacks until it completes. Nil once the
+    /// transport is invalidated (FoundationNetworking traps on a task for a dead session).
+    func start(_ request: URLRequest, body: Data?, handler: TaskHandler) -> TransportTask? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !invalidated else { return nil }
+        if HTTPClient.handles(request.url) { return http.start(request, body: body, handler: handler) }
+        let session = self.session ?? makeSession()
+        let task: URLSessionTask = body.map { session.uploadTask(with: request, from: $0) } ?? session.dataTask(with: request)
+        handlers[task.taskIdentifier] = handler
+        task.resume()
+        return task
+    }
+
+    private func makeSession() -> URLSession {
+        let operationQueue = OperationQueue()
         operationQueue.maxConcurrentOperationCount = 1
         operationQueue.underlyingQueue = queue
         let configuration = URLSessionConfiguration.ephemeral
@@ -37,25 +68,19 @@ final class BackendTransport: NSObject, URLSessionDataDelegate, @unchecked Senda
         // The client enforces its own deadlines; URLSession's must not cut a long stream.
         configuration.timeoutIntervalForRequest = 3600
         configuration.timeoutIntervalForResource = 3600
-        session = URLSession(configuration: configuration, delegate: self, delegateQueue: operationQueue)
+        let session = URLSession(configuration: configuration, delegate: self, delegateQueue: operationQueue)
+        self.session = session
+        return session
     }
 
-    /// Starts a task; the handler gets its callbacks until it completes. Nil once the
-    /// session is invalidated (FoundationNetworking traps on a task for a dead session).
-    func start(_ request: URLRequest, body: Data?, handler: TaskHandler) -> URLSessionTask? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard !invalidated else { return nil }
-        let task: URLSessionTask = body.map { session.uploadTask(with: request, from: $0) } ?? session.dataTask(with: request)
-        handlers[task.taskIdentifier] = handler
-        task.resume()
-        return task
-    }
-
-    /// Cancels every task and releases the session (it holds its delegate until then).
+    /// Cancels every task and closes every connection (a URLSession holds its delegate until then).
     func invalidate() {
-        lock.withLock { invalidated = true }
-        session.invalidateAndCancel()
+        let session: URLSession? = lock.withLock {
+            invalidated = true
+            return self.session
+        }
+        session?.invalidateAndCancel()
+        http.invalidate()
     }
 
     private func handler(_ task: URLSessionTask) -> TaskHandler? { lock.withLock { handlers[task.taskIdentifier] } }
@@ -95,13 +120,13 @@ final class RESTExchange: TaskHandler, @unchecked Sendable {
     private var response: HTTPURLResponse?
     private var body = Data()
     private var completion: Completion?
-    private var task: URLSessionTask?
+    private var task: TransportTask?
     private var endReason: BackendError?
 
     init(completion: @escaping Completion) { self.completion = completion }
 
     /// The attempt's task, or nil when the transport is closed (the attempt ends cancelled).
-    func attach(_ task: URLSessionTask?) {
+    func attach(_ task: TransportTask?) {
         guard let task else { return abortWithoutTask() }
         // The task is on the wire once `start` returns, so an abort may already have come
         // (caller cancelled, deadline passed) and found no task to cancel: cancel it here.
@@ -122,7 +147,7 @@ final class RESTExchange: TaskHandler, @unchecked Sendable {
 
     /// Ends the attempt early (deadline, caller's cancellation).
     func abort(_ reason: BackendError) {
-        let task: URLSessionTask? = lock.withLock {
+        let task: TransportTask? = lock.withLock {
             if endReason == nil { endReason = reason }
             return self.task
         }

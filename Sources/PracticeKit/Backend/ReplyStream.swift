@@ -31,7 +31,7 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
     private var payload = AudioPayloadDecoder()
     private var summary = ReplySummary()
     private var attempt = 0
-    private var task: URLSessionTask?
+    private var task: TransportTask?
     private var response: HTTPURLResponse?
     private var errorBody = Data()
     private var started = false

@@ -1,0 +1,281 @@
+import AudioKernel
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One request and its response over ``HTTPClient``: find or open a connection, send the
+/// head and body, parse the answer as it arrives and hand it to the task's handler.
+///
+/// The handler hears exactly what URLSession's delegate would: the response head, the body
+/// in pieces, upload progress, then one completion (nil, or a `URLError`). When a kept
+/// connection turns out to be closed by the server before any byte of an answer, the
+/// request goes once more on a fresh connection, as curl and browsers do: the server's
+/// idle close raced the request. (Should the server have acted on it anyway, the backend's
+/// POSTs carry an `Idempotency-Key`.)
+final class HTTPExchange: TransportTask, HTTPConnectionOwner, @unchecked Sendable {
+    private let client: HTTPClient
+    private let endpoint: HTTPEndpoint
+    private let url: URL
+    private let head: [UInt8]
+    private let body: Data?
+    private var queue: DispatchQueue { client.queue }
+
+    // On the queue.
+    private var handler: TaskHandler?
+    private var connection: HTTPConnection?
+    private var reused = false
+    private var resent = false
+    /// Bytes of head and body sent so far.
+    private var sent = 0
+    private var parser: HTTPResponseParser
+    private var answered = false
+    private var finished = false
+    /// Addresses still to try, and the last connect failure.
+    private var addresses: ArraySlice<SocketAddress> = []
+    private var connectError: Errno?
+
+    init(client: HTTPClient, endpoint: HTTPEndpoint, request: URLRequest, body: Data?, handler: TaskHandler) {
+        self.client = client
+        self.endpoint = endpoint
+        self.url = request.url!
+        self.body = body
+        self.handler = handler
+        let method = request.httpMethod ?? "GET"
+        parser = HTTPResponseParser(requestHasBody: method != "HEAD")
+        head = Self.head(method: method, endpoint: endpoint, fields: request.allHTTPHeaderFields ?? [:], bodyLength: body?.count)
+    }
+
+    /// The request head: the caller's fields, with framing fields of our own.
+    static func head(method: String, endpoint: HTTPEndpoint, fields: [String: String], bodyLength: Int?) -> [UInt8] {
+        var text = "\(method) \(endpoint.target) HTTP/1.1\r\nHost: \(endpoint.hostHeader)\r\n"
+        let framing: Set<String> = ["host", "content-length", "transfer-encoding", "connection"]
+        for (name, value) in fields.sorted(by: { $0.key < $1.key }) where !framing.contains(name.lowercased()) {
+            // A field value with a line break would end the head early: refuse to send it.
+            guard !value.contains(where: { $0 == "\r" || $0 == "\n" }) else { continue }
+            text += "\(name): \(value)\r\n"
+        }
+        if fields.keys.contains(where: { $0.caseInsensitiveCompare("User-Agent") == .orderedSame }) == false {
+            text += "User-Agent: practiced\r\n"
+        }
+        if let bodyLength {
+            text += "Content-Length: \(bodyLength)\r\n"
+        } else if method == "POST" || method == "PUT" {
+            text += "Content-Length: 0\r\n"
+        }
+        text += "\r\n"
+        return Array(text.utf8)
+    }
+
+    /// Stops the exchange; its completion reports `cancelled`.
+    func cancel() {
+        queue.async { [self] in fail(URLError(.cancelled, "cancelled")) }
+    }
+
+    // MARK: - Steps (on the queue)
+
+    func begin() {
+        if let kept = client.takeIdle(endpoint.key) {
+            reused = true
+            return use(kept)
+        }
+        connectFresh()
+    }
+
+    private func connectFresh() {
+        reused = false
+        let host = endpoint.host, port = endpoint.port
+        if HTTPEndpoint.isNumeric(host) {
+            return resolved(HTTPEndpoint.resolve(host, port: port))
+        }
+        // A name: the resolver may block for seconds, so not on the client's queue.
+        DispatchQueue.global().async { [self] in
+            let result = HTTPEndpoint.resolve(host, port: port)
+            queue.async { [self] in resolved(result) }
+        }
+    }
+
+    private func resolved(_ result: Result<[SocketAddress], URLError>) {
+        guard !finished else { return }
+        switch result {
+        case .failure(let error): fail(error)
+        case .success(let list):
+            addresses = list[...]
+            tryNextAddress()
+        }
+    }
+
+    /// Connects to the next address; refused or unreachable ones fall through to the next.
+    private func tryNextAddress() {
+        guard !finished else { return }
+        guard var address = addresses.popFirst() else {
+            let reason = connectError?.description ?? "no address"
+            return fail(URLError(.cannotConnectToHost, "cannot connect to \(endpoint.key): \(reason)"))
+        }
+        let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else {
+            connectError = .current
+            return tryNextAddress()
+        }
+        var one: Int32 = 1
+        // Small writes (a request head, then its body) must not wait for Nagle's timer.
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        let status = withUnsafePointer(to: &address.storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, address.length) }
+        }
+        let connection = HTTPConnection(fd: fd, key: endpoint.key, queue: queue)
+        connection.owner = self
+        self.connection = connection
+        if status == 0 { return connected() }
+        guard errno == EINPROGRESS else {
+            connectError = .current
+            self.connection = nil
+            connection.close()
+            return tryNextAddress()
+        }
+        connection.whenWritable { [self] in
+            guard !finished, self.connection === connection else { return }
+            var error: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
+            if error == 0 { return connected() }
+            connectError = Errno(rawValue: error)
+            self.connection = nil
+            connection.close()
+            tryNextAddress()
+        }
+    }
+
+    private func connected() {
+        guard let connection else { return }
+        connection.startReading()
+        send()
+    }
+
+    private func use(_ kept: HTTPConnection) {
+        connection = kept
+        kept.owner = self
+        send()
+    }
+
+    /// Writes as much of the head and body as the socket takes; waits for room for the rest.
+    private func send() {
+        guard !finished, let connection else { return }
+        let total = head.count + (body?.count ?? 0)
+        while sent < total {
+            let result: Result<Int, Errno>
+            if sent < head.count {
+                result = head.withUnsafeBytes { connection.send(UnsafeRawBufferPointer(rebasing: $0[sent...])) }
+            } else {
+                let offset = sent - head.count
+                result = body!.withUnsafeBytes { connection.send(UnsafeRawBufferPointer(rebasing: $0[offset...])) }
+            }
+            switch result {
+            case .failure(let error):
+                return connectionLost("while sending the request: \(error)")
+            case .success(0):
+                return connection.whenWritable { [self] in send() }
+            case .success(let n):
+                let bodyBefore = max(0, sent - head.count)
+                sent += n
+                if let body, sent > head.count, sent - head.count > bodyBefore {
+                    handler?.taskDidSend(totalBytesSent: Int64(sent - head.count), totalBytesExpected: Int64(body.count))
+                }
+            }
+        }
+    }
+
+    private var sentAll: Bool { sent == head.count + (body?.count ?? 0) }
+
+    /// Reads until the socket is drained: Dispatch reports a close that arrives with the
+    /// last bytes only once, so a handler that reads once and returns never hears it.
+    func connectionIsReadable(_ connection: HTTPConnection) {
+        let buffer = client.receiveBuffer
+        while !finished, connection === self.connection {
+            switch connection.read(into: buffer) {
+            case .failure(let error) where error == .wouldBlock:
+                return
+            case .failure(let error):
+                return connectionLost("while receiving the response: \(error)")
+            case .success(0):
+                do {
+                    try parser.finishAtClose()
+                    complete(reusable: false)
+                } catch {
+                    connectionLost(": \(error.description)")
+                }
+                return
+            case .success(let n):
+                answered = true
+                received(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+            }
+        }
+    }
+
+    private func received(_ bytes: UnsafeRawBufferPointer) {
+        do {
+            let consumed = try parser.feed(bytes) { output in
+                guard !finished else { return }
+                switch output {
+                case .head(let head):
+                    var fields: [String: String] = [:]
+                    for field in head.fields { fields[field.name] = head.value(field.name) }
+                    if let response = HTTPURLResponse(url: url, statusCode: head.status, httpVersion: head.version, headerFields: fields) {
+                        handler?.taskDidReceive(response: response)
+                    }
+                case .body(let piece):
+                    handler?.taskDidReceive(data: Data(piece))
+                case .end:
+                    break
+                }
+            }
+            // Bytes after a complete response answer no request: the connection is not reused.
+            if parser.isComplete { complete(reusable: parser.keepAlive && sentAll && consumed == bytes.count) }
+        } catch {
+            fail(URLError(.badServerResponse, "bad response from \(endpoint.key): \(error.description)"))
+        }
+    }
+
+    /// The connection failed under the request. A kept connection that died before any
+    /// answer is the server's idle close racing our request: send it once more, fresh.
+    private func connectionLost(_ reason: String) {
+        guard !finished else { return }
+        if reused, !answered, !resent {
+            resent = true
+            connection?.close()
+            connection = nil
+            sent = 0
+            return connectFresh()
+        }
+        // The request may have reached the server: not a "sent nothing" failure.
+        fail(URLError(.networkConnectionLost, "connection to \(endpoint.key) lost\(reason.hasPrefix(":") ? "" : " ")\(reason)"))
+    }
+
+    private func complete(reusable: Bool) {
+        guard !finished else { return }
+        finished = true
+        if let connection {
+            connection.responses += 1
+            if reusable { client.keep(connection) } else { connection.close() }
+        }
+        connection = nil
+        let handler = self.handler
+        self.handler = nil
+        client.ended(self)
+        handler?.taskDidComplete(error: nil)
+    }
+
+    func fail(_ error: URLError) {
+        guard !finished else { return }
+        finished = true
+        connection?.close()
+        connection = nil
+        let handler = self.handler
+        self.handler = nil
+        client.ended(self)
+        handler?.taskDidComplete(error: error)
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import PracticeKit
+import SimulatorKit
+import TestSupport
+import XCTest
+
+/// The client's own HTTP/1.1 transport over real TCP, against servers that behave in the
+/// ways the simulator's routes do not: kept connections, a server that closes one under a
+/// request, garbage instead of a status line, names to resolve. (Every other backend test
+/// runs over it too: practice-sim is an `http://` URL.)
+final class HTTPTransportTests: XCTestCase {
+    private static let topicsBody = Array(#"[{"id":"travel","label_en":"Travel","label_zh":"旅行","prompt_hint":"trips"}]"#.utf8)
+
+    /// A server whose handler sees the request's ordinal (1-based) and answers or not.
+    private func server(_ answer: @escaping @Sendable (Int, HTTPResponseWriter) -> Void) throws -> (HTTPServer, Awaitable<Int>) {
+        let count = Awaitable(0)
+        let server = HTTPServer { _, writer in
+            var ordinal = 0
+            count.update { $0 += 1; ordinal = $0 }
+            answer(ordinal, writer)
+        }
+        try server.start()
+        return (server, count)
+    }
+
+    private func client(_ server: HTTPServer, host: String = "127.0.0.1") -> BackendClient {
+        BackendClient(configuration: SimulatorHarness.configuration(URL(string: "http://\(host):\(server.port)")!) { $0.retry = .none })
+    }
+
+    func testSequentialCallsShareOneKeptConnection() async throws {
+        let (server, count) = try server { _, writer in writer.respond(status: 200, body: Self.topicsBody) }
+        let client = client(server)
+        for _ in 0..<3 {
+            let topics = try await client.topics()
+            XCTAssertEqual(topics.map(\.id), ["travel"])
+        }
+        XCTAssertEqual(count.value, 3)
+        XCTAssertEqual(server.connectionCount, 1, "keep-alive: one connection carried all three calls")
+    }
+
+    func testARequestOnAKeptConnectionTheServerClosesIsSentAgainOnAFreshOne() async throws {
+        // The second request arrives on the kept connection and the server drops it unanswered
+        // (its idle close racing the request); the client sends it once more, fresh.
+        let (server, count) = try server { ordinal, writer in
+            if ordinal == 2 { writer.dropConnection() } else { writer.respond(status: 200, body: Self.topicsBody) }
+        }
+        let client = client(server)
+        _ = try await client.topics()
+        let topics = try await client.topics()
+        XCTAssertEqual(topics.map(\.id), ["travel"])
+        XCTAssertEqual(count.value, 3)
+    }
+
+    func testAFreshConnectionDroppedUnansweredIsAnErrorNotAResend() async throws {
+        let (server, count) = try server { _, writer in writer.dropConnection() }
+        do {
+            _ = try await client(server).topics()
+            XCTFail("expected a transport error")
+        } catch {
+            guard case .transport(_, let message, let sentNothing) = error else { return XCTFail("got \(error)") }
+            XCTAssertFalse(sentNothing, "the request reached the server")
+            XCTAssertTrue(message.contains("lost"), message)
+        }
+        XCTAssertEqual(count.value, 1, "nothing sent twice behind the caller's back")
+    }
+
+    func testGarbageInsteadOfAStatusLineIsATransportError() async throws {
+        let (server, _) = try server { _, writer in
+            _ = writer.writeRaw(Array("ICY 200 OK\r\n\r\nnot http".utf8))
+            writer.dropConnection()
+        }
+        do {
+            _ = try await client(server).topics()
+            XCTFail("expected a transport error")
+        } catch {
+            guard case .transport(_, let message, _) = error else { return XCTFail("got \(error)") }
+            XCTAssertTrue(message.contains("bad status line"), message)
+        }
+    }
+
+    func testAHostNameIsResolvedAndEachAddressTried() async throws {
+        // localhost may come first as ::1, where nothing listens: refused, then 127.0.0.1.
+        let (server, _) = try server { _, writer in writer.respond(status: 200, body: Self.topicsBody) }
+        let topics = try await client(server, host: "localhost").topics()
+        XCTAssertEqual(topics.map(\.id), ["travel"])
+        do {
+            _ = try await client(server, host: "no-such-host.invalid").topics()
+            XCTFail("expected a transport error")
+        } catch {
+            guard case .transport(_, _, let sentNothing) = error else { return XCTFail("got \(error)") }
+            XCTAssertTrue(sentNothing, "an unresolvable name sent nothing")
+        }
+    }
+
+    func testHTTPSGoesThroughURLSession() async throws {
+        // No TLS server here: a closed port shows the call took URLSession's path and its
+        // refusal maps like ours.
+        let closed = try SimulatorHarness.closedPortURL()
+        var components = URLComponents(url: closed, resolvingAgainstBaseURL: false)!
+        components.scheme = "https"
+        let client = BackendClient(configuration: SimulatorHarness.configuration(components.url!) { $0.retry = .none })
+        do {
+            _ = try await client.topics()
+            XCTFail("expected a transport error")
+        } catch {
+            guard case .transport(_, _, let sentNothing) = error else { return XCTFail("got \(error)") }
+            XCTAssertTrue(sentNothing)
+        }
+    }
+}
+
+extension HTTPTransportTests {
+    func testAReplyResetAfterAnyNumberOfEventsOnAKeptConnectionEndsInterrupted() async throws {
+        for events in 0..<4 {
+            let sim = try SimulatorHarness { $0.connectingMs = 100; $0.faults.dropAfterEvents = events }
+            let client = sim.client { $0.streamIdleTimeout = 5; $0.retry.initialDelay = 0.05; $0.retry.maxAttempts = 20 }
+            let id = try await client.createSession(.init(userId: "tester", topicId: "travel", mode: .conversation)).sessionId
+            let summary = try await client.sendTurn(sessionID: id, wav: try SimulatorHarness.wav("learner-2"), idempotencyKey: "k\(events)",
+                                                    onEvent: { _ in }).outcome()
+            guard case .interrupted(let error) = summary.end, case .transport = error else {
+                XCTFail("after \(events) events: \(summary.end), \(summary.attempts) attempts")
+                continue
+            }
+        }
+    }
+}
