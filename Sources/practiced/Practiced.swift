@@ -32,16 +32,6 @@ struct Practiced {
         signal(SIGPIPE, SIG_IGN)
         for number in [SIGTERM, SIGINT, SIGHUP] { signal(number, SIG_IGN) }  // handled by dispatch sources
         let daemon = PracticeDaemon(configuration: loaded.configuration)
-        do {
-            try daemon.start()
-        } catch let error as ControlSocketError where error.alreadyRunning {
-            fail("\(error)", code: 75)  // EX_TEMPFAIL: another instance owns the socket
-        } catch let error as ConfigurationError {
-            fail("\(error)", code: 78)
-        } catch {
-            fail("cannot start: \(error)", code: 1)
-        }
-
         let stop = { @Sendable (number: Int32) in
             daemon.stop()
             exit(0)
@@ -53,12 +43,24 @@ struct Practiced {
                 daemon.reloadFailed(error)
             }
         }
+        // Before start(): READY=1 goes out from there, and a SIGHUP or SIGTERM sent the moment
+        // it does must find its source (they are ignored until then, and would be lost).
         let sources = [SIGTERM, SIGINT, SIGHUP].map { number -> DispatchSourceSignal in
             let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
             source.setEventHandler { number == SIGHUP ? reload() : stop(number) }
             source.resume()
             return source
         }
+        do {
+            try daemon.start()
+        } catch let error as ControlSocketError where error.alreadyRunning {
+            fail("\(error)", code: 75)  // EX_TEMPFAIL: another instance owns the socket
+        } catch let error as ConfigurationError {
+            fail("\(error)", code: 78)
+        } catch {
+            fail("cannot start: \(error)", code: 1)
+        }
+
         withExtendedLifetime(sources) { dispatchMain() }
     }
 
