@@ -27,13 +27,10 @@ final class HTTPConnection {
     private var writer: DispatchSourceWrite?
     /// Sources whose cancel handler has not run yet; the descriptor is closed after the last.
     private var liveSources = 0
-    private var closeRequested = false
     private(set) var isClosed = false
     weak var owner: HTTPConnectionOwner?
     /// When it last finished a response (for the pool's age limit).
     var idleSince = DispatchTime.now()
-    /// Responses it has carried; a reused connection may have been closed by the server.
-    var responses = 0
 
     init(fd: Int32, key: String, queue: DispatchQueue) {
         self.fd = fd
@@ -98,7 +95,6 @@ final class HTTPConnection {
         guard !isClosed else { return }
         isClosed = true
         owner = nil
-        closeRequested = true
         stopWaitingForWrite()
         reader?.cancel()
         reader = nil
@@ -107,6 +103,6 @@ final class HTTPConnection {
 
     private func sourceCancelled() {
         liveSources -= 1
-        if liveSources == 0 && closeRequested { Glibc.close(fd) }
+        if liveSources == 0 && isClosed { Glibc.close(fd) }
     }
 }

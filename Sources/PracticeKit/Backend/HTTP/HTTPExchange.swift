@@ -175,7 +175,7 @@ final class HTTPExchange: TransportTask, HTTPConnectionOwner, @unchecked Sendabl
             }
             switch result {
             case .failure(let error):
-                return connectionLost("while sending the request: \(error)")
+                return connectionLost("sending the request: \(error)")
             case .success(0):
                 return connection.whenWritable { [self] in send() }
             case .success(let n):
@@ -199,13 +199,13 @@ final class HTTPExchange: TransportTask, HTTPConnectionOwner, @unchecked Sendabl
             case .failure(let error) where error == .wouldBlock:
                 return
             case .failure(let error):
-                return connectionLost("while receiving the response: \(error)")
+                return connectionLost("receiving the response: \(error)")
             case .success(0):
                 do {
                     try parser.finishAtClose()
                     complete(reusable: false)
                 } catch {
-                    connectionLost(": \(error.description)")
+                    connectionLost(error.description)
                 }
                 return
             case .success(let n):
@@ -251,24 +251,20 @@ final class HTTPExchange: TransportTask, HTTPConnectionOwner, @unchecked Sendabl
             return connectFresh()
         }
         // The request may have reached the server: not a "sent nothing" failure.
-        fail(URLError(.networkConnectionLost, "connection to \(endpoint.key) lost\(reason.hasPrefix(":") ? "" : " ")\(reason)"))
+        fail(URLError(.networkConnectionLost, "connection to \(endpoint.key) lost: \(reason)"))
     }
 
     private func complete(reusable: Bool) {
-        guard !finished else { return }
-        finished = true
-        if let connection {
-            connection.responses += 1
-            if reusable { client.keep(connection) } else { connection.close() }
-        }
-        connection = nil
-        let handler = self.handler
-        self.handler = nil
-        client.ended(self)
-        handler?.taskDidComplete(error: nil)
+        guard let connection, reusable else { return end(nil) }
+        self.connection = nil
+        client.keep(connection)
+        end(nil)
     }
 
-    func fail(_ error: URLError) {
+    func fail(_ error: URLError) { end(error) }
+
+    /// The one way out: the connection closed unless kept, the handler told once.
+    private func end(_ error: URLError?) {
         guard !finished else { return }
         finished = true
         connection?.close()

@@ -77,13 +77,9 @@ public struct HTTPResponseParser: Sendable {
         while index < count {
             switch state {
             case .head:
-                // Line by line; the head ends at an empty line.
-                guard let newline = Self.find(10, in: bytes, from: index) else {
-                    try append(bytes, index..<count, limit: Self.maximumHeadBytes, what: "response head")
-                    return count
-                }
-                try append(bytes, index..<newline + 1, limit: Self.maximumHeadBytes, what: "response head")
-                index = newline + 1
+                // Line by line into one buffer; the head ends at an empty line.
+                guard try takeLine(bytes, &index, limit: Self.maximumHeadBytes,
+                                   tooLong: "response head longer than \(Self.maximumHeadBytes) bytes") else { return count }
                 if Self.isBlankLineEnd(line) {
                     let head = try Self.parseHead(line)
                     line.removeAll(keepingCapacity: true)
@@ -103,12 +99,8 @@ public struct HTTPResponseParser: Sendable {
                 }
                 state = .fixed(remaining: remaining - take)
             case .chunkSize:
-                guard let newline = Self.find(10, in: bytes, from: index) else {
-                    try append(bytes, index..<count, limit: Self.maximumLineBytes, what: "chunk-size line")
-                    return count
-                }
-                try append(bytes, index..<newline + 1, limit: Self.maximumLineBytes, what: "chunk-size line")
-                index = newline + 1
+                guard try takeLine(bytes, &index, limit: Self.maximumLineBytes,
+                                   tooLong: "chunk-size line longer than \(Self.maximumLineBytes) bytes") else { return count }
                 let size = try Self.parseChunkSize(line)
                 line.removeAll(keepingCapacity: true)
                 state = size == 0 ? .trailers : .chunkData(remaining: size)
@@ -119,21 +111,13 @@ public struct HTTPResponseParser: Sendable {
                 state = take == remaining ? .chunkDataEnd : .chunkData(remaining: remaining - take)
             case .chunkDataEnd:
                 // CRLF after the data (a bare LF is tolerated, as in lines).
-                let end = Self.find(10, in: bytes, from: index).map { $0 + 1 } ?? count
-                guard line.count + (end - index) <= 2 else { throw Failure(description: "chunk data not followed by CRLF") }
-                line.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[index..<end]))
-                index = end
-                guard line.last == 10 else { return count }
+                guard try takeLine(bytes, &index, limit: 2, tooLong: "chunk data not followed by CRLF") else { return count }
                 guard line == [10] || line == [13, 10] else { throw Failure(description: "chunk data not followed by CRLF") }
                 line.removeAll(keepingCapacity: true)
                 state = .chunkSize
             case .trailers:
-                guard let newline = Self.find(10, in: bytes, from: index) else {
-                    try append(bytes, index..<count, limit: Self.maximumLineBytes, what: "trailer line")
-                    return count
-                }
-                try append(bytes, index..<newline + 1, limit: Self.maximumLineBytes, what: "trailer line")
-                index = newline + 1
+                guard try takeLine(bytes, &index, limit: Self.maximumLineBytes,
+                                   tooLong: "trailer line longer than \(Self.maximumLineBytes) bytes") else { return count }
                 let blank = line == [10] || line == [13, 10]
                 line.removeAll(keepingCapacity: true)  // trailer fields are not used
                 if blank {
@@ -204,18 +188,16 @@ public struct HTTPResponseParser: Sendable {
         keepAlive = false
     }
 
-    private mutating func append(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>, limit: Int, what: String) throws(Failure) {
-        guard line.count + range.count <= limit else { throw Failure(description: "\(what) longer than \(limit) bytes") }
-        line.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[range]))
-    }
-
-    private static func find(_ byte: UInt8, in bytes: UnsafeRawBufferPointer, from start: Int) -> Int? {
-        var index = start
-        while index < bytes.count {
-            if bytes[index] == byte { return index }
-            index += 1
-        }
-        return nil
+    /// Adds the bytes up to and including the next LF to `line`; true once the line is
+    /// whole, false when the input ran out first (the rest comes with the next feed).
+    private mutating func takeLine(_ bytes: UnsafeRawBufferPointer, _ index: inout Int, limit: Int,
+                                   tooLong: @autoclosure () -> String) throws(Failure) -> Bool {
+        let newline = bytes[index...].firstIndex(of: 10)
+        let end = newline.map { $0 + 1 } ?? bytes.count
+        guard line.count + (end - index) <= limit else { throw Failure(description: tooLong()) }
+        line.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[index..<end]))
+        index = end
+        return newline != nil
     }
 
     /// The head so far ends with an empty line: LF LF, or CRLF CRLF (or a mix).
