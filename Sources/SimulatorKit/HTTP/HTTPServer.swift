@@ -81,18 +81,16 @@ public final class HTTPServer: @unchecked Sendable {
     /// Stops accepting, closes every connection (a reply in progress is cut off) and waits
     /// until their threads are done.
     public func stop() {
-        let (fd, open): (Int32, [Int32]) = lock.withLock {
-            if stopped { return (-1, []) }
+        // Descriptors are only shut down here, under the lock; each is closed by the thread
+        // that uses it. Closing the listener here let an accept thread that was between two
+        // accept() calls take the next server's connections: the number had been reused.
+        lock.withLock {
+            if stopped { return }
             stopped = true
-            let fd = listenFD
+            if listenFD >= 0 { shutdown(listenFD, Int32(SHUT_RDWR)) }  // wakes the blocked accept()
             listenFD = -1
-            return (fd, Array(connections.keys))
+            for connection in connections.keys { shutdown(connection, Int32(SHUT_RDWR)) }
         }
-        if fd >= 0 {
-            shutdown(fd, Int32(SHUT_RDWR))  // wakes the blocked accept()
-            close(fd)
-        }
-        for connection in open { shutdown(connection, Int32(SHUT_RDWR)) }
         allClosed.lock()
         while lock.withLock({ !connections.isEmpty }) {
             _ = allClosed.wait(until: Date().addingTimeInterval(0.1))
@@ -108,7 +106,12 @@ public final class HTTPServer: @unchecked Sendable {
             let client = accept(fd, nil, nil)
             if client < 0 {
                 if errno == EINTR || errno == ECONNABORTED { continue }
-                return  // the socket was shut down
+                if errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM {
+                    usleep(10_000)  // out of descriptors or memory for now: back off, keep listening
+                    continue
+                }
+                close(fd)  // shut down by stop(): this thread owns the listener
+                return
             }
             var one: Int32 = 1
             setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -131,8 +134,12 @@ public final class HTTPServer: @unchecked Sendable {
 
     private func serve(_ fd: Int32) {
         defer {
-            close(fd)
-            lock.withLock { _ = connections.removeValue(forKey: fd) }
+            // Closed under the lock, with the entry, so stop() never shuts down a number
+            // that accept() has already handed to a newer connection.
+            lock.withLock {
+                _ = connections.removeValue(forKey: fd)
+                close(fd)
+            }
             allClosed.lock()
             allClosed.broadcast()
             allClosed.unlock()

@@ -13,11 +13,17 @@ protocol HTTPConnectionOwner: AnyObject {
 /// One non-blocking TCP connection to the backend, driven by Dispatch sources on the
 /// client's serial queue.
 ///
-/// The read source lives as long as the connection (an idle pooled connection must still
-/// notice the server closing it). A write source exists only while a write waits for room
-/// in the socket buffer, and is cancelled the moment it fires: a write source left armed
-/// on a socket that is writable fires on every turn of the event loop, which is exactly
-/// what made FoundationNetworking's transport spin a core for the length of each reply.
+/// The read source lives as long as the connection, from `connect` to the close: an
+/// idle pooled connection must still notice the server closing it, and on Linux it is the
+/// one source sure to hear a reset. libdispatch's epoll backend keeps one registration per
+/// descriptor; a hang-up is delivered to the sources registered at that moment and then the
+/// descriptor leaves epoll, so a source registered afterwards (say a read source made once
+/// a connect completes) silently never fires. Registered first, the reader hears it always.
+///
+/// A write source exists only while a write waits for room in the socket buffer (or for
+/// the connect), and is cancelled the moment it fires: a write source left armed on a
+/// writable socket fires on every turn of the event loop, which is exactly what made
+/// FoundationNetworking's transport spin a core for the length of each reply.
 final class HTTPConnection {
     let fd: Int32
     /// `host:port`: the pool's key.
@@ -54,7 +60,7 @@ final class HTTPConnection {
         guard writer == nil, !isClosed else { return }
         let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
         source.setEventHandler { [self] in
-            stopWaitingForWrite()
+            cancelWriteWait()
             body()
         }
         source.setCancelHandler { [self] in sourceCancelled() }
@@ -63,7 +69,8 @@ final class HTTPConnection {
         source.resume()
     }
 
-    private func stopWaitingForWrite() {
+    /// Forgets a pending `whenWritable` (its body will not run).
+    func cancelWriteWait() {
         writer?.cancel()
         writer = nil
     }
@@ -95,7 +102,7 @@ final class HTTPConnection {
         guard !isClosed else { return }
         isClosed = true
         owner = nil
-        stopWaitingForWrite()
+        cancelWriteWait()
         reader?.cancel()
         reader = nil
         if liveSources == 0 { Glibc.close(fd) }

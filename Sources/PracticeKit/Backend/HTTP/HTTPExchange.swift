@@ -33,6 +33,8 @@ final class HTTPExchange: TransportTask, HTTPConnectionOwner, @unchecked Sendabl
     private var sent = 0
     private var parser: HTTPResponseParser
     private var answered = false
+    /// A connect is in progress on `connection`.
+    private var connecting = false
     private var finished = false
     /// Addresses still to try, and the last connect failure.
     private var addresses: ArraySlice<SocketAddress> = []
@@ -123,36 +125,41 @@ final class HTTPExchange: TransportTask, HTTPConnectionOwner, @unchecked Sendabl
         var one: Int32 = 1
         // Small writes (a request head, then its body) must not wait for Nagle's timer.
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        let status = withUnsafePointer(to: &address.storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, address.length) }
-        }
         let connection = HTTPConnection(fd: fd, key: endpoint.key, queue: queue)
         connection.owner = self
         self.connection = connection
-        if status == 0 { return connected() }
-        guard errno == EINPROGRESS else {
+        let status = withUnsafePointer(to: &address.storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, address.length) }
+        }
+        guard status == 0 || errno == EINPROGRESS else {
             connectError = .current
             self.connection = nil
             connection.close()
             return tryNextAddress()
         }
-        connection.whenWritable { [self] in
-            guard !finished, self.connection === connection else { return }
-            var error: Int32 = 0
-            var length = socklen_t(MemoryLayout<Int32>.size)
-            getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
-            if error == 0 { return connected() }
-            connectError = Errno(rawValue: error)
-            self.connection = nil
-            connection.close()
-            tryNextAddress()
-        }
+        // The read source comes first (see HTTPConnection on hang-ups), but not before the
+        // connect: a socket not yet connecting reports a hang-up of its own.
+        connection.startReading()
+        if status == 0 { return send() }
+        connecting = true
+        connection.whenWritable { [self] in settleConnect(connection) }
     }
 
-    private func connected() {
-        guard let connection else { return }
-        connection.startReading()
-        send()
+    /// The connect in progress has ended, told by whichever source fired first: the write
+    /// source (connected, or failed), or the read source (a hang-up, which the write source
+    /// may never hear).
+    private func settleConnect(_ connection: HTTPConnection) {
+        guard connecting, !finished, self.connection === connection else { return }
+        connecting = false
+        connection.cancelWriteWait()
+        var error: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        if getsockopt(connection.fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0 { error = errno }
+        if error == 0 { return send() }
+        connectError = Errno(rawValue: error)
+        self.connection = nil
+        connection.close()
+        tryNextAddress()
     }
 
     private func use(_ kept: HTTPConnection) {
@@ -193,6 +200,7 @@ final class HTTPExchange: TransportTask, HTTPConnectionOwner, @unchecked Sendabl
     /// Reads until the socket is drained: Dispatch reports a close that arrives with the
     /// last bytes only once, so a handler that reads once and returns never hears it.
     func connectionIsReadable(_ connection: HTTPConnection) {
+        if connecting { settleConnect(connection) }
         let buffer = client.receiveBuffer
         while !finished, connection === self.connection {
             switch connection.read(into: buffer) {
