@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import PracticeKit
 import SimulatorKit
 import TestSupport
@@ -64,6 +67,28 @@ final class HTTPTransportTests: XCTestCase {
         XCTAssertEqual(count.value, 1, "nothing sent twice behind the caller's back")
     }
 
+    func testAConnectionResetAtOnceIsHeardEveryTime() async throws {
+        // The reset can reach the client before, during or after its connect completes and the
+        // request goes out; every time it must end the call as a transport error, not wait
+        // for the deadline (libdispatch forgets a descriptor that hangs up, see HTTPConnection).
+        let listener = try ResettingListener()
+        defer { listener.stop() }
+        let client = BackendClient(configuration: SimulatorHarness.configuration(URL(string: "http://127.0.0.1:\(listener.port)")!) {
+            $0.retry = .none
+            $0.requestTimeout = 5
+        })
+        for attempt in 0..<40 {
+            do {
+                _ = try await client.topics()
+                XCTFail("attempt \(attempt): expected a transport error")
+            } catch {
+                guard case .transport(_, let message, _) = error else { return XCTFail("attempt \(attempt): got \(error)") }
+                XCTAssertFalse(message.contains("within"), "attempt \(attempt) waited for the deadline: \(message)")
+            }
+        }
+        XCTAssertGreaterThanOrEqual(listener.accepted.value, 40)
+    }
+
     func testGarbageInsteadOfAStatusLineIsATransportError() async throws {
         let (server, _) = try server { _, writer in
             _ = writer.writeRaw(Array("ICY 200 OK\r\n\r\nnot http".utf8))
@@ -123,4 +148,48 @@ extension HTTPTransportTests {
             }
         }
     }
+}
+
+/// A TCP listener that resets each connection as soon as it accepts it, or (every other
+/// one) as soon as the request's first byte is in.
+private final class ResettingListener: @unchecked Sendable {
+    let port: UInt16
+    let accepted = Awaitable(0)
+    private let fd: Int32
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.fd = fd
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && listen(fd, 64) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw POSIXError(.EADDRINUSE) }
+        port = UInt16(bigEndian: address.sin_port)
+        let accepted = accepted
+        Thread {
+            while true {
+                let client = accept(fd, nil, nil)
+                if client < 0 {
+                    if errno == EINTR || errno == ECONNABORTED { continue }
+                    close(fd)  // shut down by stop()
+                    return
+                }
+                var ordinal = 0
+                accepted.update { $0 += 1; ordinal = $0 }
+                if ordinal % 2 == 0 {  // every other one once the request is in
+                    var byte: UInt8 = 0
+                    _ = recv(client, &byte, 1, 0)
+                }
+                var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+                setsockopt(client, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+                close(client)
+            }
+        }.start()
+    }
+
+    func stop() { shutdown(fd, Int32(SHUT_RDWR)) }
 }
