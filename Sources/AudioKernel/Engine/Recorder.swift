@@ -27,8 +27,8 @@ public struct RecordedTurn: Sendable {
         case maximumLength
     }
 
-    /// The turn as a WAV file: the 44-byte header and the samples, written in place as they
-    /// were captured (no copy of the samples was made to build it).
+    /// The turn as a WAV file: the 44-byte header and the samples, written into the recorder's
+    /// buffer as they were captured and copied out once, at the turn's own size.
     public var wav: [UInt8]
     public var format: WAVFormat
     public var endReason: EndReason
@@ -301,8 +301,14 @@ public final class Recorder: @unchecked Sendable {
         turn.withUnsafeMutableBytes { bytes in
             WAVEncoder.writeHeader(format: format, dataByteCount: dataBytes, into: bytes)
         }
+        // A copy at the turn's size. `Array(turn)` would share the buffer (copy-on-write):
+        // every turn would then keep the whole 2.9 MB reservation alive, and the
+        // `removeAll(keepingCapacity:)` below would allocate a fresh 2.9 MB on this thread.
+        let wav = [UInt8](unsafeUninitializedCapacity: turn.count) { copy, count in
+            count = turn.withUnsafeBytes { copy.initialize(fromContentsOf: $0) }
+        }
         let result = RecordedTurn(
-            wav: Array(turn), format: format, endReason: reason, level: turnLevel,  // the turn's size, not the buffer's
+            wav: wav, format: format, endReason: reason, level: turnLevel,
             speechDuration: Double(turnSpeechSamples) / Double(format.sampleRate * format.channels),
             holdsSpeech: SpeechGate(threshold: configuration.detector.gateThreshold).holdsSpeech(turnLevel)
         )

@@ -47,6 +47,8 @@ final class RecorderTests: XCTestCase {
             XCTAssertTrue(turn.holdsSpeech)
             XCTAssertEqual(turn.speechDuration, Double(speech.end - speech.start) / 24_000, accuracy: 0.1)
             XCTAssertEqual(try WAVDecoder.decode(turn.wav).samples, samples, "the WAV is valid")
+            // Its own bytes, not a share of the recorder's buffer reserved for the longest turn.
+            XCTAssertLessThan(turn.wav.capacity, turn.wav.count + 64, "turn \(i) keeps the recorder's whole buffer alive")
         }
     }
 
