@@ -347,12 +347,24 @@ public final class ControlServer: @unchecked Sendable {
             flush()
         }
 
-        /// Sends what is queued, then closes (after a fatal protocol error).
+        /// Sends what is queued, then closes (after a fatal protocol error), the way HTTP
+        /// servers do a "lingering close": closing a socket with input still unread makes the
+        /// kernel answer with a reset, which can destroy the error reply before the client
+        /// reads it. So the reply is flushed, the sending side shut down (the client reads the
+        /// reply, then an orderly end), and whatever the client still sends is read and
+        /// dropped until it hangs up, for at most two seconds.
         func closeAfterFlush() {
-            flush()
+            guard !isClosed, !closing else { return }
             closing = true
-            close()
             server.closed(self, reason: "protocol error")
+            flush()
+            server.queue.asyncAfter(deadline: .now() + 2) { [self] in close() }
+        }
+
+        /// Drops the connection: told to the server, unless it already left it (closing).
+        private func drop(_ reason: String) {
+            close()
+            if !closing { server.closed(self, reason: reason) }
         }
 
         private func flush() {
@@ -362,9 +374,7 @@ public final class ControlServer: @unchecked Sendable {
                 if n < 0 {
                     if errno == EINTR { continue }
                     if errno == EAGAIN || errno == EWOULDBLOCK { break }
-                    close()
-                    server.closed(self, reason: "write failed: \(Errno(rawValue: errno).description)")
-                    return
+                    return drop("write failed: \(Errno(rawValue: errno).description)")
                 }
                 outboundOffset += n
             }
@@ -375,6 +385,7 @@ public final class ControlServer: @unchecked Sendable {
                     writeSource?.suspend()
                     writeArmed = false
                 }
+                if closing { shutdown(fd, Int32(SHUT_WR)) }  // all sent: the client reads an end
             } else {
                 if outboundOffset > 64 * 1024 {  // keep the buffer from growing at the front
                     outbound.removeFirst(outboundOffset)
@@ -393,15 +404,10 @@ public final class ControlServer: @unchecked Sendable {
                 if n < 0 {
                     if errno == EINTR { continue }
                     if errno == EAGAIN || errno == EWOULDBLOCK { return }
-                    close()
-                    server.closed(self, reason: "read failed: \(Errno(rawValue: errno).description)")
-                    return
+                    return drop("read failed: \(Errno(rawValue: errno).description)")
                 }
                 if n == 0 {
-                    let reason = inbound.isEmpty ? "hung up" : "hung up in the middle of a line (\(inbound.count) bytes dropped)"
-                    close()
-                    server.closed(self, reason: reason)
-                    return
+                    return drop(inbound.isEmpty ? "hung up" : "hung up in the middle of a line (\(inbound.count) bytes dropped)")
                 }
                 lastActivity = DispatchTime.now().uptimeNanoseconds
                 consume(server.readBuffer[0..<n])
