@@ -39,8 +39,11 @@ struct PracticeCtl {
           call COMMAND [JSON]  any command, with its arguments as a JSON object
 
         --wait-for EVENT[,EVENT...] sends the command, then prints the session's events until
-        one of those arrives (`stage:NAME` waits for a stage); exit 1 when `session.failed`
-        comes first, 75 at the timeout (--timeout, default 10 s).
+        one of those arrives (`stage:NAME` waits for a stage); exit 1 when a failure event of
+        the flow waited on comes first (`session.failed` always; `review.finish_failed` for
+        session.completed, `review.failed` for review.ready, `turn.failed`, `turn.rejected`,
+        `turn.pending` or `reply.incomplete` for a reply, ...), 75 at the timeout (--timeout,
+        default 10 s).
 
         The socket defaults to $PRACTICED_SOCKET, then $XDG_RUNTIME_DIR/practiced/control.sock,
         then /run/practiced/control.sock.
@@ -222,8 +225,26 @@ struct PracticeCtl {
             }
             let stage = name == "session.stage" ? event["data"]?["stage"]?.stringValue.map { "stage:\($0)" } : nil
             if names.contains(name) || stage.map(names.contains) == true { return }
-            if name == "session.failed" { exit(Exit.commandError.rawValue) }
+            if failures(endingTheWaitFor: names).contains(name) { exit(Exit.commandError.rawValue) }
         }
+    }
+
+    /// The failure events that end a wait for `names` with exit 1: those of the flows the
+    /// awaited events belong to, and `session.failed` always. A failure of the flow waited
+    /// on means the awaited event will not come (a finish that failed never completes).
+    static func failures(endingTheWaitFor names: [String]) -> Set<String> {
+        let flows: [(awaited: Set<String>, failures: Set<String>)] = [
+            (["session.completed", "stage:completed", "stage:finishing"], ["review.finish_failed"]),
+            (["review.ready", "stage:reviewed", "stage:reviewing", "session.ended", "stage:ending"], ["review.failed", "session.end_failed"]),
+            (["session.created", "stage:greeting", "stage:starting"], ["greeting.failed"]),
+            (["reply.finished", "reply.text", "reply.audio_started", "transcript", "stage:ready", "stage:replying", "stage:uploading",
+              "turn.accepted", "turn.recorded", "turn.spooled"],
+             ["turn.failed", "turn.rejected", "turn.pending", "reply.incomplete", "greeting.failed"]),
+            (["correction.added"], ["correction.failed"]),
+        ]
+        var failures: Set<String> = ["session.failed"]
+        for flow in flows where !flow.awaited.isDisjoint(with: names) { failures.formUnion(flow.failures) }
+        return failures.subtracting(names)
     }
 
     static func defaultSocket() -> String {

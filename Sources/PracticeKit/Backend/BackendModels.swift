@@ -132,9 +132,22 @@ public struct Mark: Codable, Equatable, Sendable {
     public var explanation: String
 }
 
+/// A correction as `POST /sessions/{id}/corrections` answers it (trace 20): the only shape
+/// that names its segment.
 public struct Correction: Codable, Equatable, Sendable {
     public var id: Int
     public var segmentId: Int
+    public var userMessage: String
+    public var correction: String
+    public var explanation: String
+    public var createdAt: String
+}
+
+/// A correction inside `GET /review` (trace 21): the same fields but `segment_id`, which its
+/// parent segment gives. Decoding the POST shape here is what made a review with a
+/// correction unreadable ("missing segmentId").
+public struct SegmentCorrection: Codable, Equatable, Sendable {
+    public var id: Int
     public var userMessage: String
     public var correction: String
     public var explanation: String
@@ -147,7 +160,7 @@ public struct Segment: Codable, Equatable, Sendable {
     public var userText: String
     public var aiText: String
     public var aiMarks: [Mark]
-    public var corrections: [Correction]
+    public var corrections: [SegmentCorrection]
 
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -156,14 +169,22 @@ public struct Segment: Codable, Equatable, Sendable {
         userText = try c.decodeIfPresent(String.self, forKey: .userText) ?? ""
         aiText = try c.decodeIfPresent(String.self, forKey: .aiText) ?? ""
         aiMarks = try c.decodeIfPresent([Mark].self, forKey: .aiMarks) ?? []
-        corrections = try c.decodeIfPresent([Correction].self, forKey: .corrections) ?? []
+        corrections = try c.decodeIfPresent([SegmentCorrection].self, forKey: .corrections) ?? []
     }
 }
 
+/// Each dimension may be null (the model had nothing to say); null is passed on as null.
 public struct Weaknesses: Codable, Equatable, Sendable {
     public var grammar: String?
     public var naturalness: String?
     public var sentenceStructure: String?
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(grammar, forKey: .grammar)
+        try c.encode(naturalness, forKey: .naturalness)
+        try c.encode(sentenceStructure, forKey: .sentenceStructure)
+    }
 }
 
 public struct Summary: Codable, Equatable, Sendable {
@@ -178,6 +199,14 @@ public struct Review: Codable, Equatable, Sendable {
     public var segments: [Segment]
     /// Null until generated, and still null when generation failed.
     public var summary: Summary?
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(sessionId, forKey: .sessionId)
+        try c.encode(status, forKey: .status)
+        try c.encode(segments, forKey: .segments)
+        try c.encode(summary, forKey: .summary)  // null, not left out
+    }
 
     /// Whether any segment carries marks.
     public var hasMarks: Bool { segments.contains { !$0.aiMarks.isEmpty } }
@@ -250,6 +279,19 @@ public struct UserProfile: Codable, Equatable, Sendable {
     public var updatedAt: String?
     /// True when any weak-point pattern has three or more examples.
     public var needsReview: Bool
+
+    // The server's nulls go to clients as nulls (trace 29: a new user has no name, level or
+    // goal); a synthesized encoder would leave the keys out.
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(userId, forKey: .userId)
+        try c.encode(userName, forKey: .userName)
+        try c.encode(level, forKey: .level)
+        try c.encode(learningGoal, forKey: .learningGoal)
+        try c.encode(profileData, forKey: .profileData)
+        try c.encode(updatedAt, forKey: .updatedAt)
+        try c.encode(needsReview, forKey: .needsReview)
+    }
 }
 
 struct TextBody: Codable, Sendable {

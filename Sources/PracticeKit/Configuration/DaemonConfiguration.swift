@@ -36,6 +36,9 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public var turnRetrySeconds = 60
     /// How often the review and the summary are polled (the iOS client: 2 s).
     public var reviewPollMilliseconds = 2_000
+    /// After a barge-in, the next upload waits at most this long for the stopped reply's
+    /// stream to end (it is read to its end silently), then hangs it up and goes ahead.
+    public var replyDrainMilliseconds = 10_000
 
     /// The defaults for this process: a user daemon under `$XDG_RUNTIME_DIR` and
     /// `$XDG_STATE_HOME`, the system service (root, or systemd's `RUNTIME_DIRECTORY` and
@@ -171,6 +174,8 @@ struct ConfigurationKey: Sendable {
         .path("spool.dir", help: "recorded turns waiting for upload", \.spoolDirectory),
         .integer("turn.retry_s", 0...86_400, unit: "seconds", help: "how long an undelivered turn is sent again before it is reported pending", \.turnRetrySeconds),
         .integer("review.poll_ms", 100...60_000, unit: "milliseconds", help: "how often the review and summary are polled", \.reviewPollMilliseconds),
+        .integer("reply.drain_ms", 0...120_000, unit: "milliseconds",
+                 help: "after a barge-in, how long the next upload waits for the stopped reply's stream to end", \.replyDrainMilliseconds),
         ConfigurationKey(name: "log.level", allowed: LogLevel.allCases.map(\.description).joined(separator: ", "), help: "the least important messages logged",
                          apply: { configuration, text in
                              guard let level = LogLevel(name: text) else { return false }

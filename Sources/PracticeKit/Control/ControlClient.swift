@@ -134,6 +134,7 @@ public final class ControlClient {
     static func error(_ reply: JSONValue) -> ControlError? {
         guard reply["ok"]?.boolValue == false, let error = reply["error"] else { return nil }
         let code = error["code"]?.stringValue.flatMap(ControlErrorCode.init(rawValue:)) ?? .internalError
-        return ControlError(code, error["message"]?.stringValue ?? "", retryable: error["retryable"]?.boolValue ?? false)
+        return ControlError(code, error["message"]?.stringValue ?? "", retryable: error["retryable"]?.boolValue ?? false,
+                            status: error["status"]?.intValue)
     }
 }

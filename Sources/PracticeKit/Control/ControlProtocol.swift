@@ -35,9 +35,10 @@ public enum ControlErrorCode: String, Sendable, CaseIterable {
     case unsupportedProtocol = "unsupported_protocol"
     /// The peer's uid is neither the daemon's, root, nor in the socket group.
     case permissionDenied = "permission_denied"
-    /// The backend could not be reached or did not answer in time.
+    /// Nothing answered: the backend could not be reached, or did not answer in time.
     case backendUnavailable = "backend_unavailable"
-    /// The backend answered with an error (its status and detail are in the message).
+    /// The backend answered, with an error status (in `status`, its detail in the message)
+    /// or with a body that is not the contract's shape. A 500 is an answer, not an outage.
     case backendError = "backend_error"
     case deviceError = "device_error"
     /// The daemon already serves its maximum number of clients.
@@ -53,16 +54,23 @@ public struct ControlError: Error, Equatable, Sendable, CustomStringConvertible 
     public var code: ControlErrorCode
     public var message: String
     public var retryable: Bool
+    /// The backend's HTTP status, for `backend_error` answers that had one.
+    public var status: Int?
 
-    public init(_ code: ControlErrorCode, _ message: String, retryable: Bool = false) {
+    public init(_ code: ControlErrorCode, _ message: String, retryable: Bool = false, status: Int? = nil) {
         self.code = code
         self.message = message
         self.retryable = retryable
+        self.status = status
     }
 
     public var description: String { "\(code.rawValue): \(message)" }
 
-    var json: JSONValue { ["code": .string(code.rawValue), "message": .string(message), "retryable": .bool(retryable)] }
+    var json: JSONValue {
+        var members: [(String, JSONValue)] = [("code", .string(code.rawValue)), ("message", .string(message)), ("retryable", .bool(retryable))]
+        if let status { members.append(("status", .int(status))) }
+        return .object(members)
+    }
 }
 
 /// A request as read from a line: `{"id": 7, "command": "status", "args": {...}}`.

@@ -184,6 +184,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         var settings = SessionSettings(userID: lock.withLock { userID }, userName: configuration.userName)
         settings.turnRetrySeconds = Double(configuration.turnRetrySeconds)
         settings.pollInterval = Double(configuration.reviewPollMilliseconds) / 1000
+        settings.drainTimeout = Double(configuration.replyDrainMilliseconds) / 1000
         return settings
     }
 

@@ -18,6 +18,10 @@ public struct SessionSettings: Sendable {
     public var turnRetrySeconds: Double = 60
     public var turnRetryInitialDelay = 1.0
     public var turnRetryMaxDelay = 10.0
+    /// After a barge-in the stopped reply's stream is read to its end silently, and the next
+    /// upload waits for that end at most this long (then the stream is hung up). A turn sent
+    /// while upstream still produces a reply comes back empty (traces 09–12).
+    public var drainTimeout = 10.0
 
     public init(userID: String, userName: String? = nil) {
         self.userID = userID
@@ -56,6 +60,12 @@ public final class SessionController: @unchecked Sendable {
     /// Bumped when a session ends or is closed: late answers of the old one are dropped.
     private var epoch = 0
     private var reply: Reply?
+    /// A reply whose sound was stopped (barge-in, `playback.stop`) and whose stream is read
+    /// to its end without a sound or an event, so that no upload overlaps it upstream.
+    private var draining: Reply?
+    /// The upload that waits for `draining` to end, and the token of its deadline.
+    private var waitingStart: ReplyKind?
+    private var drainToken = 0
     private var recording: Recording?
     private var delivery: Delivery?
     private var review: Review?
@@ -276,9 +286,19 @@ public final class SessionController: @unchecked Sendable {
         ]
     }
 
-    /// Ends what runs now: the reply (hung up, sound stopped), the recording, the polling.
+    /// Ends what runs now: the reply and a drained one (hung up, sound stopped), an upload
+    /// waiting for the drain, the recording, the polling.
     private func stopActivity() {
-        if let reply { bargeIn(reply) }
+        if let reply {
+            hangUp(reply)
+            self.reply = nil
+        }
+        if let draining {
+            hangUp(draining)
+            self.draining = nil
+        }
+        waitingStart = nil
+        drainToken += 1
         if recording != nil { _ = audio.record(.cancel) }
         recording = nil
         poll.token += 1
@@ -479,7 +499,9 @@ public final class SessionController: @unchecked Sendable {
         var failure: BackendError?
         var playback: PlaybackReport?
         var void = false
-        var cut = false
+        var outcome: ReplyOutcome?
+        var unansweredPublished = false
+        var drainStartedAt: UInt64?
         let requestedAt = DispatchTime.now().uptimeNanoseconds
         var firstAudioAt: UInt64?
         var soundAt: UInt64?
@@ -494,6 +516,13 @@ public final class SessionController: @unchecked Sendable {
         }
 
         var turnID: String? { if case .turn(let id) = kind { return id } else { return nil } }
+        var request: ReplyOutcome.Request {
+            switch kind {
+            case .greeting: return .greeting
+            case .turn: return .audioTurn
+            case .text: return .textTurn
+            }
+        }
         var streamEnded: Bool { summary != nil || failure != nil }
     }
 
@@ -558,6 +587,9 @@ public final class SessionController: @unchecked Sendable {
 
     private func startReply(_ kind: ReplyKind) {
         guard let session else { return }
+        if let draining {
+            return waitForDrain(of: draining, then: kind)
+        }
         let feed = ReplyFeed(audio: audio)
         let current = Reply(kind: kind, feed: feed)
         reply = current
@@ -607,7 +639,8 @@ public final class SessionController: @unchecked Sendable {
     }
 
     private func streamNote(_ note: StreamNote, for current: Reply) {
-        guard current === reply else { return }  // a reply that was cut off or closed
+        if current === draining { return drainNote(note, for: current) }
+        guard current === reply else { return }  // a reply that was hung up or closed
         let turnID = JSONValue.optional(current.turnID)
         switch note {
         case .retrying(let attempt, let delay, let reason):
@@ -618,25 +651,18 @@ public final class SessionController: @unchecked Sendable {
             current.accepted = true
             if let id = current.turnID {
                 // The backend has the turn: it leaves the spool, and is never sent again.
-                do { try spool?.remove(id) } catch { logger.error("turn \(id) answered but not removed from the spool: \(error)") }
-                countTurn("delivered")
-                publish("turn.accepted", ["turn_id": .string(id), "attempt": .int(delivery?.attempt ?? 1)])
-                delivery = nil
-                session?.turns += 1
-                publishState()
+                turnAccepted(id)
             }
             if case .greeting = current.kind {} else { move(to: .replying) }
         case .transcript(let text):
             current.transcript = text
             if text.isEmpty {
+                // Final at once: the sound is already stopped (the iOS client's rule).
                 current.void = true
-                countTurn("empty_transcript")
-                publish("turn.discarded", ["reason": "empty_transcript", "turn_id": turnID, "after_interruption": .bool(interrupted),
-                                           "hint": .string(interrupted ? "the backend was still busy with the interrupted reply; ask the learner to repeat" : "the backend heard nothing")])
+                unanswered(current, .emptyTranscript)
             } else {
                 publish("transcript", ["text": .string(text), "turn_id": turnID])
             }
-            interrupted = false
         case .firstAudio(let at):
             current.firstAudioAt = at
             observe("practiced_first_audio_seconds", "From the request to the reply's first audio event.", since: current.requestedAt, now: at)
@@ -683,10 +709,11 @@ public final class SessionController: @unchecked Sendable {
             return replyIncomplete(current, error)
         }
         if case .cancelled = summary.end { return }
-        if current.turnID != nil, summary.transcript == nil, !summary.hasAudio {
-            // Under 100 ms of audio: the server did not even transcribe it.
-            publish("turn.discarded", ["reason": "not_transcribed", "turn_id": .optional(current.turnID)])
-        }
+        let outcome = ReplyOutcome(summary, for: current.request)
+        current.outcome = outcome
+        if outcome != .answered { unanswered(current, outcome) }
+        if !isGreeting(current) { countTurn(outcome.rawValue) }
+        interrupted = false
         let playing = current.feed.end()
         if !playing {
             current.playback = PlaybackReport(playedSeconds: 0, interrupted: current.void, underruns: 0, reply: 0)
@@ -695,11 +722,31 @@ public final class SessionController: @unchecked Sendable {
         finishIfDone(current)
     }
 
+    /// A turn (or greeting) the backend answered without an answer: its own event, never a
+    /// normal reply (see ``ReplyOutcome``).
+    private func unanswered(_ current: Reply, _ outcome: ReplyOutcome) {
+        guard !current.unansweredPublished else { return }
+        current.unansweredPublished = true
+        current.outcome = outcome
+        if isGreeting(current) {
+            publish("greeting.unanswered", ["outcome": .string(outcome.rawValue), "hint": .string(outcome.hint)])
+            return
+        }
+        var hint = outcome.hint
+        if interrupted && outcome != .answered {
+            hint += " (the backend was still busy with a reply that was hung up)"
+        }
+        publish("turn.unanswered", ["turn_id": .optional(current.turnID), "outcome": .string(outcome.rawValue), "hint": .string(hint),
+                                    "after_interruption": .bool(interrupted), "transcript": .optional(current.transcript)])
+    }
+
     /// The stream broke after the backend took the turn: the sound stops, the reply is
     /// reported incomplete, the turn is not sent again (it was delivered).
     private func replyIncomplete(_ current: Reply, _ error: BackendError) {
         current.feed.stop()
         reply = nil
+        interrupted = false
+        if !isGreeting(current) { countTurn("incomplete") }
         metrics.increment("practiced_replies_incomplete_total", help: "Replies whose stream broke off.")
         publish("reply.incomplete", ["message": .string("\(error)"), "turn_id": .optional(current.turnID),
                                      "response_text": .optional(current.responseText)])
@@ -724,6 +771,8 @@ public final class SessionController: @unchecked Sendable {
             ("played_s", .double(Self.rounded(playback.playedSeconds))), ("interrupted", .bool(playback.interrupted)),
             ("underruns", .int(playback.underruns)), ("complete", .bool(summary?.sawDone ?? false)),
             ("audio_bytes", .int(summary?.audioBytes ?? 0)),
+            ("outcome", .string((current.outcome ?? .answered).rawValue)),
+            ("saved", .bool(summary.map(ReplyOutcome.isSaved) ?? false)),
         ]
         if let first = current.firstAudioAt, let sound = current.soundAt {
             data.append(("first_audio_to_sound_ms", .double(Self.rounded(Double(sound - first) / 1e6))))
@@ -750,24 +799,93 @@ public final class SessionController: @unchecked Sendable {
     private func isGreeting(_ reply: Reply) -> Bool { if case .greeting = reply.kind { return true } else { return false } }
 
     /// Stops the current reply (barge-in, `playback.stop`, a new turn): the sound fades
-    /// within a period, the stream is hung up. The backend may answer the next turn empty.
+    /// within a period, but the stream is not hung up. Upstream goes on producing a reply
+    /// that was hung up, and a turn sent meanwhile comes back empty (traces 11–12) or
+    /// carries pieces of the old reply; so the stream is read to its end silently, and the
+    /// next upload waits for that end (``waitForDrain(of:then:)``).
     private func bargeIn(_ current: Reply) {
         current.feed.stop()
-        current.stream?.cancel()
         reply = nil
-        // The backend may still be busy with a reply hung up in flight, whether or not its
-        // acceptance had reached us: the next turn's empty transcript is explained by this.
-        if !current.streamEnded { interrupted = true }
         if current.accepted || isGreeting(current) {
             publish("reply.finished", ["turn_id": .optional(current.turnID), "greeting": .bool(isGreeting(current)), "interrupted": true,
-                                       "complete": false])
+                                       "complete": false, "outcome": "interrupted"])
         }
-        if !current.accepted, current.turnID != nil {
-            // The upload never got through: the turn stays in the spool, reported pending.
-            if let id = delivery?.turn.id {
-                publish("turn.pending", ["turn_id": .string(id), "reason": "interrupted", "message": "the learner spoke again before it was sent"])
+        if !isGreeting(current) { countTurn("interrupted") }
+        guard !current.streamEnded else { return }
+        if let older = draining {
+            // One drain at a time: a reply stopped earlier and still streaming is hung up.
+            hangUp(older)
+        }
+        draining = current
+        current.drainStartedAt = DispatchTime.now().uptimeNanoseconds
+        logger.info("reply stopped; its stream is read to its end before the next upload")
+    }
+
+    /// Hangs up a reply's stream (session closed, shutdown, a drain past its deadline). The
+    /// backend may then answer the next turn empty: it is marked as after an interruption.
+    private func hangUp(_ current: Reply) {
+        current.feed.stop()
+        current.stream?.cancel()
+        if !current.streamEnded { interrupted = true }
+    }
+
+    /// The backend has the turn: it leaves the spool and is never sent again.
+    private func turnAccepted(_ id: String) {
+        do { try spool?.remove(id) } catch { logger.error("turn \(id) answered but not removed from the spool: \(error)") }
+        publish("turn.accepted", ["turn_id": .string(id), "attempt": .int(delivery?.turn.id == id ? delivery?.attempt ?? 1 : 1)])
+        if delivery?.turn.id == id { delivery = nil }
+        session?.turns += 1
+        publishState()
+    }
+
+    /// A drained reply's stream: nothing reaches the speaker or the clients but the spool's
+    /// bookkeeping; its end lets the waiting upload go.
+    private func drainNote(_ note: StreamNote, for current: Reply) {
+        switch note {
+        case .accepted:
+            current.accepted = true
+            if let id = current.turnID { turnAccepted(id) }
+        case .finished(let result):
+            switch result {
+            case .success(let summary): current.summary = summary
+            case .failure(let error): current.failure = error
             }
-            delivery = nil
+            drainEnded(current, timedOut: false)
+        default:
+            break
+        }
+    }
+
+    private func drainEnded(_ current: Reply, timedOut: Bool) {
+        guard current === draining else { return }
+        draining = nil
+        let waited = Double(DispatchTime.now().uptimeNanoseconds &- (current.drainStartedAt ?? 0)) / 1e6
+        if timedOut { hangUp(current) }
+        if let id = current.turnID, !current.accepted {
+            // The upload never got through: the turn stays in the spool, reported pending.
+            publish("turn.pending", ["turn_id": .string(id), "reason": "interrupted", "message": "the learner spoke again before it was sent"])
+        }
+        publish("reply.drained", ["turn_id": .optional(current.turnID), "greeting": .bool(isGreeting(current)), "timed_out": .bool(timedOut),
+                                  "complete": .bool(current.summary?.sawDone ?? false), "drained_ms": .double(Self.rounded(waited))])
+        drainToken += 1
+        if let next = waitingStart {
+            waitingStart = nil
+            startReply(next)
+        }
+    }
+
+    /// An upload that must not overlap the drained reply upstream waits for its end, at
+    /// most ``SessionSettings/drainTimeout``.
+    private func waitForDrain(of current: Reply, then kind: ReplyKind) {
+        waitingStart = kind
+        drainToken += 1
+        let token = drainToken
+        let turnID: JSONValue = { if case .turn(let id) = kind { return .string(id) } else { return .null } }()
+        publish("reply.waiting", ["turn_id": turnID, "reason": "previous_reply_draining", "timeout_s": .double(settings.drainTimeout)])
+        queue.asyncAfter(deadline: .now() + settings.drainTimeout) { [self] in
+            guard token == drainToken, current === draining else { return }
+            logger.warning("a stopped reply's stream did not end within \(settings.drainTimeout) s; hung up")
+            drainEnded(current, timedOut: true)
         }
     }
 
@@ -879,12 +997,9 @@ public final class SessionController: @unchecked Sendable {
                 publish("review.ready", reviewJSON(fetched))
                 return move(to: .reviewed)
             }
-            if finishing, fetched.status == .completed {
-                poll.token += 1
-                let summary = fetched.summary.map { JSONValue(encoding: $0) } ?? .null
-                publish("session.completed", ["session_id": .optional(session?.id), "summary": summary,
-                                              "note": .string(fetched.summary == nil ? "no summary" : "summary ready")])
-                return move(to: .completed)
+            if fetched.status == .completed {
+                // Whatever was asked, a session the server says is completed is completed.
+                return completed(fetched, note: nil)
             }
         case .failure(let error):
             if error.isSessionGone { return fail("session_gone", error: "\(error)") }
@@ -893,17 +1008,14 @@ public final class SessionController: @unchecked Sendable {
             if poll.errors >= settings.pollErrorLimit {
                 poll.token += 1
                 logger.warning("review polling gave up after \(poll.errors) errors in a row: \(error)")
-                if finishing {
-                    publish("review.finish_failed", ["message": .string("gave up after \(poll.errors) errors in a row: \(error)")])
-                    return move(to: .reviewed)
-                }
-                publish("review.failed", ["message": .string("gave up after \(poll.errors) errors in a row: \(error)")])
+                let message = "gave up after \(poll.errors) errors in a row: \(error)"
+                publish(finishing ? "review.finish_failed" : "review.failed", ["message": .string(message), "actions": Self.reviewActions])
                 return move(to: .reviewed)
             }
         }
         if finishing, Double(DispatchTime.now().uptimeNanoseconds - poll.started) / 1e9 > settings.finishTimeout {
             poll.token += 1
-            publish("review.finish_failed", ["message": .string("no summary after \(Int(settings.finishTimeout)) s")])
+            publish("review.finish_failed", ["message": .string("no summary after \(Int(settings.finishTimeout)) s"), "actions": Self.reviewActions])
             return move(to: .reviewed)
         }
         schedulePoll(after: settings.pollInterval, finishing: finishing)
@@ -962,13 +1074,57 @@ public final class SessionController: @unchecked Sendable {
                     reply(.success(["status": .string("\(ended.status)")]))
                     startPolling(finishing: ended.status != .completed)
                     if ended.status == .completed { schedulePoll(after: 0, finishing: true) }
+                case .failure(let error) where error.status == 400:
+                    // "Session already completed" (trace 28), after a finish whose polling
+                    // failed: the server's word decides, read from its review.
+                    confirmCompletion(after: error, reply)
                 case .failure(let error):
                     if error.isSessionGone { fail("session_gone", error: "\(error)") } else {
-                        publish("review.finish_failed", ["message": .string("\(error)")])
+                        publish("review.finish_failed", ["message": .string("\(error)"), "actions": Self.reviewActions])
                         move(to: .reviewed)
                     }
                     reply(.failure(Self.controlError(error)))
                 }
+        }
+    }
+
+    /// What a UI can offer after a failure in the review flow: nothing strands the learner.
+    static let reviewActions: JSONValue = ["review.get", "review.finish", "session.close"]
+
+    /// The session is completed on the server: its review and summary go out, the stage
+    /// follows. `note` explains a summary that could not be read.
+    private func completed(_ review: Review?, note: String?) {
+        poll.token += 1
+        if let review { self.review = review }
+        let summary = review?.summary.map { JSONValue(encoding: $0) } ?? .null
+        let text = note ?? (review?.summary == nil ? "no summary" : "summary ready")
+        publish("session.completed", ["session_id": .optional(session?.id), "summary": summary, "note": .string(text),
+                                      "review": review.map(reviewJSON) ?? .null])
+        move(to: .completed)
+    }
+
+    /// `POST /end` was refused (400): if the session is completed on the server, it is
+    /// completed here too; otherwise the finish failed and can be tried again.
+    private func confirmCompletion(after refusal: BackendError, _ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
+        guard let session else { return reply(.failure(ControlError(.invalidState, "no session"))) }
+        let epoch = epoch
+        call({ backend async throws(BackendError) in try await backend.review(sessionID: session.id) }) { [self] result in
+            guard epoch == self.epoch else { return reply(.failure(ControlError(.invalidState, "the session was closed meanwhile"))) }
+            switch result {
+            case .success(let fetched) where fetched.status == .completed:
+                logger.notice("session \(session.id) is already completed on the server (\(refusal))")
+                reply(.success(["status": "completed", "note": "already completed"]))
+                completed(fetched, note: nil)
+            case .failure(let error) where "\(refusal)".contains("already completed"):
+                // The server said so; a review that cannot be read must not keep the learner here.
+                logger.warning("session \(session.id) completed, but its review cannot be read: \(error)")
+                reply(.success(["status": "completed", "note": "already completed"]))
+                completed(nil, note: "summary unavailable: \(error)")
+            default:
+                publish("review.finish_failed", ["message": .string("\(refusal)"), "actions": Self.reviewActions])
+                move(to: .reviewed)
+                reply(.failure(Self.controlError(refusal)))
+            }
         }
     }
 
@@ -1016,10 +1172,14 @@ public final class SessionController: @unchecked Sendable {
             stopping = true
             poll.token += 1
             if let reply {
-                reply.feed.stop()
-                reply.stream?.cancel()
+                hangUp(reply)
                 self.reply = nil
             }
+            if let draining {
+                hangUp(draining)
+                self.draining = nil
+            }
+            waitingStart = nil
             if let delivery { logger.notice("turn \(delivery.turn.id) stays in the spool for the next start") }
             delivery = nil
         }
@@ -1041,15 +1201,19 @@ public final class SessionController: @unchecked Sendable {
 
     static func rounded(_ value: Double) -> Double { (value * 1000).rounded() / 1000 }
 
-    static func controlError(_ error: BackendError) -> ControlError {
+    /// `backend_unavailable` only when nothing answered; an answered error (a 500 too) is
+    /// `backend_error` with its status.
+    public static func controlError(_ error: BackendError) -> ControlError {
         switch error {
         case .transport, .timedOut:
             return ControlError(.backendUnavailable, "\(error)", retryable: true)
-        case .http(let status, _) where status >= 500:
-            return ControlError(.backendUnavailable, "\(error)", retryable: true)
         case .cancelled:
             return ControlError(.backendUnavailable, "cancelled", retryable: true)
-        case .http, .validation, .invalidResponse:
+        case .http(let status, _):
+            return ControlError(.backendError, "\(error)", retryable: status >= 500 || status == 408 || status == 429, status: status)
+        case .validation:
+            return ControlError(.backendError, "\(error)", status: 422)
+        case .invalidResponse:
             return ControlError(.backendError, "\(error)")
         }
     }

@@ -257,6 +257,31 @@ public final class HTTPResponseWriter: @unchecked Sendable {
         connectionClosed = true
     }
 
+    /// Waits until the client hangs up or `timeout` seconds pass, sending nothing: a stream
+    /// the server keeps open (a replayed trace that the recording client hung up). Returns
+    /// whether the client hung up.
+    public func waitForPeerClose(timeout: Double) -> Bool {
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(max(0, timeout) * 1e9)
+        while !peerGone {
+            let now = DispatchTime.now().uptimeNanoseconds
+            guard now < deadline else { return false }
+            var entry = pollfd(fd: fd, events: Int16(POLLIN) | Self.pollReadHangUp, revents: 0)
+            let ready = poll(&entry, 1, Int32(min(1_000, (deadline - now) / 1_000_000 + 1)))
+            if ready < 0 && errno != EINTR { break }
+            guard ready > 0 else { continue }
+            if entry.revents & (Int16(POLLHUP) | Int16(POLLERR) | Self.pollReadHangUp) != 0 { break }
+            var byte: UInt8 = 0
+            if recv(fd, &byte, 1, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT)) == 0 { break }
+            usleep(1_000)  // the client sent something (a next request): not a hang-up
+        }
+        peerGone = true
+        connectionClosed = true
+        return true
+    }
+
+    /// Linux's POLLRDHUP (the peer shut down its side), which Glibc's overlay does not export.
+    private static let pollReadHangUp: Int16 = 0x2000
+
     /// Chunk-frames `bytes` (the caller then sends the frame in pieces with ``writeRaw(_:)``).
     public static func chunkFrame(_ bytes: [UInt8]) -> [UInt8] {
         Array(String(bytes.count, radix: 16).utf8) + [0x0D, 0x0A] + bytes + [0x0D, 0x0A]

@@ -71,7 +71,7 @@ final class ConfigurationLoaderTests: XCTestCase {
 
     func testEveryKeyAppearsInHelpAndDescription() {
         let described = ConfigurationLoader.describe(DaemonConfiguration(environment: [:])).map(\.key)
-        XCTAssertEqual(described.count, 23)
+        XCTAssertEqual(described.count, 24)
         for key in described { XCTAssertTrue(ConfigurationLoader.usage.contains(key), key) }
     }
 }
