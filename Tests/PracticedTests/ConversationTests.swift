@@ -129,7 +129,7 @@ final class ConversationTests: XCTestCase {
         rig.microphone.say(KioskRig.learner)
         XCTAssertTrue(rig.microphone.spoken.wait(timeout: 10) { $0 >= KioskRig.learner.count })
         _ = try control.request("turn.stop")
-        guard let discarded = watcher.wait(for: "turn.discarded", after: mark, where: { $0["reason"] == "empty_transcript" }) else { return }
+        guard let discarded = watcher.wait(for: "turn.unanswered", after: mark, where: { $0["outcome"] == "empty_transcript" }) else { return }
         guard let stopped = watcher.wait(for: "playback.finished", after: mark) else { return }
         XCTAssertEqual(stopped["data"]?["interrupted"], true)
         // Within a few periods: the fade and the device's latency, never the reply's length.
@@ -138,11 +138,12 @@ final class ConversationTests: XCTestCase {
         XCTAssertLessThan(stopped["data"]?["played_s"]?.doubleValue ?? 99, 1.0)
         XCTAssertTrue(watcher.all("transcript", after: mark).isEmpty, "a void turn's transcript was shown")
         XCTAssertTrue(watcher.all("reply.text", after: mark).isEmpty, "a void turn's reply text was shown")
+        XCTAssertEqual(watcher.wait(for: "reply.finished", after: mark)?["data"]?["outcome"], "empty_transcript")
         XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
         XCTAssertEqual(try control.request("spool.list")["turns"]?.arrayValue?.count, 0, "an answered void turn stays in the spool")
     }
 
-    func testBargeInStopsTheReplyWithinAPeriodAndTheNextTurnMayComeBackEmpty() throws {
+    func testBargeInStopsTheReplyWithinAPeriodAndTheNextTurnGetsARealReply() throws {
         rig = try KioskRig { $0.pace = 1 }
         let watcher = try rig.watcher()
         let control = try rig.daemon.client()
@@ -162,12 +163,18 @@ final class ConversationTests: XCTestCase {
         // One 10 ms period to see the stop, a 20 ms fade, the device's ~40 ms of buffer.
         XCTAssertLessThan(delay, 150)
         XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
-        // The backend is still busy with the interrupted reply: the next turn comes back empty.
+        // The stopped reply's stream is read to its end before the next upload, so the
+        // backend is no longer busy with it: the next turn gets a real reply, not an empty one.
         mark = watcher.count
         _ = try control.request("say", ["text": "Sorry, I said I work in a bank"])
-        guard let empty = watcher.wait(for: "turn.discarded", after: mark) else { return }
-        XCTAssertEqual(empty["data"]?["reason"], "empty_transcript")
-        XCTAssertEqual(empty["data"]?["after_interruption"], true)
+        guard let drained = watcher.wait(for: "reply.drained", after: mark) else { return }
+        XCTAssertEqual(drained["data"]?["timed_out"], false)
+        XCTAssertEqual(drained["data"]?["complete"], true)
+        guard let finished2 = watcher.wait(for: "reply.finished", after: mark, where: { $0["greeting"] == false }) else { return }
+        XCTAssertEqual(finished2["data"]?["outcome"], "answered")
+        XCTAssertGreaterThan(finished2["data"]?["audio_bytes"]?.intValue ?? 0, 0)
+        XCTAssertTrue(watcher.all("turn.unanswered", after: mark).isEmpty, "the turn after a barge-in came back empty")
+        XCTAssertLessThan(watcher.position(of: "reply.drained", after: mark) ?? .max, watcher.position(of: "transcript", after: mark) ?? -1)
         XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
     }
 

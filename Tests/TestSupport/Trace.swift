@@ -103,26 +103,33 @@ public struct Trace: Sendable {
         completeMilliseconds = response["timing_ms"]?["body_complete"]?.doubleValue ?? headersMilliseconds
         var events: [Event] = []
         if headers["Content-Type"]?.hasPrefix("text/event-stream") == true {
-            // The grammar the README states: `event: NAME\ndata: JSON\n\n`, nothing else.
             let arrivals = response["arrival_ms"]?.arrayValue?.compactMap(\.doubleValue) ?? []
-            var start = 0
-            var index = 0
-            let bytes = body
-            while let end = Self.blankLine(in: bytes, from: start) {
-                let block = Array(bytes[start..<end])
-                guard let newline = block.firstIndex(of: 0x0A) else { throw TraceError(message: "\(name): event without data line") }
-                let nameLine = String(decoding: block[..<newline], as: UTF8.self)
-                let dataLine = Array(block[(newline + 1)...])
-                guard nameLine.hasPrefix("event: "), dataLine.starts(with: Array("data: ".utf8)) else {
-                    throw TraceError(message: "\(name): unexpected event block \(nameLine)")
-                }
-                events.append(Event(name: String(nameLine.dropFirst(7)), data: Array(dataLine.dropFirst(6)), bytes: Array(bytes[start..<(end + 2)]),
+            for (index, block) in try Self.sseEvents(in: body).enumerated() {
+                events.append(Event(name: block.name, data: block.data, bytes: block.bytes,
                                     arrivalMilliseconds: index < arrivals.count ? arrivals[index] : completeMilliseconds))
-                index += 1
-                start = end + 2
             }
         }
         self.events = events
+    }
+
+    /// The events of an SSE body in the grammar the real server uses (the traces' README):
+    /// exactly `event: NAME\ndata: JSON\n\n`, nothing else; anything else is an error.
+    public static func sseEvents(in bytes: [UInt8]) throws -> [(name: String, data: [UInt8], bytes: [UInt8])] {
+        var events: [(name: String, data: [UInt8], bytes: [UInt8])] = []
+        var start = 0
+        while let end = blankLine(in: bytes, from: start) {
+            let block = Array(bytes[start..<end])
+            guard let newline = block.firstIndex(of: 0x0A) else { throw TraceError(message: "an event without a data line") }
+            let nameLine = String(decoding: block[..<newline], as: UTF8.self)
+            let dataLine = Array(block[(newline + 1)...])
+            guard nameLine.hasPrefix("event: "), dataLine.starts(with: Array("data: ".utf8)), !dataLine.contains(0x0A) else {
+                throw TraceError(message: "an event block not in the server's form: \(String(decoding: block.prefix(80), as: UTF8.self))")
+            }
+            events.append((String(nameLine.dropFirst(7)), Array(dataLine.dropFirst(6)), Array(bytes[start..<(end + 2)])))
+            start = end + 2
+        }
+        guard start == bytes.count else { throw TraceError(message: "\(bytes.count - start) bytes after the last event") }
+        return events
     }
 
     /// JSON bytes as a value, nil when they are not JSON.

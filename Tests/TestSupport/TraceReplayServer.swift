@@ -68,9 +68,15 @@ public final class TraceReplayServer: @unchecked Sendable {
         server.stop()
     }
 
-    /// Queues `trace` for its own method and path.
-    public func queue(_ trace: Trace) {
-        lock.withLock { routes["\(trace.method) \(trace.path)", default: []].append(trace) }
+    /// Queues `trace` for its own method and path, or for another route (a recorded 500
+    /// as the answer to a poll, say).
+    public func queue(_ trace: Trace, method: String? = nil, path: String? = nil) {
+        lock.withLock { routes["\(method ?? trace.method) \(path ?? trace.path)", default: []].append(trace) }
+    }
+
+    /// Queues traces by name, each for its own route.
+    public func queue(_ names: String...) throws {
+        for name in names { queue(try Trace.load(name)) }
     }
 
     /// Every request so far, in arrival order.

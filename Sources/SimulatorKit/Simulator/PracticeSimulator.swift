@@ -20,6 +20,10 @@ public final class PracticeSimulator: @unchecked Sendable {
     /// already made a segment makes no second one: a resent turn is answered again but
     /// counted once, the way an idempotent proxy in front of the server would behave.
     private var keys: [String: (requests: Int, segments: Int)] = [:]
+    /// Segment, mark and correction ids, numbered across all sessions like database rows.
+    private var segmentCounter = 0
+    private var markCounter = 0
+    private var correctionCounter = 0
     private let clock = SimulatedClock()
     /// Whether the `/_sim/` control routes answer (on by default: practice-sim is a test tool).
     public var controlRoutesEnabled = true
@@ -93,6 +97,10 @@ public final class PracticeSimulator: @unchecked Sendable {
             let known = ["", "start", "chat", "chat/text", "review", "corrections", "end"].contains(action)
             return respondDetail(writer, 404, known ? "Session not found" : "Not Found", request)
         }
+        if lock.withLock({ session.dead }) && !(request.method == "GET" && action == "review") {
+            // Its upstream never connected: every live call is 404 (traces 50–52).
+            return respondDetail(writer, 404, "Session not found", request)
+        }
         switch (request.method, action) {
         case ("POST", "start"): start(session, request, writer)
         case ("POST", "chat"): chat(session, request, writer)
@@ -124,9 +132,11 @@ public final class PracticeSimulator: @unchecked Sendable {
             respond(writer, 200, json, request)
         case ("POST", "learning-goal"):
             struct Body: Decodable { var learning_goal: String? }
-            guard let body = decode(Body.self, request, writer, required: []) else { return }
+            guard let body = decode(Body.self, request, writer, fields: [("learning_goal", .stringOrNull, false)]) else { return }
+            // Stored trimmed; a blank goal is no goal (traces 32–33).
+            let goal = body.learning_goal?.trimmingCharacters(in: .whitespacesAndNewlines)
             let json: JSONValue = lock.withLock {
-                profiles[userID, default: SimulatedProfile(userID: userID)].learningGoal = body.learning_goal
+                profiles[userID, default: SimulatedProfile(userID: userID)].learningGoal = goal?.isEmpty == false ? goal : nil
                 profiles[userID]!.touch()
                 return profiles[userID]!.json
             }
@@ -147,7 +157,8 @@ public final class PracticeSimulator: @unchecked Sendable {
             var topic_id: String?
             var mode: String?
         }
-        guard let body = decode(Body.self, request, writer, required: ["user_id"]) else { return }
+        guard let body = decode(Body.self, request, writer, fields: [("user_id", .string, true), ("user_name", .stringOrNull, false),
+                                                                     ("topic_id", .stringOrNull, false), ("mode", .string, false)]) else { return }
         let mode = body.mode ?? "conversation"
         guard mode == "conversation" || mode == "review" else { return respondDetail(writer, 400, "Invalid mode: \(mode)", request) }
         if mode == "conversation" {
@@ -160,7 +171,12 @@ public final class PracticeSimulator: @unchecked Sendable {
             let session = SimulatedSession(id: id, userID: body.user_id, userName: body.user_name, topicID: body.topic_id, mode: mode,
                                            createdAt: Timestamp.now(), connectedAt: DispatchTime(uptimeNanoseconds: DispatchTime.now().uptimeNanoseconds + connecting))
             sessions[id] = session
-            if let name = body.user_name { profiles[body.user_id, default: SimulatedProfile(userID: body.user_id)].userName = name }
+            // The name is kept only when this call creates the profile (trace 29's README note).
+            if profiles[body.user_id] == nil {
+                var profile = SimulatedProfile(userID: body.user_id)
+                profile.userName = body.user_name
+                profiles[body.user_id] = profile
+            }
             return (id, session.createdAt)
         }
         respond(writer, 200, ["session_id": .string(id), "created_at": .string(created)], request)
@@ -170,6 +186,7 @@ public final class PracticeSimulator: @unchecked Sendable {
         let (faults, config) = lock.withLock { (configuration.faults, configuration) }
         if faults.start504 {
             clock.wait(milliseconds: config.startTimeoutMs)
+            lock.withLock { session.dead = true }
             return respondDetail(writer, 504, "Session connection timed out", request)
         }
         // The server waits for its upstream connection before it answers.
@@ -178,7 +195,7 @@ public final class PracticeSimulator: @unchecked Sendable {
             if session.started { return (true, []) }
             session.started = true
             session.replying = true
-            return (false, replyEvents(phrase: speech.greeting, transcript: nil))
+            return (false, replyEvents(phrase: speech.greeting, transcript: nil, lateTranscript: false))
         }
         logRequest(request, status: 200)
         if again {
@@ -213,7 +230,7 @@ public final class PracticeSimulator: @unchecked Sendable {
         let decoded = try? WAVDecoder.decode(audio.body)
         let tooShort = decoded.map { $0.duration < 0.1 } ?? false
         let heard = decoded.map { SpeechGate().holdsSpeech($0.samples) } ?? false
-        streamReply(session, request, writer, transcript: { random in
+        streamReply(session, request, writer, spoken: true, transcript: { random in
             if tooShort { return nil }
             return heard ? ReviewContent.learnerPhrases[Int(random.next() % UInt64(ReviewContent.learnerPhrases.count))] : ""
         }, uploadBytes: audio.body.count, heardSpeech: heard)
@@ -221,15 +238,21 @@ public final class PracticeSimulator: @unchecked Sendable {
 
     private func chatText(_ session: SimulatedSession, _ request: HTTPRequest, _ writer: HTTPResponseWriter) {
         struct Body: Decodable { var text: String }
-        guard let body = decode(Body.self, request, writer, required: ["text"]) else { return }
+        guard let body = decode(Body.self, request, writer, fields: [("text", .string, true)]) else { return }
         let text = body.text.trimmingCharacters(in: .whitespacesAndNewlines)
+        // Before the upstream is up the answer is 503, blank text or not (README of the traces).
+        if DispatchTime.now() < session.connectedAt { return respondDetail(writer, 503, "Session still connecting, try again shortly", request) }
         guard !text.isEmpty else { return respondDetail(writer, 400, "Empty text", request) }
-        streamReply(session, request, writer, transcript: { _ in text }, uploadBytes: nil, heardSpeech: nil)
+        streamReply(session, request, writer, spoken: false, transcript: { _ in text }, uploadBytes: nil, heardSpeech: nil)
     }
 
-    /// A turn's reply: transcript (possibly empty, late or missing), audio, response,
-    /// timings, done, or an empty reply when the session's upstream is still busy.
-    private func streamReply(_ session: SimulatedSession, _ request: HTTPRequest, _ writer: HTTPResponseWriter,
+    /// A turn's reply, in the shapes the real server gives (traces 04–15): a whole reply
+    /// (its transcript late now and then on spoken turns); `transcript timing done` while
+    /// upstream is still busy with another reply (overlap or hang-up) or after a function
+    /// call (a text mentioning the news); an empty transcript followed by a spoken "didn't
+    /// catch that"; `timing done` for under 100 ms of audio. Only a turn with a transcript
+    /// and a reply is saved as a segment.
+    private func streamReply(_ session: SimulatedSession, _ request: HTTPRequest, _ writer: HTTPResponseWriter, spoken: Bool,
                              transcript makeTranscript: (inout SeededRandom) -> String?, uploadBytes: Int?, heardSpeech: Bool?) {
         let notConnected = DispatchTime.now() < session.connectedAt
         if notConnected { return respondDetail(writer, 503, "Session still connecting, try again shortly", request) }
@@ -237,29 +260,43 @@ public final class PracticeSimulator: @unchecked Sendable {
         guard status == "active" else {
             return respondDetail(writer, 400, status == "completed" ? "Session already completed" : "Session is not active", request)
         }
-        let (events, config, faults, userText, phrase): ([ReplyEvent], SimulatorConfiguration, SimulatorFaults, String?, SpeechLibrary.Phrase?) = lock.withLock {
+        let (events, config, faults, userText, phrase, streaming): ([ReplyEvent], SimulatorConfiguration, SimulatorFaults, String?,
+                                                                      SpeechLibrary.Phrase?, Bool) = lock.withLock {
             let transcript = makeTranscript(&random)
             let busy = session.replying || session.hungUp
             session.hungUp = false
+            let pool = session.mode == "review" ? speech.reviewReplies : speech.replies
             var events: [ReplyEvent] = []
             var phrase: SpeechLibrary.Phrase?
-            if let transcript, !transcript.isEmpty, !busy, configuration.faults.lateVoidTranscript {
+            func empty(_ seconds: Double) -> [ReplyEvent] {
+                [ReplyEvent(name: "timing", data: ["step": "total", "duration_s": .double(seconds)]), ReplyEvent(name: "done", data: [:])]
+            }
+            if let transcript, busy {
+                // Upstream still produces another reply: the transcript is echoed, nothing else.
+                events = [ReplyEvent(name: "transcript", data: ["text": .string(transcript)])] + empty(0.005)
+            } else if transcript == nil {
+                events = empty(0.004)
+            } else if transcript == "" {
+                events = replyEvents(phrase: speech.didNotCatch, transcript: "", lateTranscript: false)
+            } else if let transcript, transcript.lowercased().contains("news") {
+                // The model calls a function; the spoken answer after it never reaches the stream.
+                events = [ReplyEvent(name: "transcript", data: ["text": .string(transcript)])] + empty(0.162)
+            } else if spoken && configuration.faults.lateVoidTranscript {
                 // The audio starts, then the transcription says nothing was heard.
-                let pool = session.mode == "review" ? speech.reviewReplies : speech.replies
-                events = replyEvents(phrase: pool[session.replyCount % pool.count], transcript: nil)
+                events = replyEvents(phrase: pool[session.replyCount % pool.count], transcript: nil, lateTranscript: false)
                 events.insert(ReplyEvent(name: "transcript", data: ["text": ""]), at: min(3, events.count))
-            } else if let transcript, !transcript.isEmpty, !busy {
-                let pool = session.mode == "review" ? speech.reviewReplies : speech.replies
+            } else if spoken && configuration.faults.noTranscript {
+                // The transcription lands after the reply: the turn is answered but not saved.
+                events = replyEvents(phrase: pool[session.replyCount % pool.count], transcript: nil, lateTranscript: false)
+                session.replyCount += 1
+            } else {
                 phrase = pool[session.replyCount % pool.count]
                 session.replyCount += 1
-                events = replyEvents(phrase: phrase!, transcript: transcript)
-                session.replying = true
-            } else {
-                // Nothing heard, too short, or the upstream still busy: an empty reply.
-                if let transcript { events.append(ReplyEvent(name: "transcript", data: ["text": .string(busy ? "" : transcript)])) }
-                events += [ReplyEvent(name: "timing", data: ["step": "total", "duration_s": .double(0.05)]), ReplyEvent(name: "done", data: [:])]
+                events = replyEvents(phrase: phrase!, transcript: transcript, lateTranscript: spoken)
             }
-            return (events, configuration, configuration.faults, transcript, phrase)
+            let streaming = events.contains { $0.name == "audio" }
+            if streaming { session.replying = true }
+            return (events, configuration, configuration.faults, transcript, phrase, streaming)
         }
         let key = request.header("Idempotency-Key")
         if let key { lock.withLock { keys[key, default: (0, 0)].requests += 1 } }
@@ -275,11 +312,17 @@ public final class PracticeSimulator: @unchecked Sendable {
                 if end == .finished || end == .dropped, !repeated {
                     if let key { keys[key, default: (0, 0)].segments += 1 }
                     let index = session.segments.count
-                    session.segments.append(.init(id: index + 1, turnIndex: index, userText: userText, aiText: phrase.text))
+                    session.segments.append(.init(id: nextSegmentID(), turnIndex: index, userText: userText, aiText: phrase.text))
                 }
             }
-            finish(session, end)
         }
+        if streaming { finish(session, end) }
+    }
+
+    /// Segment ids count across all sessions, as the server's database does (trace 18).
+    private func nextSegmentID() -> Int {
+        segmentCounter += 1
+        return segmentCounter
     }
 
     private func finish(_ session: SimulatedSession, _ end: ReplyStreamEnd) {
@@ -290,12 +333,13 @@ public final class PracticeSimulator: @unchecked Sendable {
     }
 
     /// The events of a full reply (greeting when `transcript` is nil).
-    private func replyEvents(phrase: SpeechLibrary.Phrase, transcript: String?) -> [ReplyEvent] {
+    private func replyEvents(phrase: SpeechLibrary.Phrase, transcript: String?, lateTranscript: Bool) -> [ReplyEvent] {
         let streamer = ReplyStreamer(configuration: configuration, faults: configuration.faults, clock: clock)
         var events = streamer.audioChunks(phrase.pcm, random: &random).map(ReplyEvent.audio)
         if let transcript {
-            // A late transcription lands among the audio now and then.
-            let position = random.next() % 5 == 0 ? min(events.count, 1 + Int(random.next() % 3)) : 0
+            // A spoken turn's transcription lands among the audio now and then (trace 14);
+            // a typed turn's transcript is the server's own echo and always comes first.
+            let position = lateTranscript && random.next() % 5 == 0 ? min(events.count, 1 + Int(random.next() % 3)) : 0
             events.insert(ReplyEvent(name: "transcript", data: ["text": .string(transcript)]), at: position)
         }
         let firstAudio = Double(configuration.firstAudioMs) / 1000 + Double(random.next() % 50) / 1000
@@ -329,12 +373,12 @@ public final class PracticeSimulator: @unchecked Sendable {
             switch session.status {
             case "reviewing":
                 session.reviewPolls += 1
-                if session.reviewPolls >= configuration.pollsUntilMarks && !session.marksGenerated {
+                // The marks and `reviewed` come together (traces 18–19).
+                if session.reviewPolls >= configuration.pollsUntilMarks {
+                    if !fails && !session.marksGenerated { generateMarks(session) }
                     session.marksGenerated = true
-                    if !fails { generateMarks(session) }
+                    session.status = "reviewed"
                 }
-                // Marks show while the status still says reviewing, for one poll.
-                if session.reviewPolls > configuration.pollsUntilMarks { session.status = "reviewed" }
             case "completing":
                 session.completionPolls += 1
                 if session.completionPolls >= configuration.pollsUntilSummary && session.summary.isNull && !fails {
@@ -350,10 +394,9 @@ public final class PracticeSimulator: @unchecked Sendable {
     }
 
     private func generateMarks(_ session: SimulatedSession) {
-        var nextID = 1
         for index in session.segments.indices {
-            let mark = ReviewContent.mark(id: nextID, for: session.segments[index].userText, random: &random)
-            nextID += 1
+            markCounter += 1
+            let mark = ReviewContent.mark(id: markCounter, for: session.segments[index].userText, random: &random)
             session.segments[index].marks = [mark]
             profiles[session.userID, default: SimulatedProfile(userID: session.userID)].addWeakPoint(from: mark)
         }
@@ -364,7 +407,7 @@ public final class PracticeSimulator: @unchecked Sendable {
             var segment_id: Int
             var user_message: String
         }
-        guard let body = decode(Body.self, request, writer, required: ["segment_id", "user_message"]) else { return }
+        guard let body = decode(Body.self, request, writer, fields: [("segment_id", .integer, true), ("user_message", .string, true)]) else { return }
         let (accepts, exists, fails) = lock.withLock {
             (session.acceptsCorrections, session.segments.contains { $0.id == body.segment_id }, configuration.faults.correctionFails)
         }
@@ -373,15 +416,17 @@ public final class PracticeSimulator: @unchecked Sendable {
         clock.wait(milliseconds: modelCallMilliseconds)  // the model call is synchronous
         guard !fails else { return respondFailure(writer, 500, request) }
         let json: JSONValue = lock.withLock {
-            let id = session.nextCorrectionID
-            session.nextCorrectionID += 1
-            let correction: JSONValue = [
-                "id": .int(id), "segment_id": .int(body.segment_id), "user_message": .string(body.user_message),
-                "correction": .string("A better way to say it: \(body.user_message.trimmingCharacters(in: .whitespaces))"),
-                "explanation": "Keep the verb in the past tense for a finished action.", "created_at": .string(Timestamp.now()),
+            correctionCounter += 1
+            let fields: [(String, JSONValue)] = [
+                ("user_message", .string(body.user_message)),
+                ("correction", .string("A better way to say it: \(body.user_message.trimmingCharacters(in: .whitespaces))")),
+                ("explanation", "Keep the verb in the past tense for a finished action."), ("created_at", .string(Timestamp.now())),
             ]
-            if let index = session.segments.firstIndex(where: { $0.id == body.segment_id }) { session.segments[index].corrections.append(correction) }
-            return correction
+            // The POST answer names the segment; inside the review its parent does (traces 20–21).
+            if let index = session.segments.firstIndex(where: { $0.id == body.segment_id }) {
+                session.segments[index].corrections.append(.object([("id", .int(correctionCounter))] + fields))
+            }
+            return .object([("id", .int(correctionCounter)), ("segment_id", .int(body.segment_id))] + fields)
         }
         respond(writer, 200, json, request)
     }
@@ -471,24 +516,48 @@ public final class PracticeSimulator: @unchecked Sendable {
         }
     }
 
-    /// FastAPI's 422 for a body that does not validate.
+    enum FieldType {
+        case string, stringOrNull, integer
+    }
+
+    /// Decodes a JSON body after checking it as FastAPI's validation does, every field at
+    /// once: a missing field's `input` is the whole body, a mistyped one's the value
+    /// (trace 42). Answers 422 with the whole list when anything fails.
+    private func decode<T: Decodable>(_ type: T.Type, _ request: HTTPRequest, _ writer: HTTPResponseWriter,
+                                      fields: [(name: String, type: FieldType, required: Bool)]) -> T? {
+        guard let body = try? JSONDecoder().decode(JSONValue.self, from: Data(request.body)), case .object = body else {
+            let item: JSONValue = ["type": "json_invalid", "loc": ["body", 0], "msg": "JSON decode error",
+                                   "input": .object([]), "ctx": ["error": "Expecting value"]]
+            respond(writer, 422, ["detail": [item]], request)
+            return nil
+        }
+        var problems: [JSONValue] = []
+        for field in fields {
+            guard let value = body[field.name] else {
+                if field.required {
+                    problems.append(["type": "missing", "loc": ["body", .string(field.name)], "msg": "Field required", "input": body])
+                }
+                continue
+            }
+            switch (field.type, value) {
+            case (.string, .string), (.stringOrNull, .string), (.stringOrNull, .null), (.integer, .int): break
+            case (.integer, _):
+                problems.append(["type": "int_parsing", "loc": ["body", .string(field.name)],
+                                 "msg": "Input should be a valid integer, unable to parse string as an integer", "input": value])
+            default:
+                problems.append(["type": "string_type", "loc": ["body", .string(field.name)], "msg": "Input should be a valid string", "input": value])
+            }
+        }
+        if problems.isEmpty, let decoded = try? JSONDecoder().decode(T.self, from: Data(request.body)) { return decoded }
+        respond(writer, 422, ["detail": .array(problems.isEmpty ? [["type": "model_attributes_type", "loc": ["body"],
+                                                                     "msg": "Input should be a valid dictionary or object", "input": body]] : problems)], request)
+        return nil
+    }
+
+    /// FastAPI's 422 for a form without its field.
     private func respondValidation(_ writer: HTTPResponseWriter, field: String, message: String, _ request: HTTPRequest) {
         let item: JSONValue = ["type": "missing", "loc": ["body", .string(field)], "msg": .string(message), "input": .null]
         respond(writer, 422, ["detail": [item]], request)
-    }
-
-    /// Decodes a JSON body; answers 422 (FastAPI's validation shape) when it does not fit.
-    private func decode<T: Decodable>(_ type: T.Type, _ request: HTTPRequest, _ writer: HTTPResponseWriter, required: [String]) -> T? {
-        do {
-            return try JSONDecoder().decode(T.self, from: Data(request.body))
-        } catch DecodingError.keyNotFound(let key, _) {
-            respondValidation(writer, field: key.stringValue, message: "Field required", request)
-        } catch DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context) {
-            respondValidation(writer, field: context.codingPath.last?.stringValue ?? required.first ?? "body", message: "Input should be a valid value", request)
-        } catch {
-            respondValidation(writer, field: "body", message: "JSON decode error", request)
-        }
-        return nil
     }
 
     private func logRequest(_ request: HTTPRequest, status: Int, extra: [(String, JSONValue)] = []) {

@@ -32,27 +32,24 @@ struct SimulatedProfile {
 
     var needsReview: Bool { weakPoints.contains { $0.patterns.contains { $0.examples.count >= 3 } } }
 
+    /// The real server's shape (traces 29–33): a new profile has empty lists, an empty
+    /// `progress_notes` and all three weak-point dimensions; reviewed talk fills them.
     var json: JSONValue {
-        var points: [(String, JSONValue)] = weakPoints.map { entry in
-            (entry.dimension, .array(entry.patterns.map { pattern in
+        let points: [(String, JSONValue)] = ["grammar", "naturalness", "sentence_structure"].map { dimension in
+            let patterns = weakPoints.first { $0.dimension == dimension }?.patterns ?? []
+            return (dimension, .array(patterns.map { pattern in
                 ["pattern": .string(pattern.pattern),
                  "examples": .array(pattern.examples.map { ["wrong": .string($0.wrong), "correct": .string($0.correct)] })]
             }))
         }
-        // Old servers kept weak points as plain strings; the profile still carries one, so
-        // that clients meet the legacy shape and skip it.
-        if let index = points.firstIndex(where: { $0.0 == "naturalness" }), case .array(var items) = points[index].1 {
-            items.insert("uses very formal phrasing", at: 0)
-            points[index].1 = .array(items)
-        } else {
-            points.append(("naturalness", ["uses very formal phrasing"]))
-        }
+        let reviewed = !weakPoints.isEmpty
+        let examples = weakPoints.flatMap { $0.patterns.flatMap(\.examples) }
         let data: JSONValue = [
-            "personal_facts": ["Lives in the city", "Works in an office"],
+            "personal_facts": reviewed ? ["Lives in the city", "Works in an office"] : [],
             "weak_points": .object(points),
-            "common_errors": ["past tense of irregular verbs"],
-            "progress_notes": "Speaks with growing confidence.",
-            "quick_review": [["chinese": "我昨天去了市场。", "english": "I went to the market yesterday."]],
+            "common_errors": .array(weakPoints.flatMap { $0.patterns.map { .string($0.pattern) } }),
+            "progress_notes": reviewed ? "Speaks with growing confidence." : "",
+            "quick_review": .array(examples.prefix(4).map { ["chinese": "（對話中的句子）", "english": .string($0.correct)] }),
         ]
         return ["user_id": .string(userID), "user_name": .optional(userName), "level": .optional(level),
                 "learning_goal": .optional(learningGoal), "profile_data": data, "updated_at": .string(updatedAt),

@@ -17,6 +17,9 @@ final class SimulatedSession {
 
     var status = "active"
     var started = false
+    /// The upstream connection never came up (`/start` answered 504): every live call is
+    /// 404 from then on, while `GET /review` still reads `active` (traces 49–53).
+    var dead = false
     /// A reply is being streamed: a turn sent now comes back empty.
     var replying = false
     /// The client hung up a reply: the server's upstream is still busy with it, so the next
@@ -27,7 +30,6 @@ final class SimulatedSession {
     var completionPolls = 0
     var marksGenerated = false
     var summary: JSONValue = .null
-    var nextCorrectionID = 1
     var replyCount = 0
 
     struct Segment {
@@ -36,6 +38,7 @@ final class SimulatedSession {
         var userText: String
         var aiText: String
         var marks: [JSONValue] = []
+        /// As the review shows them: without `segment_id` (trace 21).
         var corrections: [JSONValue] = []
 
         var json: JSONValue {
@@ -55,7 +58,8 @@ final class SimulatedSession {
     }
 
     var reviewJSON: JSONValue {
-        ["session_id": .string(id), "status": .string(status), "segments": .array(segments.map(\.json)), "summary": summary]
+        if dead { return ["session_id": .string(id), "status": "active", "segments": [], "summary": .null] }
+        return ["session_id": .string(id), "status": .string(status), "segments": .array(segments.map(\.json)), "summary": summary]
     }
 
     /// Whether corrections are accepted (the server's rule).
@@ -95,13 +99,14 @@ enum ReviewContent {
         "overall": "A good talk. Practise the past tense and keep going!",
     ]
 
+    /// The real server's six topics (trace 01).
     static let topics: [JSONValue] = [
-        ["id": "daily_life", "label_en": "Daily life", "label_zh": "日常生活", "prompt_hint": "Talk about your day"],
-        ["id": "travel", "label_en": "Travel", "label_zh": "旅行", "prompt_hint": "A trip you enjoyed"],
-        ["id": "workplace", "label_en": "Workplace", "label_zh": "职场", "prompt_hint": "Your job and colleagues"],
-        ["id": "food_dining", "label_en": "Food and dining", "label_zh": "美食", "prompt_hint": "Your favourite dish"],
-        ["id": "entertainment", "label_en": "Entertainment", "label_zh": "娱乐", "prompt_hint": "A film or a show"],
-        ["id": "current_events", "label_en": "Current events", "label_zh": "时事", "prompt_hint": "Something in the news"],
+        ["id": "daily_life", "label_en": "Daily Life", "label_zh": "日常生活", "prompt_hint": "Everyday routines, hobbies, weekend plans, food, weather"],
+        ["id": "travel", "label_en": "Travel", "label_zh": "旅遊", "prompt_hint": "Travel experiences, planning trips, airports, hotels, sightseeing"],
+        ["id": "workplace", "label_en": "Workplace", "label_zh": "職場", "prompt_hint": "Office conversations, meetings, emails, colleagues, career"],
+        ["id": "food_dining", "label_en": "Food & Dining", "label_zh": "美食", "prompt_hint": "Ordering at restaurants, cooking, recipes, food culture"],
+        ["id": "entertainment", "label_en": "Entertainment", "label_zh": "娛樂", "prompt_hint": "Movies, music, TV shows, games, social media"],
+        ["id": "current_events", "label_en": "Current Events", "label_zh": "時事", "prompt_hint": "News, trends, technology, social topics"],
     ]
 
     static var topicIDs: [String] { topics.compactMap { $0["id"]?.stringValue } }

@@ -32,6 +32,9 @@ public struct SimulatorFaults: Codable, Equatable, Sendable {
     /// A late, empty transcription: a turn's reply starts its audio, then `transcript` ""
     /// arrives after the third audio event (a void turn found out mid-playback).
     public var lateVoidTranscript = false
+    /// The transcription arrives after the reply (trace 15): a spoken turn's reply comes
+    /// with audio and text but no `transcript` event, and is not saved.
+    public var noTranscript = false
 
     public init() {}
 
@@ -40,7 +43,7 @@ public struct SimulatorFaults: Codable, Equatable, Sendable {
         case start504 = "start_504", dropAfterEvents = "drop_after_events", dripBytes = "drip_bytes"
         case dripMs = "drip_ms", malformedSSE = "malformed_sse", omitDone = "omit_done"
         case oddChunks = "odd_chunks", reviewFails = "review_fails", correctionFails = "correction_fails"
-        case lateVoidTranscript = "late_void_transcript"
+        case lateVoidTranscript = "late_void_transcript", noTranscript = "no_transcript"
     }
 
     public init(from decoder: Decoder) throws {
@@ -59,6 +62,7 @@ public struct SimulatorFaults: Codable, Equatable, Sendable {
         reviewFails = try c.decodeIfPresent(Bool.self, forKey: .reviewFails) ?? d.reviewFails
         correctionFails = try c.decodeIfPresent(Bool.self, forKey: .correctionFails) ?? d.correctionFails
         lateVoidTranscript = try c.decodeIfPresent(Bool.self, forKey: .lateVoidTranscript) ?? d.lateVoidTranscript
+        noTranscript = try c.decodeIfPresent(Bool.self, forKey: .noTranscript) ?? d.noTranscript
         guard (400...599).contains(failStatus) else {
             throw DecodingError.dataCorruptedError(forKey: .failStatus, in: c, debugDescription: "fail_status must be 400...599")
         }

@@ -15,6 +15,9 @@ public struct SpeechLibrary: Sendable {
     public var greeting: Phrase
     public var replies: [Phrase]
     public var reviewReplies: [Phrase]
+    /// What the real server speaks to a turn it heard nothing in (trace 05), after an
+    /// empty transcript.
+    public var didNotCatch: Phrase
 
     /// The words of each file, as the script speaks them: the `response` text of a reply.
     static let texts: [String: String] = [
@@ -24,12 +27,14 @@ public struct SpeechLibrary: Sendable {
         "reply-3": "I see. What would you do differently next time?",
         "reply-4": "Good point. Do you often do that on weekends?",
         "review-1": "Let's practice that again. Try saying it in the past tense.",
+        "sorry": "Sorry, I didn't catch that. Could you say it again?",
     ]
 
-    public init(greeting: Phrase, replies: [Phrase], reviewReplies: [Phrase]) {
+    public init(greeting: Phrase, replies: [Phrase], reviewReplies: [Phrase], didNotCatch: Phrase) {
         self.greeting = greeting
         self.replies = replies
         self.reviewReplies = reviewReplies
+        self.didNotCatch = didNotCatch
     }
 
     /// Loads the phrases from a directory; every file must be PCM16 24 kHz mono.
@@ -46,7 +51,8 @@ public struct SpeechLibrary: Sendable {
         return SpeechLibrary(
             greeting: try phrase("greeting"),
             replies: try (1...4).map { try phrase("reply-\($0)") },
-            reviewReplies: [try phrase("review-1")]
+            reviewReplies: [try phrase("review-1")],
+            didNotCatch: try phrase("sorry")
         )
     }
 

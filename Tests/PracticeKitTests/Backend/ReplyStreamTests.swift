@@ -74,13 +74,18 @@ final class ReplyStreamTests: XCTestCase {
         let void = try await client.sendTurn(sessionID: id, wav: SimulatorHarness.wav(samples: quiet), idempotencyKey: "k1", onEvent: { _ in }).outcome()
         XCTAssertEqual(void.transcript, "")
         XCTAssertTrue(void.isVoid)
-        XCTAssertFalse(void.hasAudio)
+        // The real server still speaks "Sorry, I didn't catch that" after the empty
+        // transcript (trace 05); the turn is empty all the same.
+        XCTAssertTrue(void.hasAudio)
+        XCTAssertEqual(ReplyOutcome(void, for: .audioTurn), .emptyTranscript)
+        XCTAssertFalse(ReplyOutcome.isSaved(void))
         XCTAssertEqual(void.end, .done)
 
         let blip = (0..<1_200).map { Int16(($0 % 40) * 500 - 10_000) }  // 50 ms, loud
         let short = try await client.sendTurn(sessionID: id, wav: SimulatorHarness.wav(samples: blip), idempotencyKey: "k2", onEvent: { _ in }).outcome()
         XCTAssertNil(short.transcript, "under 100 ms: timing and done only")
         XCTAssertFalse(short.hasAudio)
+        XCTAssertEqual(ReplyOutcome(short, for: .audioTurn), .tooShort)
         XCTAssertEqual(short.end, .done)
     }
 
