@@ -44,6 +44,7 @@ public struct SimulatorCommandLine: Sendable {
           --review-fails          no marks and a null summary
           --correction-fails      /corrections answers 500
           --late-void-transcript  turn replies start their audio, then an empty transcript
+          --no-transcript         spoken turns are answered without a transcript event (not saved)
         """
 
     public struct UsageError: Error, CustomStringConvertible {
@@ -112,6 +113,7 @@ public struct SimulatorCommandLine: Sendable {
             case "--review-fails": c.faults.reviewFails = true
             case "--correction-fails": c.faults.correctionFails = true
             case "--late-void-transcript": c.faults.lateVoidTranscript = true
+            case "--no-transcript": c.faults.noTranscript = true
             default: throw UsageError(message: "unknown option '\(flag)'")
             }
             result.configuration = c
