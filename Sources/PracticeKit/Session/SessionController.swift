@@ -289,16 +289,7 @@ public final class SessionController: @unchecked Sendable {
     /// Ends what runs now: the reply and a drained one (hung up, sound stopped), an upload
     /// waiting for the drain, the recording, the polling.
     private func stopActivity() {
-        if let reply {
-            hangUp(reply)
-            self.reply = nil
-        }
-        if let draining {
-            hangUp(draining)
-            self.draining = nil
-        }
-        waitingStart = nil
-        drainToken += 1
+        hangUpStreams()
         if recording != nil { _ = audio.record(.cancel) }
         recording = nil
         poll.token += 1
@@ -829,6 +820,20 @@ public final class SessionController: @unchecked Sendable {
         if !current.streamEnded { interrupted = true }
     }
 
+    /// Hangs up the reply and a drained one, and drops an upload waiting for the drain.
+    private func hangUpStreams() {
+        if let reply {
+            hangUp(reply)
+            self.reply = nil
+        }
+        if let draining {
+            hangUp(draining)
+            self.draining = nil
+        }
+        waitingStart = nil
+        drainToken += 1
+    }
+
     /// The backend has the turn: it leaves the spool and is never sent again.
     private func turnAccepted(_ id: String) {
         do { try spool?.remove(id) } catch { logger.error("turn \(id) answered but not removed from the spool: \(error)") }
@@ -1171,15 +1176,7 @@ public final class SessionController: @unchecked Sendable {
         queue.sync {
             stopping = true
             poll.token += 1
-            if let reply {
-                hangUp(reply)
-                self.reply = nil
-            }
-            if let draining {
-                hangUp(draining)
-                self.draining = nil
-            }
-            waitingStart = nil
+            hangUpStreams()
             if let delivery { logger.notice("turn \(delivery.turn.id) stays in the spool for the next start") }
             delivery = nil
         }
