@@ -53,14 +53,18 @@ struct PracticeSim {
             server.stop()
             exit(0)
         }
-        let sources = [SIGTERM, SIGINT].map { number -> DispatchSourceSignal in
+        signalSources = [SIGTERM, SIGINT].map { number -> DispatchSourceSignal in
             let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
             source.setEventHandler(handler: stop)
             source.resume()
             return source
         }
-        withExtendedLifetime(sources) { dispatchMain() }
+        dispatchMain()
     }
+
+    /// Alive as long as the process (see practiced's: `withExtendedLifetime` around
+    /// `dispatchMain()` let the release build release them, and SIGTERM did nothing).
+    nonisolated(unsafe) static var signalSources: [DispatchSourceSignal] = []
 
     static func fail(_ message: String) -> Never {
         FileHandle.standardError.write(Data("practice-sim: \(message)\n".utf8))

@@ -45,7 +45,7 @@ struct Practiced {
         }
         // Before start(): READY=1 goes out from there, and a SIGHUP or SIGTERM sent the moment
         // it does must find its source (they are ignored until then, and would be lost).
-        let sources = [SIGTERM, SIGINT, SIGHUP].map { number -> DispatchSourceSignal in
+        signalSources = [SIGTERM, SIGINT, SIGHUP].map { number -> DispatchSourceSignal in
             let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
             source.setEventHandler { number == SIGHUP ? reload() : stop(number) }
             source.resume()
@@ -61,8 +61,14 @@ struct Practiced {
             fail("cannot start: \(error)", code: 1)
         }
 
-        withExtendedLifetime(sources) { dispatchMain() }
+        dispatchMain()
     }
+
+    /// The signal sources, alive as long as the process. `withExtendedLifetime(sources) {
+    /// dispatchMain() }` did not keep them in the release build: `dispatchMain` never
+    /// returns, so the optimizer ended their lifetime at the call, the released sources were
+    /// cancelled, and SIGTERM (ignored so that the sources get it) did nothing.
+    nonisolated(unsafe) static var signalSources: [DispatchSourceSignal] = []
 
     static func fail(_ message: String, code: Int32) -> Never {
         FileHandle.standardError.write(Data("practiced: \(message)\n".utf8))

@@ -18,13 +18,10 @@ final class DaemonHarness {
     var keepsDirectory = false
 
     static var buildDirectory: URL { URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent() }
-    /// The daemon under test: this build's, or `$PRACTICED_BINARY` (the end-to-end
-    /// benchmark measures a release build).
-    static var practiced: String {
-        ProcessInfo.processInfo.environment["PRACTICED_BINARY"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? buildDirectory.appendingPathComponent("practiced").path
-    }
-    static var practicectl: String { buildDirectory.appendingPathComponent("practicectl").path }
+    /// The daemon and client under test: this build's, or the shipped ones (see
+    /// ``ShippedBinaries``: CI runs the process suites on the release build too).
+    static var practiced: String { ShippedBinaries.path(of: "practiced") }
+    static var practicectl: String { ShippedBinaries.path(of: "practicectl") }
 
     /// A fresh world-traversable directory (clients under other uids must reach the socket).
     static func makeDirectory() -> String {

@@ -30,7 +30,13 @@ public struct DaemonConfiguration: Equatable, Sendable {
     /// A client that neither subscribes nor sends for this long is closed.
     public var clientIdleSeconds = 60
     public var stateDirectory: String
-    public var spoolDirectory: String
+    /// The spool: `spool.dir` when set, else `spool/` under the state directory, wherever
+    /// that is configured (a `--state-dir` alone must carry the spool with it).
+    public var spoolDirectory: String {
+        get { spoolDirectoryOverride ?? "\(stateDirectory)/spool" }
+        set { spoolDirectoryOverride = newValue }
+    }
+    private var spoolDirectoryOverride: String?
     public var logLevel = LogLevel.info
     /// A turn the backend could not take is sent again for this long, then reported pending.
     public var turnRetrySeconds = 60
@@ -61,7 +67,6 @@ public struct DaemonConfiguration: Equatable, Sendable {
         } else {
             stateDirectory = "\(environment["HOME"] ?? NSHomeDirectory())/.local/state/practiced"
         }
-        spoolDirectory = "\(stateDirectory)/spool"
     }
 
     /// The stream settings the devices open with.

@@ -48,10 +48,17 @@ public final class TurnSpool {
     private var new: String { directory + "/new" }
     private static let magic = "practiced-turn 1 "
 
-    /// Opens (and creates) the spool; leftovers in `tmp/` from a crash are removed.
+    /// Opens (and creates, with its parents) the spool; leftovers in `tmp/` from a crash
+    /// are removed.
     public init(directory: String) throws(SpoolError) {
         self.directory = directory
-        for path in [directory, tmp, new] {
+        var parents: [String] = []
+        var parent = (directory as NSString).deletingLastPathComponent
+        while !parent.isEmpty, parent != "/", !FileManager.default.fileExists(atPath: parent) {
+            parents.insert(parent, at: 0)
+            parent = (parent as NSString).deletingLastPathComponent
+        }
+        for path in parents + [directory, tmp, new] {
             if mkdir(path, 0o700) != 0 && errno != EEXIST {
                 throw SpoolError(path: path, operation: "mkdir", errno: Errno.current)
             }

@@ -9,10 +9,8 @@ import XCTest
 
 /// The practice-sim executable as a real process: flags, the control endpoint, SIGTERM.
 final class PracticeSimProcessTests: XCTestCase {
-    /// practice-sim sits next to the test bundle in the build directory.
-    static var executable: String {
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("practice-sim").path
-    }
+    /// practice-sim next to the test bundle, or the shipped one (``ShippedBinaries``).
+    static var executable: String { ShippedBinaries.path(of: "practice-sim") }
 
     private func launch(_ arguments: [String], stderr: String = "/dev/null") throws -> (ChildProcess, URL) {
         let process = try ChildProcess(executable: Self.executable, arguments: ["--port", "0", "--quiet"] + arguments,

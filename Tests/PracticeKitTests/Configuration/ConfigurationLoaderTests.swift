@@ -33,6 +33,24 @@ final class ConfigurationLoaderTests: XCTestCase {
         XCTAssertEqual(c.recorder.detector.gateThreshold, 300)
     }
 
+    /// `--state-dir` alone carries the spool with it (it stayed at /var/lib/practiced/spool,
+    /// whose parent does not exist outside the package, and turns were kept in memory only).
+    func testTheSpoolFollowsTheStateDirectoryUnlessSetItself() throws {
+        let loader = ConfigurationLoader(environment: ["HOME": "/home/k", "PRACTICED_CONFIG": "/nonexistent/practiced.conf"])
+        XCTAssertEqual(try loader.load(arguments: ["--state-dir", "/srv/kiosk/state"]).configuration.spoolDirectory, "/srv/kiosk/state/spool")
+        let both = try loader.load(arguments: ["--spool-dir", "/srv/spool", "--state-dir", "/srv/kiosk/state"]).configuration
+        XCTAssertEqual(both.spoolDirectory, "/srv/spool")
+        XCTAssertEqual(ConfigurationLoader.describe(both).first { $0.key == "spool.dir" }?.value, "/srv/spool")
+    }
+
+    func testASpoolIsCreatedWithItsParents() throws {
+        let root = NSTemporaryDirectory() + "practiced-spool-\(UUID().uuidString)"
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: root) }
+        let spool = try TurnSpool(directory: root + "/state/deeper/spool")
+        try spool.store(SpooledTurn(sessionID: "s", mode: .conversation, duration: 1, bytes: 44), wav: [UInt8](repeating: 0, count: 44))
+        XCTAssertEqual(spool.list().turns.count, 1)
+    }
+
     func testDefaultsFollowTheEnvironment() {
         let user = DaemonConfiguration(environment: ["XDG_RUNTIME_DIR": "/run/user/1000", "XDG_STATE_HOME": "/home/k/.state", "HOME": "/home/k"])
         if getuid() != 0 {
