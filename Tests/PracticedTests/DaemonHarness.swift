@@ -33,7 +33,8 @@ final class DaemonHarness {
     /// Starts the daemon and waits for READY=1. `arguments` come after the defaults and
     /// override them.
     init(backend: URL? = nil, arguments: [String] = [], environment: [String: String] = [:], directory: String? = nil,
-         socketPath: String? = nil, passing: [(Int32, Int32)] = [], viaShell: Bool = false, waitReady: Bool = true) throws {
+         socketPath: String? = nil, passing: [(Int32, Int32)] = [], viaShell: Bool = false, waitReady: Bool = true,
+         namesSpool: Bool = true) throws {
         self.directory = directory ?? Self.makeDirectory()
         self.socketPath = socketPath ?? "\(self.directory)/run/control.sock"
         stderrPath = "\(self.directory)/daemon.log"
@@ -47,8 +48,9 @@ final class DaemonHarness {
             if let value = ProcessInfo.processInfo.environment[key] { env[key] = value }
         }
         for (key, value) in environment { env[key] = value }
+        let spool = namesSpool ? ["--spool-dir", "\(self.directory)/state/spool"] : []
         let defaults = [
-            "--socket-path", self.socketPath, "--state-dir", "\(self.directory)/state", "--spool-dir", "\(self.directory)/state/spool",
+            "--socket-path", self.socketPath, "--state-dir", "\(self.directory)/state"] + spool + [
             "--capture-device", "null:", "--playback-device", "file:\(self.directory)/speaker.wav?realtime",
             "--backend-url", (backend ?? URL(string: "http://127.0.0.1:9")!).absoluteString, "--log-level", "debug",
         ]

@@ -37,6 +37,9 @@ public struct DaemonConfiguration: Equatable, Sendable {
         set { spoolDirectoryOverride = newValue }
     }
     private var spoolDirectoryOverride: String?
+    /// Refuse to start when the spool cannot be made (a turn would live in memory only);
+    /// `false` runs without one, and says so in `status` and on every turn.
+    public var spoolRequired = true
     public var logLevel = LogLevel.info
     /// A turn the backend could not take is sent again for this long, then reported pending.
     public var turnRetrySeconds = 60
@@ -135,6 +138,18 @@ struct ConfigurationKey: Sendable {
                          }, current: { "\($0[keyPath: keyPath])" })
     }
 
+    static func boolean(_ name: String, help: String, _ keyPath: WritableKeyPath<DaemonConfiguration, Bool> & Sendable) -> ConfigurationKey {
+        ConfigurationKey(name: name, allowed: "true or false", help: help,
+                         apply: { configuration, text in
+                             switch text.lowercased() {
+                             case "true", "yes", "1": configuration[keyPath: keyPath] = true
+                             case "false", "no", "0": configuration[keyPath: keyPath] = false
+                             default: return false
+                             }
+                             return true
+                         }, current: { $0[keyPath: keyPath] ? "true" : "false" })
+    }
+
     static func text(_ name: String, help: String, _ keyPath: WritableKeyPath<DaemonConfiguration, String?> & Sendable) -> ConfigurationKey {
         ConfigurationKey(name: name, allowed: "text of 1 to 200 characters, or empty for none", help: help,
                          apply: { configuration, text in
@@ -176,7 +191,8 @@ struct ConfigurationKey: Sendable {
         .integer("socket.client_queue_bytes", 4_096...(64 << 20), unit: "bytes", help: "unsent events per client before it is dropped", \.clientQueueBytes),
         .integer("socket.idle_timeout_s", 1...86_400, unit: "seconds", help: "a client that neither subscribes nor sends is closed", \.clientIdleSeconds),
         .path("state.dir", help: "kept state (the generated user id)", \.stateDirectory),
-        .path("spool.dir", help: "recorded turns waiting for upload", \.spoolDirectory),
+        .path("spool.dir", help: "recorded turns waiting for upload (default: spool/ under state.dir)", \.spoolDirectory),
+        .boolean("spool.required", help: "refuse to start without a spool (false: run, turns kept in memory only)", \.spoolRequired),
         .integer("turn.retry_s", 0...86_400, unit: "seconds", help: "how long an undelivered turn is sent again before it is reported pending", \.turnRetrySeconds),
         .integer("review.poll_ms", 100...60_000, unit: "milliseconds", help: "how often the review and summary are polled", \.reviewPollMilliseconds),
         .integer("reply.drain_ms", 0...120_000, unit: "milliseconds",

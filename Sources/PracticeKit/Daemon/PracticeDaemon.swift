@@ -95,6 +95,15 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         } else {
             group = nil
         }
+        if configuration.spoolRequired {
+            // Before the socket: a daemon that cannot keep turns durably does not start.
+            do {
+                _ = try TurnSpool(directory: configuration.spoolDirectory)
+            } catch {
+                throw ConfigurationError(key: "spool.dir", value: configuration.spoolDirectory, source: "configuration",
+                                         allowed: "a directory practiced can create and write (\(error)); spool.required = false runs without one")
+            }
+        }
         let listener = try UnixListener.activated() ?? UnixListener.bind(path: configuration.socketPath, group: group)
         self.listener = listener
         let server = ControlServer(listener: listener, serverVersion: Self.version, capabilities: ["events", "play", "level", "metrics", "devices", "session", "spool"],

@@ -49,6 +49,8 @@ public final class SessionController: @unchecked Sendable {
     private let backendProvider: @Sendable () -> BackendClient
     private let audio: any SessionAudio
     private let spool: TurnSpool?
+    /// Why there is no spool (turns then live in memory only), for `status` and every turn.
+    private let spoolError: String?
     private let cache: OfflineCache
     private let publish: @Sendable (String, JSONValue) -> Void
     private let metrics: Metrics
@@ -117,9 +119,11 @@ public final class SessionController: @unchecked Sendable {
         cache = OfflineCache(stateDirectory: stateDirectory)
         do {
             spool = try TurnSpool(directory: spoolDirectory)
+            spoolError = nil
         } catch {
             logger.error("turns cannot be kept on disk: \(error); they are sent from memory only")
             spool = nil
+            spoolError = "\(error)"
         }
         publishState()
     }
@@ -281,7 +285,7 @@ public final class SessionController: @unchecked Sendable {
         return [
             "stage": .string(stage.rawValue), "session_id": .optional(session?.id), "mode": .optional(session?.mode.rawValue),
             "topic_id": .optional(session?.topicID), "turns": .int(session?.turns ?? 0),
-            "spool": ["turns": .int(usage.turns), "bytes": .int(usage.bytes)],
+            "spool": ["turns": .int(usage.turns), "bytes": .int(usage.bytes), "durable": .bool(spool != nil), "error": .optional(spoolError)],
             "delivering": .optional(delivery?.turn.id),
         ]
     }
@@ -374,7 +378,8 @@ public final class SessionController: @unchecked Sendable {
             }
             let spooled = SpooledTurn(sessionID: session.id, mode: session.mode, duration: turn.duration, bytes: turn.wav.count)
             do {
-                try spool?.store(spooled, wav: turn.wav)
+                guard let spool else { throw SpoolUnavailable(reason: spoolError ?? "no spool") }
+                try spool.store(spooled, wav: turn.wav)
                 publish("turn.spooled", ["turn_id": .string(spooled.id), "bytes": .int(turn.wav.count)])
             } catch {
                 // The disk failed us; the turn still goes out from memory.
@@ -1214,6 +1219,12 @@ public final class SessionController: @unchecked Sendable {
             return ControlError(.backendError, "\(error)")
         }
     }
+}
+
+/// The daemon runs without a spool (`spool.required = false`): every turn says so.
+struct SpoolUnavailable: Error, CustomStringConvertible {
+    var reason: String
+    var description: String { "no spool (\(reason)); the turn is sent from memory only and is lost if the daemon stops" }
 }
 
 extension Optional {

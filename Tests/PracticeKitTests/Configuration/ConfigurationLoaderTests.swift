@@ -36,7 +36,7 @@ final class ConfigurationLoaderTests: XCTestCase {
     /// `--state-dir` alone carries the spool with it (it stayed at /var/lib/practiced/spool,
     /// whose parent does not exist outside the package, and turns were kept in memory only).
     func testTheSpoolFollowsTheStateDirectoryUnlessSetItself() throws {
-        let loader = ConfigurationLoader(environment: ["HOME": "/home/k", "PRACTICED_CONFIG": "/nonexistent/practiced.conf"])
+        let loader = ConfigurationLoader(environment: ["HOME": "/home/k", "PRACTICED_CONFIG": try file("# empty\n")])
         XCTAssertEqual(try loader.load(arguments: ["--state-dir", "/srv/kiosk/state"]).configuration.spoolDirectory, "/srv/kiosk/state/spool")
         let both = try loader.load(arguments: ["--spool-dir", "/srv/spool", "--state-dir", "/srv/kiosk/state"]).configuration
         XCTAssertEqual(both.spoolDirectory, "/srv/spool")
@@ -89,7 +89,7 @@ final class ConfigurationLoaderTests: XCTestCase {
 
     func testEveryKeyAppearsInHelpAndDescription() {
         let described = ConfigurationLoader.describe(DaemonConfiguration(environment: [:])).map(\.key)
-        XCTAssertEqual(described.count, 24)
+        XCTAssertEqual(described.count, 25)
         for key in described { XCTAssertTrue(ConfigurationLoader.usage.contains(key), key) }
     }
 }
