@@ -168,6 +168,10 @@ public final class StreamingPlayer: @unchecked Sendable {
         return reply
     }
 
+    /// Samples that can be queued now without dropping any (a clip streamed from disk waits
+    /// for room rather than holding the whole file).
+    public var queueSpace: Int { ring.availableToWrite }
+
     /// Queues a chunk of PCM16 little-endian bytes of any length.
     ///
     /// - Returns: false when the queue was full and some audio was dropped.

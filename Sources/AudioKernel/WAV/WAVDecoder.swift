@@ -48,6 +48,13 @@ public enum WAVDecoder {
 
     /// Finds the format and the sample data of the WAV file in `bytes`.
     public static func parse(_ bytes: UnsafeRawBufferPointer) throws(WAVError) -> WAVLayout {
+        try parse(bytes, fileSize: bytes.count)
+    }
+
+    /// Parses a file's header from its first bytes: `bytes` is a prefix of a file of
+    /// `fileSize` bytes, so the `data` chunk may run past it (a clip streamed from disk);
+    /// every other chunk before `data` must lie inside the prefix.
+    public static func parse(_ bytes: UnsafeRawBufferPointer, fileSize: Int) throws(WAVError) -> WAVLayout {
         guard bytes.count >= 12 else { throw .truncatedHeader(byteCount: bytes.count) }
         guard fourCC(bytes, at: 0) == fourCC("RIFF") else { throw .notRIFF }
         guard fourCC(bytes, at: 8) == fourCC("WAVE") else { throw .notWAVE }
@@ -71,13 +78,14 @@ public enum WAVDecoder {
             let available = bytes.count - bodyOffset
 
             if id == fourCC("data") {
+                let inFile = max(available, fileSize - bodyOffset)
                 let toEnd = declared == UInt32.max || (declared == 0 && riffIsStreamed)
                 if toEnd {
-                    data = (bodyOffset, available, true)
+                    data = (bodyOffset, inFile, true)
                     break  // nothing can follow data of unknown size
                 }
-                guard Int(declared) <= available else {
-                    throw .chunkPastEnd(id: "data", offset: offset, declaredSize: Int(declared), available: available)
+                guard Int(declared) <= inFile else {
+                    throw .chunkPastEnd(id: "data", offset: offset, declaredSize: Int(declared), available: inFile)
                 }
                 data = (bodyOffset, Int(declared), false)
             } else {

@@ -40,6 +40,18 @@ public struct DaemonConfiguration: Equatable, Sendable {
     /// Refuse to start when the spool cannot be made (a turn would live in memory only);
     /// `false` runs without one, and says so in `status` and on every turn.
     public var spoolRequired = true
+    /// Where `play` may read any file (besides files the peer owns), `:`-separated: the
+    /// package's sounds and `sounds/` under the state directory unless set.
+    public var playDirectories: String {
+        get { playDirectoriesOverride ?? "/usr/share/practiced/sounds:\(stateDirectory)/sounds" }
+        set { playDirectoriesOverride = newValue }
+    }
+    private var playDirectoriesOverride: String?
+    public var playDirectoryList: [String] { playDirectories.split(separator: ":").map(String.init).filter { $0.hasPrefix("/") } }
+    /// The largest file `play` opens.
+    public var playMaximumBytes = 1 << 30
+    /// How long `play` may take to open and check its file before it answers an error.
+    public var playTimeoutMilliseconds = 5_000
     public var logLevel = LogLevel.info
     /// A turn the backend could not take is sent again for this long, then reported pending.
     public var turnRetrySeconds = 60
@@ -192,6 +204,16 @@ struct ConfigurationKey: Sendable {
         .integer("socket.idle_timeout_s", 1...86_400, unit: "seconds", help: "a client that neither subscribes nor sends is closed", \.clientIdleSeconds),
         .path("state.dir", help: "kept state (the generated user id)", \.stateDirectory),
         .path("spool.dir", help: "recorded turns waiting for upload (default: spool/ under state.dir)", \.spoolDirectory),
+        ConfigurationKey(name: "play.directories", allowed: "absolute paths separated by ':'",
+                         help: "where clients may play any file (others: only files they own)",
+                         apply: { configuration, text in
+                             let paths = text.split(separator: ":")
+                             guard paths.allSatisfy({ $0.hasPrefix("/") }), !text.contains("\0") else { return false }
+                             configuration.playDirectories = text
+                             return true
+                         }, current: { $0.playDirectories }),
+        .integer("play.max_bytes", 44...(1 << 40), unit: "bytes", help: "the largest file play opens", \.playMaximumBytes),
+        .integer("play.timeout_ms", 100...600_000, unit: "milliseconds", help: "how long play may take to open its file", \.playTimeoutMilliseconds),
         .boolean("spool.required", help: "refuse to start without a spool (false: run, turns kept in memory only)", \.spoolRequired),
         .integer("turn.retry_s", 0...86_400, unit: "seconds", help: "how long an undelivered turn is sent again before it is reported pending", \.turnRetrySeconds),
         .integer("review.poll_ms", 100...60_000, unit: "milliseconds", help: "how often the review and summary are polled", \.reviewPollMilliseconds),

@@ -31,6 +31,9 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     private let startTime = DispatchTime.now()
     private let audioQueue = DispatchQueue(label: "practiced.audio")
     private let workQueue = DispatchQueue(label: "practiced.work", attributes: .concurrent)
+    /// Files clients name (`play`): concurrent, so that one hanging filesystem call holds
+    /// only its own request.
+    private let fileQueue = DispatchQueue(label: "practiced.files", attributes: .concurrent)
 
     /// Opened and closed on `audioQueue`, read from any queue: kept under `lock`.
     private var openRecorder: Recorder?
@@ -422,7 +425,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
             case "devices":
                 workQueue.async { reply(.success(Self.devicesJSON())) }
             case "play":
-                try play(path: request.requiredString("path"), reply)
+                try play(path: request.requiredString("path"), client: client, reply)
             case "playback.stop":
                 // Barge-in on a reply hangs up its stream too; otherwise a clip stops.
                 let stopped = session.stopPlayback() || audio.stopAll()
@@ -514,29 +517,64 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         return ["capture": list(.capture), "playback": list(.playback), "errors": .array(listing.errors.map { .string($0.description) })]
     }
 
-    private func play(path: String, _ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) throws(ControlError) {
+    /// `play`: the file is opened and checked on `fileQueue` (never on a queue that other
+    /// commands or the audio wait on; see ``ClipFile`` for what is refused), within
+    /// `play.timeout_ms`, after which the request answers an error even if the filesystem
+    /// still hangs; then it is streamed to the player as the player has room.
+    private func play(path: String, client: ControlClientInfo, _ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) throws(ControlError) {
         guard path.hasPrefix("/") else { throw ControlError(.badArguments, "'path' must be absolute") }
         guard let player else {
             let state = lock.withLock { playbackState }
             throw ControlError(.deviceError, "the playback device is not open (\(state))", retryable: true)
         }
         guard session.speakerIsFree else { throw ControlError(.invalidState, "a reply is playing; playback.stop first", retryable: true) }
-        audioQueue.async { [audio] in
-            let wav: DecodedWAV
-            do {
-                wav = try WAVDecoder.decode(contentsOfFile: path)
-            } catch {
-                return reply(.failure(ControlError(.fileError, "\(path): \(error)")))
+        let configuration = lock.withLock { self.configuration }
+        let once = ReplyOnce(reply)
+        let timeout = configuration.playTimeoutMilliseconds
+        fileQueue.asyncAfter(deadline: .now() + .milliseconds(timeout)) { [logger] in
+            if once.send(.failure(ControlError(.fileError, "\(path): not opened within \(timeout) ms (a stalled filesystem?)", retryable: true))) {
+                logger.warning("play \(path) (pid \(client.credentials.pid)): not opened within \(timeout) ms")
             }
-            guard wav.format == player.format else {
-                return reply(.failure(ControlError(.fileError, "\(path) is \(wav.format); the player plays \(player.format)")))
-            }
-            guard wav.duration <= Double(player.configuration.capacitySeconds) else {
-                return reply(.failure(ControlError(.fileError, "\(path) lasts \(Int(wav.duration)) s; at most \(player.configuration.capacitySeconds) s")))
-            }
-            _ = wav.samples.withUnsafeBytes { audio.play($0) }
-            reply(.success(["path": .string(path), "duration_s": .double((wav.duration * 1000).rounded() / 1000)]))
         }
+        fileQueue.async { [audio, logger] in
+            let clip: ClipFile
+            do throws(ControlError) {
+                clip = try ClipFile(path: path, peer: client.credentials.uid, directories: configuration.playDirectoryList,
+                                    maximumBytes: configuration.playMaximumBytes)
+            } catch {
+                logger.notice("play refused for uid \(client.credentials.uid) (pid \(client.credentials.pid)): \(error.code.rawValue)")
+                _ = once.send(.failure(error))
+                return
+            }
+            guard clip.layout.format == player.format else {
+                _ = once.send(.failure(ControlError(.fileError, "\(path) is \(clip.layout.format); the player plays \(player.format)")))
+                return
+            }
+            guard !once.isSent, let number = audio.beginClip() else { return }
+            _ = once.send(.success(["path": .string(path), "duration_s": .double((clip.layout.duration * 1000).rounded() / 1000)]))
+            Self.stream(clip, to: audio, reply: number)
+        }
+    }
+
+    /// Feeds a clip to the player in 64 KiB pieces as it has room: constant memory for any
+    /// length. Ends when the file does, or when the clip is stopped or replaced.
+    private static func stream(_ clip: ClipFile, to audio: KioskAudio, reply: Int) {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16)
+        defer { buffer.deallocate() }
+        var offset = 0
+        while offset < clip.layout.dataByteCount {
+            guard let space = audio.space(for: reply) else { return }  // stopped
+            let bytes = min(buffer.count, space * 2) & ~1
+            guard bytes >= 4_096 || bytes >= clip.layout.dataByteCount - offset else {
+                usleep(20_000)  // the player drains a period at a time
+                continue
+            }
+            let n = clip.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<bytes]), at: offset)
+            guard n > 0 else { break }  // the file shrank or failed: play what came
+            audio.enqueue(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), reply: reply)
+            offset += n
+        }
+        audio.endReply(reply)
     }
 
     private func configurationJSON(_ configuration: DaemonConfiguration) -> JSONValue {
@@ -558,6 +596,26 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
             metrics.set("practiced_device_periods", help: "Periods transferred by device.", labels: "direction=\"playback\"", Double(statistics.periods))
         }
         return metrics.exposition()
+    }
+}
+
+/// A reply that goes out once: from the work, or from its deadline, whichever comes first.
+final class ReplyOnce: @unchecked Sendable {
+    private let lock = NSLock()
+    private var reply: (@Sendable (Result<JSONValue, ControlError>) -> Void)?
+
+    init(_ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) { self.reply = reply }
+
+    var isSent: Bool { lock.withLock { reply == nil } }
+
+    /// Sends `result` unless a result went out already; whether this one did.
+    func send(_ result: Result<JSONValue, ControlError>) -> Bool {
+        guard let reply = lock.withLock({ () -> (@Sendable (Result<JSONValue, ControlError>) -> Void)? in
+            defer { self.reply = nil }
+            return self.reply
+        }) else { return false }
+        reply(result)
+        return true
     }
 }
 

@@ -89,6 +89,18 @@ public final class KioskAudio: SessionAudio, @unchecked Sendable {
         }
     }
 
+    /// Starts a clip streamed in pieces (the `play` command); feed it with
+    /// ``enqueue(_:reply:)`` and end it with ``endReply(_:)``.
+    public func beginClip() -> Int? { beginReply() }
+
+    /// Samples the player can take now; nil without a player or when `reply` was stopped.
+    public func space(for reply: Int) -> Int? {
+        lock.withLock {
+            guard open, current == reply, let player else { return nil }
+            return player.queueSpace
+        }
+    }
+
     /// Plays a whole clip (the `play` command) as a reply of its own.
     public func play(_ samples: UnsafeRawBufferPointer) -> Int? {
         lock.withLock {

@@ -1,0 +1,102 @@
+import AudioKernel
+import Foundation
+
+/// A WAV file a client named with `play`, opened the way a daemon that serves untrusted
+/// local clients must open it.
+///
+/// - Never blocks on what it opens: `O_NONBLOCK` (a FIFO without a writer opens at once),
+///   then `fstat` on the descriptor: only a regular file is read, never a FIFO, a device
+///   (`/dev/zero`), a socket or a directory.
+/// - Who may play what (MPD's rule for local clients): a file under one of
+///   `play.directories`, or one owned by the connecting peer's uid (`SO_PEERCRED`).
+///   Anything else is `permission_denied` with one message that says nothing of the file,
+///   not even whether it exists. The checks use the descriptor (its real path from
+///   `/proc/self/fd`, its owner from `fstat`), so a symlink or a rename cannot swap files.
+/// - Bounded: at most `play.max_bytes`; the samples are read in pieces as the player has
+///   room (``read(into:at:)``), so a two-hour file plays in the same memory as a short one.
+final class ClipFile {
+    let fd: Int32
+    let layout: WAVLayout
+    /// The real path of what was opened.
+    let path: String
+
+    static let denied = "not allowed: a client may play files under play.directories, or files it owns"
+
+    /// Opens and checks `path` for the peer `uid`. Runs on the file queue: it may block on
+    /// a stalled filesystem, which costs only this request.
+    init(path requested: String, peer uid: UInt32, directories: [String], maximumBytes: Int) throws(ControlError) {
+        guard requested.hasPrefix("/"), !requested.contains("\0") else { throw ControlError(.badArguments, "'path' must be absolute") }
+        let fd = open(requested, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
+        // Whether the name lies in an allowed directory decides how much an error may say.
+        let lexicallyAllowed = Self.isInside(requested, directories.map(Self.resolved))
+        guard fd >= 0 else {
+            let code = errno
+            throw lexicallyAllowed ? ControlError(.fileError, "\(requested): \(String(cString: strerror(code)))")
+                : ControlError(.permissionDenied, Self.denied)
+        }
+        var keep = false
+        defer { if !keep { close(fd) } }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw ControlError(.fileError, "\(requested): cannot stat") }
+        let real = Self.realPath(of: fd) ?? requested
+        let allowed = Self.isInside(real, directories.map(Self.resolved)) || info.st_uid == uid
+        guard allowed else { throw ControlError(.permissionDenied, Self.denied) }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            throw ControlError(.fileError, "\(requested) is not a regular file (a FIFO, device, socket or directory is never read)")
+        }
+        guard Int(info.st_size) <= maximumBytes else {
+            throw ControlError(.fileError, "\(requested) has \(info.st_size) bytes; play.max_bytes allows \(maximumBytes)")
+        }
+        // Reads block from here on (a regular file); the header is the first 64 KiB at most.
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        var header = [UInt8](repeating: 0, count: min(65_536, Int(info.st_size)))
+        let count = header.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        guard count >= 0 else { throw ControlError(.fileError, "\(requested): \(String(cString: strerror(errno)))") }
+        let size = Int(info.st_size)
+        let parsed = header.withUnsafeBytes { bytes in
+            Result { () throws(WAVError) -> WAVLayout in try WAVDecoder.parse(UnsafeRawBufferPointer(rebasing: bytes[0..<count]), fileSize: size) }
+        }
+        switch parsed {
+        case .success(let layout): self.layout = layout
+        case .failure(let error): throw ControlError(.fileError, "\(requested): \(error)")
+        }
+        self.fd = fd
+        path = real
+        keep = true
+    }
+
+    deinit { close(fd) }
+
+    /// Reads up to `buffer.count` bytes of samples from `offset` (bytes into the data).
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int {
+        let wanted = min(buffer.count, layout.dataByteCount - offset)
+        guard wanted > 0 else { return 0 }
+        while true {
+            let n = pread(fd, buffer.baseAddress, wanted, off_t(layout.dataOffset + offset))
+            if n < 0 && errno == EINTR { continue }
+            return max(0, n)
+        }
+    }
+
+    private static func realPath(of fd: Int32) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = readlink("/proc/self/fd/\(fd)", &buffer, buffer.count - 1)
+        guard n > 0 else { return nil }
+        return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// A directory with its symlinks resolved (as written when it does not exist).
+    static func resolved(_ directory: String) -> String {
+        guard let real = realpath(directory, nil) else { return directory }
+        defer { free(real) }
+        return String(cString: real)
+    }
+
+    static func isInside(_ path: String, _ directories: [String]) -> Bool {
+        let components = (path as NSString).standardizingPath
+        return directories.contains { directory in
+            let base = directory.hasSuffix("/") ? directory : directory + "/"
+            return components.hasPrefix(base)
+        }
+    }
+}
