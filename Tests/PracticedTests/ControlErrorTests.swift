@@ -82,7 +82,9 @@ final class ControlErrorTests: XCTestCase {
 
     func testFileErrorAndDeviceError() throws {
         let client = try daemon.client()
-        XCTAssertEqual(client.failure("play", ["path": "/nonexistent/clip.wav"])?.code, .fileError)
+        // Outside play.directories a missing file is not told apart from a stranger's file.
+        XCTAssertEqual(client.failure("play", ["path": "/nonexistent/clip.wav"])?.code, .permissionDenied)
+        XCTAssertEqual(client.failure("play", ["path": .string("\(daemon.directory)/state/sounds/missing.wav")])?.code, .fileError)
         let notWAV = "\(daemon.directory)/not.wav"
         _ = FileManager.default.createFile(atPath: notWAV, contents: Data("hello".utf8))
         XCTAssertEqual(client.failure("play", ["path": .string(notWAV)])?.code, .fileError)

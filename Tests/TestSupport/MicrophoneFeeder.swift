@@ -6,7 +6,10 @@ import Synchronization
 /// silence unless a test has queued speech with ``say(_:)``.
 public final class MicrophoneFeeder: @unchecked Sendable {
     private let fd: Int32
-    private let queued = Mutex<[Int16]>([])
+    /// NSLock, not Synchronization's Mutex: ThreadSanitizer does not see the futex under a
+    /// Mutex, and reported this queue as a race (once, in CI) where there is none.
+    private let lock = NSLock()
+    private var queued: [Int16] = []
     private let running = Atomic<Bool>(true)
     private var thread: Thread?
     /// Samples of queued speech written so far.
@@ -28,10 +31,10 @@ public final class MicrophoneFeeder: @unchecked Sendable {
     }
 
     /// Queues speech; it is written after what is queued already, then silence again.
-    public func say(_ samples: [Int16]) { queued.withLock { $0 += samples } }
+    public func say(_ samples: [Int16]) { lock.withLock { queued += samples } }
 
     /// Whether all queued speech has been written.
-    public var isQuiet: Bool { queued.withLock { $0.isEmpty } }
+    public var isQuiet: Bool { lock.withLock { queued.isEmpty } }
 
     public func stop() {
         running.store(false, ordering: .relaxed)
@@ -46,10 +49,10 @@ public final class MicrophoneFeeder: @unchecked Sendable {
         var buffer = [Int16](repeating: 0, count: block)
         var next = DispatchTime.now().uptimeNanoseconds
         while running.load(ordering: .relaxed) {
-            let taken: Int = queued.withLock { pending in
-                let n = min(block, pending.count)
-                for i in 0..<n { buffer[i] = pending[i] }
-                pending.removeFirst(n)
+            let taken: Int = lock.withLock {
+                let n = min(block, queued.count)
+                for i in 0..<n { buffer[i] = queued[i] }
+                queued.removeFirst(n)
                 return n
             }
             for i in taken..<block { buffer[i] = 0 }

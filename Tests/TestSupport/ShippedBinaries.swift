@@ -5,6 +5,12 @@ import Foundation
 /// optimizer changes lifetimes, and a debug-only run hid a release daemon that ignored
 /// SIGTERM). `$PRACTICED_BINARY` still names the daemon alone (the proof runs).
 public enum ShippedBinaries {
+    /// Whether the binaries under test are not this (debug) build's own.
+    public static var isOverridden: Bool {
+        let environment = ProcessInfo.processInfo.environment
+        return !(environment["PRACTICED_BIN_DIR"] ?? "").isEmpty || !(environment["PRACTICED_BINARY"] ?? "").isEmpty
+    }
+
     public static func path(of name: String) -> String {
         let environment = ProcessInfo.processInfo.environment
         if name == "practiced", let daemon = environment["PRACTICED_BINARY"], !daemon.isEmpty { return daemon }

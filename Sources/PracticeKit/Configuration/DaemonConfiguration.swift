@@ -29,6 +29,10 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public var clientQueueBytes = 1 << 20
     /// A client that neither subscribes nor sends for this long is closed.
     public var clientIdleSeconds = 60
+    /// A client's requests being answered at once; more wait unread (backpressure).
+    public var clientRequestsInFlight = 4
+    /// A client's requests per second (a burst of as many); faster ones wait unread.
+    public var clientRequestsPerSecond = 200
     public var stateDirectory: String
     /// The spool: `spool.dir` when set, else `spool/` under the state directory, wherever
     /// that is configured (a `--state-dir` alone must carry the spool with it).
@@ -202,6 +206,10 @@ struct ConfigurationKey: Sendable {
         .integer("socket.max_clients", 1...1_024, unit: "clients", help: "clients at once", \.maxClients),
         .integer("socket.client_queue_bytes", 4_096...(64 << 20), unit: "bytes", help: "unsent events per client before it is dropped", \.clientQueueBytes),
         .integer("socket.idle_timeout_s", 1...86_400, unit: "seconds", help: "a client that neither subscribes nor sends is closed", \.clientIdleSeconds),
+        .integer("socket.requests_in_flight", 1...1_024, unit: "requests", help: "a client's requests answered at once (more wait unread)",
+                 \.clientRequestsInFlight),
+        .integer("socket.requests_per_s", 1...100_000, unit: "requests", help: "a client's requests per second (faster ones wait unread)",
+                 \.clientRequestsPerSecond),
         .path("state.dir", help: "kept state (the generated user id)", \.stateDirectory),
         .path("spool.dir", help: "recorded turns waiting for upload (default: spool/ under state.dir)", \.spoolDirectory),
         ConfigurationKey(name: "play.directories", allowed: "absolute paths separated by ':'",

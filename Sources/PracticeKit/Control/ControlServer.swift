@@ -25,6 +25,11 @@ public struct ControlServerLimits: Equatable, Sendable {
     public var queueBytes = 1 << 20
     /// A client that neither subscribes nor sends for this long is closed.
     public var idleSeconds = 60.0
+    /// A client's requests being answered at once; its further lines stay unread (in its
+    /// socket) until a reply goes out: backpressure, as HTTP/2 bounds concurrent streams.
+    public var requestsInFlight = 4
+    /// A client's requests per second, with a burst of as many: faster ones wait unread.
+    public var requestsPerSecond = 200.0
 
     public init() {}
 }
@@ -35,6 +40,8 @@ public struct ControlServerStatistics: Equatable, Sendable {
     public var connectionsAccepted = 0
     public var connectionsRefused = 0
     public var slowClientsDropped = 0
+    /// Times a client was held back by its request rate.
+    public var clientsThrottled = 0
     public var idleClientsClosed = 0
     public var requests = 0
     public var errors: [String: Int] = [:]
@@ -193,6 +200,13 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     fileprivate var queueLimit: Int { limits.queueBytes }
+    fileprivate var inFlightLimit: Int { limits.requestsInFlight }
+    fileprivate var rateLimit: Double { limits.requestsPerSecond }
+
+    fileprivate func throttled(_ connection: Connection) {
+        statistics.withLock { $0.clientsThrottled += 1 }
+        logger.info("client \(connection.id) (pid \(connection.credentials.pid)) sends over \(Int(limits.requestsPerSecond)) requests/s: held back")
+    }
 
     private func closeIdleClients() {
         let now = DispatchTime.now().uptimeNanoseconds
@@ -261,9 +275,10 @@ public final class ControlServer: @unchecked Sendable {
             guard let handler else { return reply(connection, id: request.id, .failure(ControlError(.internalError, "shutting down", retryable: true))) }
             let info = ControlClientInfo(id: connection.id, credentials: connection.credentials)
             let id = request.id
+            connection.inFlight += 1
             handler.handle(request, client: info) { [weak self, weak connection] result in
                 guard let self, let connection else { return }
-                self.queue.async { self.reply(connection, id: id, result) }
+                self.queue.async { self.answer(connection, id: id, result) }
             }
         }
     }
@@ -276,6 +291,12 @@ public final class ControlServer: @unchecked Sendable {
     /// Subscribes a client to topics on behalf of a command (`level.watch`).
     public func subscribe(client id: Int, to topics: [String]) {
         queue.async { self.connections[id]?.topics.formUnion(topics) }
+    }
+
+    /// A request's answer: sent, and the client's next request may be served.
+    private func answer(_ connection: Connection, id: JSONValue, _ result: Result<JSONValue, ControlError>) {
+        reply(connection, id: id, result)
+        connection.requestDone()
     }
 
     private func reply(_ connection: Connection, id: JSONValue, _ result: Result<JSONValue, ControlError>) {
@@ -304,6 +325,18 @@ public final class ControlServer: @unchecked Sendable {
         var lastActivity = DispatchTime.now().uptimeNanoseconds
         /// Requests decoded so far.
         var requests = 0
+        /// Requests handed to the handler and not answered yet.
+        var inFlight = 0
+        /// Lines read and not yet served, at most ``maximumPending``; past it the socket is
+        /// not read until they are (the client's own writes then block).
+        private var pending: [[UInt8]] = []
+        private static let maximumPending = 32
+        private var readSuspended = false
+        private var serveScheduled = false
+        /// The rate limit's token bucket.
+        private var tokens = Double.greatestFiniteMagnitude  // a full bucket at first
+        private var tokensAt = DispatchTime.now().uptimeNanoseconds
+        private var throttleLogged = false
         private var inbound: [UInt8] = []
         private var outbound: [UInt8] = []
         private var outboundOffset = 0
@@ -398,6 +431,9 @@ public final class ControlServer: @unchecked Sendable {
             }
         }
 
+        /// One read per event, its lines queued: every client is served a line at a time in
+        /// turn (``serveNext()``), so that one flooding client delays nobody else by more
+        /// than one request.
         private func readAvailable() {
             while !isClosed {
                 let n = server.readBuffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
@@ -411,7 +447,67 @@ public final class ControlServer: @unchecked Sendable {
                 }
                 lastActivity = DispatchTime.now().uptimeNanoseconds
                 consume(server.readBuffer[0..<n])
+                if pending.count >= Self.maximumPending {
+                    suspendReading()
+                    return
+                }
             }
+        }
+
+        private func suspendReading() {
+            guard !readSuspended, !isClosed else { return }
+            readSuspended = true
+            readSource?.suspend()
+        }
+
+        private func resumeReading() {
+            guard readSuspended, !isClosed else { return }
+            readSuspended = false
+            readSource?.resume()
+        }
+
+        /// A request was answered: the next may go.
+        func requestDone() {
+            inFlight = max(0, inFlight - 1)
+            scheduleServe()
+        }
+
+        private func scheduleServe(after delay: Double = 0) {
+            guard !serveScheduled, !pending.isEmpty, !isClosed, !closing else { return }
+            serveScheduled = true
+            // To the back of the queue: the other clients' lines go first.
+            if delay > 0 {
+                server.queue.asyncAfter(deadline: .now() + delay) { [self] in
+                    serveScheduled = false
+                    serveNext()
+                }
+            } else {
+                server.queue.async { [self] in
+                    serveScheduled = false
+                    serveNext()
+                }
+            }
+        }
+
+        /// Serves one pending line, if the client is within its limits.
+        private func serveNext() {
+            guard !isClosed, !closing, !pending.isEmpty, inFlight < server.inFlightLimit else { return }
+            let rate = server.rateLimit
+            let now = DispatchTime.now().uptimeNanoseconds
+            tokens = min(rate, tokens + Double(now - tokensAt) / 1e9 * rate)
+            tokensAt = now
+            guard tokens >= 1 else {
+                if !throttleLogged {
+                    throttleLogged = true
+                    server.throttled(self)
+                }
+                return scheduleServe(after: (1 - tokens) / rate)
+            }
+            tokens -= 1
+            let line = pending.removeFirst()
+            server.received(line, from: self)
+            if pending.count < Self.maximumPending / 2 { resumeReading() }
+            scheduleServe()
         }
 
         private func consume(_ bytes: ArraySlice<UInt8>) {
@@ -427,8 +523,9 @@ public final class ControlServer: @unchecked Sendable {
                 }
                 start = newline + 1
                 if line.count > ControlProtocol.maximumLineBytes { return lineTooLong() }
-                server.received(line, from: self)
+                pending.append(line)
             }
+            scheduleServe()
             guard !isClosed, !closing else { return }
             inbound += bytes[start...]
             if inbound.count > ControlProtocol.maximumLineBytes { lineTooLong() }
@@ -442,7 +539,12 @@ public final class ControlServer: @unchecked Sendable {
 
         func close() {
             guard !isClosed else { return }
+            if readSuspended {
+                readSuspended = false
+                readSource?.resume()  // a suspended source must not be cancelled or released
+            }
             isClosed = true
+            pending.removeAll()
             if !writeArmed {
                 writeSource?.resume()  // a suspended source must not be cancelled or released
                 writeArmed = true

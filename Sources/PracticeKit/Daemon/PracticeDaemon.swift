@@ -44,6 +44,8 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     private var devicesLastNeeded = DispatchTime.now().uptimeNanoseconds
     /// The devices as the session sees them (attached as they open).
     private let audio = KioskAudio()
+    /// `devices` requests waiting for the enumeration in progress (under `lock`).
+    private var deviceListWaiters: [@Sendable (Result<JSONValue, ControlError>) -> Void] = []
     private var session: SessionController!
     private var captureState = DeviceState.closed
     private var playbackState = DeviceState.closed
@@ -205,6 +207,8 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         limits.maximumClients = configuration.maxClients
         limits.queueBytes = configuration.clientQueueBytes
         limits.idleSeconds = Double(configuration.clientIdleSeconds)
+        limits.requestsInFlight = configuration.clientRequestsInFlight
+        limits.requestsPerSecond = Double(configuration.clientRequestsPerSecond)
         return limits
     }
 
@@ -423,13 +427,21 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
             case "status":
                 status(reply)
             case "devices":
-                workQueue.async { reply(.success(Self.devicesJSON())) }
+                listDevices(reply)
             case "play":
-                try play(path: request.requiredString("path"), client: client, reply)
+                // Off the control queue: it asks the session's queue whether a reply plays,
+                // and the control queue must never wait on another queue (one client's
+                // request would delay every other client's).
+                let path = try request.requiredString("path")
+                workQueue.async { [self] in
+                    do throws(ControlError) { try play(path: path, client: client, reply) } catch { reply(.failure(error)) }
+                }
             case "playback.stop":
-                // Barge-in on a reply hangs up its stream too; otherwise a clip stops.
-                let stopped = session.stopPlayback() || audio.stopAll()
-                reply(.success(["stopped": .bool(stopped)]))
+                // Barge-in on a reply drains its stream; otherwise a clip stops.
+                workQueue.async { [self] in
+                    let stopped = session.stopPlayback() || audio.stopAll()
+                    reply(.success(["stopped": .bool(stopped)]))
+                }
             case "level.watch":
                 let enabled = try request.bool("enabled") ?? true
                 if enabled { server?.subscribe(client: client.id, to: ["level", "speech"]) }
@@ -505,6 +517,24 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
                          "slow_clients_dropped": .int(control.slowClientsDropped), "requests": .int(control.requests),
                          "errors": .int(control.errors.values.reduce(0, +))],
         ]
+    }
+
+    /// One enumeration at a time, its answer shared by every `devices` request that came
+    /// meanwhile: a flood of them costs one walk of ALSA and PulseAudio, not one each.
+    private func listDevices(_ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
+        let first: Bool = lock.withLock {
+            deviceListWaiters.append(reply)
+            return deviceListWaiters.count == 1
+        }
+        guard first else { return }
+        workQueue.async { [self] in
+            let listing = Self.devicesJSON()
+            let waiting = lock.withLock {
+                defer { deviceListWaiters.removeAll() }
+                return deviceListWaiters
+            }
+            for waiter in waiting { waiter(.success(listing)) }
+        }
     }
 
     private static func devicesJSON() -> JSONValue {
