@@ -74,8 +74,31 @@ final class FloodTests: XCTestCase {
         XCTAssertGreaterThan(answered.value, 1_000, "the flood was not served at all")
         // The daemon lives and answers; the flooders were held back, not served without end.
         XCTAssertEqual(try daemon.client().request("ping")["pong"], true)
-        let counters = try client.request("status")["counters"]
-        XCTAssertNotNil(counters)
+        XCTAssertNotNil(try client.request("status")["counters"]?["throttled"])
+    }
+
+    /// A client over its request rate is held back (its lines wait unread), told in the
+    /// log and the counters; another client meanwhile is served at once.
+    func testAClientOverItsRateIsHeldBackAndOthersAreNot() throws {
+        let daemon = try DaemonHarness(arguments: ["--socket-requests-per-s", "50"])
+        let fast = try daemon.client()
+        let lines = (0..<150).map { #"{"id":\#($0),"command":"ping"}"# }.joined(separator: "\n") + "\n"
+        let started = Date()
+        try fast.send(Array(lines.utf8))
+        // Meanwhile another client is not slowed.
+        let other = try daemon.client()
+        let pinged = Date()
+        XCTAssertEqual(try other.request("ping")["pong"], true)
+        XCTAssertLessThan(Date().timeIntervalSince(pinged), 0.5)
+        var replies = 0
+        while replies < 150, let message = try? fast.readMessage(timeout: 10) {
+            if message["type"] == "reply" { replies += 1 }
+        }
+        XCTAssertEqual(replies, 150, "every held-back request is answered in the end")
+        // A burst of 50, then 50 a second: about 2 s for the 100 beyond the burst.
+        XCTAssertGreaterThan(Date().timeIntervalSince(started), 1.5, "the rate limit did not hold the client back")
+        XCTAssertGreaterThanOrEqual(try other.request("status")["counters"]?["throttled"]?.intValue ?? 0, 1)
+        XCTAssertTrue(daemon.waitForLog("requests/s: held back"), "the throttling was not logged")
     }
 
     static func connect(_ path: String) throws -> Int32 {

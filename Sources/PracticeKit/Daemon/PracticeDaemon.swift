@@ -514,7 +514,8 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
             "session": session?.snapshot ?? .null,
             "clients": .int(control.clients),
             "counters": ["connections": .int(control.connectionsAccepted), "refused": .int(control.connectionsRefused),
-                         "slow_clients_dropped": .int(control.slowClientsDropped), "requests": .int(control.requests),
+                         "slow_clients_dropped": .int(control.slowClientsDropped), "throttled": .int(control.clientsThrottled),
+                         "requests": .int(control.requests),
                          "errors": .int(control.errors.values.reduce(0, +))],
         ]
     }
