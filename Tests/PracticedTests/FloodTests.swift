@@ -103,16 +103,7 @@ final class FloodTests: XCTestCase {
 
     static func connect(_ path: String) throws -> Int32 {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            let bytes = Array(path.utf8.prefix(raw.count - 1))
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
+        let result = UnixListener.withAddress(path) { Glibc.connect(fd, $0, $1) }
         guard result == 0 else { throw HarnessError(message: "connect \(path): errno \(errno)") }
         // Sends give up after 50 ms, so that a held-back flooder notices the end of the test.
         var timeout = timeval(tv_sec: 0, tv_usec: 50_000)
