@@ -176,9 +176,13 @@ final class ConfigurationCommandLineTests: XCTestCase {
         XCTAssertEqual(status["protocol"], "practiced/1")
         let human = try DaemonHarness.practicectl(["status"], socket: daemon.socketPath)
         XCTAssertTrue(human.stdout.contains("version: \(PracticeDaemon.version)"), human.stdout)
-        let failed = try DaemonHarness.practicectl(["play", "/nonexistent.wav"], socket: daemon.socketPath)
+        // A file the daemon cannot use is exit 1; one the caller may not play is 77.
+        let failed = try DaemonHarness.practicectl(["play", "\(daemon.directory)/state/sounds/missing.wav"], socket: daemon.socketPath)
         XCTAssertEqual(failed.status, 1)
         XCTAssertTrue(failed.stderr.contains("file_error"), failed.stderr)
+        let denied = try DaemonHarness.practicectl(["play", "/nonexistent.wav"], socket: daemon.socketPath)
+        XCTAssertEqual(denied.status, 77)
+        XCTAssertTrue(denied.stderr.contains("permission_denied"), denied.stderr)
         let metrics = try DaemonHarness.practicectl(["metrics"], socket: daemon.socketPath)
         XCTAssertTrue(metrics.stdout.hasPrefix("# HELP"), metrics.stdout)
     }
