@@ -729,7 +729,7 @@ public final class SessionController: @unchecked Sendable {
             return
         }
         var hint = outcome.hint
-        if interrupted && outcome != .answered {
+        if interrupted {
             hint += " (the backend was still busy with a reply that was hung up)"
         }
         publish("turn.unanswered", ["turn_id": .optional(current.turnID), "outcome": .string(outcome.rawValue), "hint": .string(hint),
