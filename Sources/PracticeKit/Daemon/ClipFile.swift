@@ -27,8 +27,9 @@ final class ClipFile {
     init(path requested: String, peer uid: UInt32, directories: [String], maximumBytes: Int) throws(ControlError) {
         guard requested.hasPrefix("/"), !requested.contains("\0") else { throw ControlError(.badArguments, "'path' must be absolute") }
         let fd = open(requested, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
+        let allowedDirectories = directories.map(Self.resolved)
         // Whether the name lies in an allowed directory decides how much an error may say.
-        let lexicallyAllowed = Self.isInside(requested, directories.map(Self.resolved))
+        let lexicallyAllowed = Self.isInside(requested, allowedDirectories)
         guard fd >= 0 else {
             let code = errno
             throw lexicallyAllowed ? ControlError(.fileError, "\(requested): \(String(cString: strerror(code)))")
@@ -39,7 +40,7 @@ final class ClipFile {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw ControlError(.fileError, "\(requested): cannot stat") }
         let real = Self.realPath(of: fd) ?? requested
-        let allowed = Self.isInside(real, directories.map(Self.resolved)) || info.st_uid == uid
+        let allowed = Self.isInside(real, allowedDirectories) || info.st_uid == uid
         guard allowed else { throw ControlError(.permissionDenied, Self.denied) }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
             throw ControlError(.fileError, "\(requested) is not a regular file (a FIFO, device, socket or directory is never read)")
