@@ -11,7 +11,7 @@ import XCTest
 /// using both, driven by clients on its socket.
 final class KioskRig {
     let pulse: PulseAudioServer
-    let microphone: MicrophoneFeeder
+    private(set) var microphone: MicrophoneFeeder
     let sim: SimulatorHarness
     private(set) var daemon: DaemonHarness!
     let directory: String
@@ -26,9 +26,7 @@ final class KioskRig {
     init(arguments: [String] = [], _ configure: (inout SimulatorConfiguration) -> Void = { _ in }) throws {
         pulse = try PulseAudioServer()
         try pulse.start()
-        let fifo = pulse.directory.appendingPathComponent("mic.fifo").path
-        try pulse.pactl(["load-module", "module-pipe-source", "source_name=mic", "file=\(fifo)", "format=s16le", "rate=24000", "channels=1"])
-        microphone = try MicrophoneFeeder(fifo: fifo)
+        microphone = try Self.plugMicrophone(pulse)
         sim = try SimulatorHarness(configure)
         directory = DaemonHarness.makeDirectory()
         var stream = AudioStreamConfiguration()
@@ -52,6 +50,25 @@ final class KioskRig {
             "--capture-device", "pulse:mic", "--playback-device", "pulse:kiosk", "--review-poll-ms", "200", "--turn-retry-s", "20",
         ] + extraArguments, environment: ["PULSE_SERVER": pulse.address], directory: directory)
         daemon.keepsDirectory = true
+    }
+
+    /// The microphone: a pipe source `mic` and its feeder.
+    private static func plugMicrophone(_ pulse: PulseAudioServer) throws -> MicrophoneFeeder {
+        let fifo = pulse.directory.appendingPathComponent("mic.fifo").path
+        // PulseAudio 16 refuses a FIFO it did not create, and a killed server leaves its own.
+        unlink(fifo)
+        try pulse.pactl(["load-module", "module-pipe-source", "source_name=mic", "file=\(fifo)", "format=s16le", "rate=24000", "channels=1"])
+        return try MicrophoneFeeder(fifo: fifo)
+    }
+
+    /// Both devices gone at once, as when the sound server crashes (SIGKILL).
+    func crashAudioServer() { pulse.kill() }
+
+    /// The sound server back, with its microphone (a new feeder: speech queued is lost).
+    func restartAudioServer() throws {
+        microphone.stop()
+        try pulse.start()
+        microphone = try Self.plugMicrophone(pulse)
     }
 
     func stop() {

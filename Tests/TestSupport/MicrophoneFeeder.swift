@@ -36,13 +36,14 @@ public final class MicrophoneFeeder: @unchecked Sendable {
     /// Whether all queued speech has been written.
     public var isQuiet: Bool { lock.withLock { queued.isEmpty } }
 
+    /// Stops the thread and closes the FIFO (once: a second call does nothing).
     public func stop() {
-        running.store(false, ordering: .relaxed)
+        guard running.exchange(false, ordering: .relaxed) else { return }
         while thread?.isFinished == false { usleep(1_000) }
         close(fd)
     }
 
-    deinit { if running.load(ordering: .relaxed) { stop() } }
+    deinit { stop() }
 
     private func run() {
         let block = 240  // 10 ms at 24 kHz
