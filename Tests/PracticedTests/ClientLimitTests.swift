@@ -65,4 +65,19 @@ final class ClientLimitTests: XCTestCase {
         }
         XCTAssertEqual(try subscriber.request("ping")["pong"], .bool(true))
     }
+
+    /// Found by the chaos run: a client waiting for a slow backend (here 3 s, three idle
+    /// timeouts) was closed as idle with its request unanswered. Waiting is not idleness.
+    func testAClientWaitingForTheBackendIsNotIdle() throws {
+        let sim = try SimulatorHarness()
+        sim.simulator.faults.latencyMs = 3_000
+        let daemon = try DaemonHarness(backend: sim.baseURL, arguments: ["--socket-idle-timeout-s", "1"])
+        let waiting = try daemon.client()
+        let topics = try waiting.request("topics", timeout: 15)
+        XCTAssertFalse(topics["topics"]?.arrayValue?.isEmpty ?? true, "\(topics)")
+        // Its idle time counts from the answer: closed about a second later, not at once.
+        let answered = Date()
+        XCTAssertThrowsError(try waiting.readLine(timeout: 5))
+        XCTAssertGreaterThan(Date().timeIntervalSince(answered), 0.9)
+    }
 }

@@ -104,4 +104,67 @@ final class PlayFileTests: XCTestCase {
         XCTAssertEqual(try client.request("playback.stop")["stopped"], true)
         XCTAssertEqual(client.waitForEvent("playback.finished")?["data"]?["interrupted"], true)
     }
+
+    /// A filesystem that never answers (a FUSE mount whose `open` hangs, as a stalled NFS
+    /// or USB mount does) costs each `play` of it `play.timeout_ms` and nothing more: other
+    /// clients are served meanwhile, the threads stuck in the kernel are bounded (once four
+    /// are stuck, `play` says so at once, without starting a fifth), and when the mount
+    /// dies they come back, playback works again and the daemon still stops on SIGTERM.
+    func testAStalledFilesystemCostsOnlyTheRequestAndStuckOpensAreBounded() throws {
+        let mount = try StalledMount()
+        let daemon = try DaemonHarness(arguments: ["--play-directories", "\(mount.mountPoint):\(SimulatorHarness.samplesDirectory)",
+                                                   "--play-timeout-ms", "500"])
+        let polite = try daemon.client(timeout: 5)
+        let threadsBefore = try ProcessStatistics(pid: daemon.process.pid).threads
+
+        let first = Date()
+        let error = try XCTUnwrap(daemon.client(timeout: 5).failure("play", ["path": .string(mount.stalledFile)]))
+        XCTAssertEqual(error.code, .fileError)
+        XCTAssertTrue(error.retryable)
+        XCTAssertTrue(error.message.contains("not opened within 500 ms"), error.message)
+        XCTAssertLessThan(Date().timeIntervalSince(first), 2)
+
+        // Eight clients ask for the stalled file over and over: each request is answered
+        // within the timeout, and a polite client's ping is never held up.
+        let answered = Awaitable([Double]())
+        let group = DispatchGroup()
+        let socket = daemon.socketPath, stalled = mount.stalledFile
+        for _ in 0..<8 {
+            DispatchQueue.global().async(group: group) {
+                guard let client = try? ControlClient(path: socket, timeout: 5) else { return }
+                for _ in 0..<5 {
+                    let asked = Date()
+                    if (try? client.request("play", ["path": .string(stalled)], timeout: 5)) == nil {
+                        answered.update { $0.append(Date().timeIntervalSince(asked)) }
+                    }
+                }
+            }
+        }
+        var pings: [Double] = []
+        while group.wait(timeout: .now() + 0.05) == .timedOut {
+            let asked = Date()
+            XCTAssertEqual(try polite.request("ping", timeout: 2)["pong"], true)
+            pings.append(Date().timeIntervalSince(asked))
+        }
+        XCTAssertEqual(answered.value.count, 40, "every play of the stalled file failed with an answer")
+        XCTAssertLessThan(answered.value.max() ?? 99, 2, "a play answered late: \(answered.value.sorted().suffix(3))")
+        XCTAssertLessThan(pings.max() ?? 0, 0.5, "pings during the stall: \(pings.sorted().suffix(3))")
+        let stuck = try ProcessStatistics(pid: daemon.process.pid).threads - threadsBefore
+        XCTAssertLessThanOrEqual(stuck, 8, "threads stuck in the stalled filesystem: \(stuck)")
+
+        // With four opens stuck, a healthy file is refused too, at once and saying why.
+        let busy = try XCTUnwrap(polite.failure("play", ["path": .string("\(SimulatorHarness.samplesDirectory)/reply-2.wav")]))
+        XCTAssertEqual(busy.code, .fileError)
+        XCTAssertTrue(busy.retryable)
+        XCTAssertTrue(busy.message.contains("still opening"), busy.message)
+
+        // The mount dies: the stuck opens fail, their slots come back.
+        mount.release()
+        XCTAssertTrue(Poll.until(timeout: 10) {
+            (try? polite.request("play", ["path": .string("\(SimulatorHarness.samplesDirectory)/reply-2.wav")])) != nil
+        }, "play did not recover after the mount went away")
+        XCTAssertTrue(daemon.waitForLog("not opened within 500 ms"), "the stall is logged")
+        kill(daemon.process.pid, SIGTERM)
+        XCTAssertEqual(daemon.process.waitForExit(timeout: 10), 0)
+    }
 }

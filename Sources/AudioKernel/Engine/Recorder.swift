@@ -38,6 +38,10 @@ public struct RecordedTurn: Sendable {
     public var speechDuration: Double
     /// The iOS client's gate verdict: RMS above 300.
     public var holdsSpeech: Bool
+    /// The recording this turn answers: the number ``Recorder/beginTurn()`` or
+    /// ``Recorder/listen()`` returned. A turn can finish on the capture thread just as its
+    /// recording is cancelled and a new one begun; the number tells the late one apart.
+    public var recording: UInt64
 
     /// The turn's duration in seconds.
     public var duration: Double { format.duration(ofSamples: (wav.count - WAVEncoder.headerSize) / 2) }
@@ -70,7 +74,10 @@ public final class Recorder: @unchecked Sendable {
     private let device: CaptureDevice?
     private let onEvent: @Sendable (RecorderEvent) -> Void
 
-    private enum Command { case begin, end, cancel, listen }
+    private enum Command { case begin(UInt64), end, cancel, listen(UInt64) }
+    /// Numbers recordings across every recorder of the process (a recorder reopened on a
+    /// new device never reuses one).
+    private static let recordingsIssued = Atomic<UInt64>(0)
     private let mailbox = Mutex<[Command]>([])
     private let playbackActive = Atomic<Bool>(false)
     /// The player whose activity makes the recorder half-duplex (read on the capture thread).
@@ -84,6 +91,8 @@ public final class Recorder: @unchecked Sendable {
     private var pending: [Command] = []
     private enum Mode { case idle, listening, recording(handsFree: Bool) }
     private var mode = Mode.idle
+    /// The number of the recording the current (or next hands-free) turn answers.
+    private var recordingNumber: UInt64 = 0
     private var turn: [UInt8] = []
     private var turnLevel = SignalLevel.zero
     private var turnSpeechOnset: Int?
@@ -152,14 +161,26 @@ public final class Recorder: @unchecked Sendable {
 
     // MARK: Commands (any thread)
 
-    /// Push-to-talk: starts a turn now, with the pre-roll before it.
-    public func beginTurn() { post(.begin) }
+    /// Push-to-talk: starts a turn now, with the pre-roll before it. Returns the recording's
+    /// number, which its turn carries (``RecordedTurn/recording``).
+    @discardableResult
+    public func beginTurn() -> UInt64 {
+        let number = Self.recordingsIssued.add(1, ordering: .relaxed).newValue
+        post(.begin(number))
+        return number
+    }
     /// Push-to-talk: ends the turn; the ``RecorderEvent/turn(_:)`` event follows.
     public func endTurn() { post(.end) }
     /// Drops the turn in progress (or stops listening) without a turn event.
     public func cancelTurn() { post(.cancel) }
-    /// Hands-free: the next turn starts when speech starts and ends by itself.
-    public func listen() { post(.listen) }
+    /// Hands-free: the next turn starts when speech starts and ends by itself. Returns the
+    /// recording's number, which its turn carries.
+    @discardableResult
+    public func listen() -> UInt64 {
+        let number = Self.recordingsIssued.add(1, ordering: .relaxed).newValue
+        post(.listen(number))
+        return number
+    }
 
     /// Whether the kiosk is playing (half-duplex: no speech may start meanwhile), for a
     /// playback path that is not a ``StreamingPlayer``.
@@ -225,12 +246,17 @@ public final class Recorder: @unchecked Sendable {
 
     private func apply(_ command: Command) {
         switch (command, mode) {
-        case (.begin, .recording), (.listen, .recording), (.end, .idle), (.end, .listening):
+        case (.begin(let number), .recording), (.listen(let number), .recording):
+            // The turn in progress goes on, and now answers the newest request.
+            recordingNumber = number
+        case (.end, .idle), (.end, .listening):
             break
-        case (.begin, _):
+        case (.begin(let number), _):
+            recordingNumber = number
             startTurn(from: detector.position - preRollSamples, handsFree: false)
             if detector.inSpeech { turnSpeechOnset = detector.position }
-        case (.listen, _):
+        case (.listen(let number), _):
+            recordingNumber = number
             mode = .listening
         case (.end, .recording):
             finishTurn(.released)
@@ -310,7 +336,8 @@ public final class Recorder: @unchecked Sendable {
         let result = RecordedTurn(
             wav: wav, format: format, endReason: reason, level: turnLevel,
             speechDuration: Double(turnSpeechSamples) / Double(format.sampleRate * format.channels),
-            holdsSpeech: SpeechGate(threshold: configuration.detector.gateThreshold).holdsSpeech(turnLevel)
+            holdsSpeech: SpeechGate(threshold: configuration.detector.gateThreshold).holdsSpeech(turnLevel),
+            recording: recordingNumber
         )
         turn.removeAll(keepingCapacity: true)
         mode = .idle

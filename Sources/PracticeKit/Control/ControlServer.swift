@@ -211,7 +211,11 @@ public final class ControlServer: @unchecked Sendable {
     private func closeIdleClients() {
         let now = DispatchTime.now().uptimeNanoseconds
         let limit = UInt64(limits.idleSeconds * 1e9)
-        for connection in connections.values where connection.topics.isEmpty && now - connection.lastActivity > limit {
+        // A client waiting for an answer is not idle, however long the backend takes (a
+        // `session.start` may wait 15 s for the server, a retried GET minutes); its idle
+        // time counts from the last answer it got.
+        for connection in connections.values
+        where connection.topics.isEmpty && connection.inFlight == 0 && connection.pendingCount == 0 && now - connection.lastActivity > limit {
             statistics.withLock { $0.idleClientsClosed += 1 }
             logger.info("client \(connection.id) (pid \(connection.credentials.pid)) idle for \(Int(limits.idleSeconds)) s, closed")
             connection.close()
@@ -330,6 +334,8 @@ public final class ControlServer: @unchecked Sendable {
         /// Lines read and not yet served, at most ``maximumPending``; past it the socket is
         /// not read until they are (the client's own writes then block).
         private var pending: [[UInt8]] = []
+        /// Lines read and not yet served (held back by the client's limits).
+        var pendingCount: Int { pending.count }
         private static let maximumPending = 32
         private var readSuspended = false
         private var serveScheduled = false
@@ -469,6 +475,7 @@ public final class ControlServer: @unchecked Sendable {
         /// A request was answered: the next may go.
         func requestDone() {
             inFlight = max(0, inFlight - 1)
+            lastActivity = DispatchTime.now().uptimeNanoseconds
             scheduleServe()
         }
 

@@ -34,6 +34,11 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     /// Files clients name (`play`): concurrent, so that one hanging filesystem call holds
     /// only its own request.
     private let fileQueue = DispatchQueue(label: "practiced.files", attributes: .concurrent)
+    /// Files `play` is opening or streaming. An open on a filesystem that hangs never
+    /// returns and keeps its thread in the kernel; without a bound, a client repeating such
+    /// a `play` would take every thread of the process's pool, and with them every queue.
+    private let filesInUse = Mutex(0)
+    static let maximumFilesInUse = 4
 
     /// Opened and closed on `audioQueue`, read from any queue: kept under `lock`.
     private var openRecorder: Recorder?
@@ -560,14 +565,26 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         }
         guard session.speakerIsFree else { throw ControlError(.invalidState, "a reply is playing; playback.stop first", retryable: true) }
         let configuration = lock.withLock { self.configuration }
+        let reserved = filesInUse.withLock { count in
+            guard count < Self.maximumFilesInUse else { return false }
+            count += 1
+            return true
+        }
+        guard reserved else {
+            logger.warning("play \(path) (pid \(client.credentials.pid)): \(Self.maximumFilesInUse) files still opening or playing; refused")
+            throw ControlError(.fileError, "\(Self.maximumFilesInUse) earlier files are still opening or playing (a stalled filesystem?); "
+                               + "try again later", retryable: true)
+        }
         let once = ReplyOnce(reply)
         let timeout = configuration.playTimeoutMilliseconds
-        fileQueue.asyncAfter(deadline: .now() + .milliseconds(timeout)) { [logger] in
+        // The deadline runs on the work queue: the file queue's threads may all be stuck.
+        workQueue.asyncAfter(deadline: .now() + .milliseconds(timeout)) { [logger] in
             if once.send(.failure(ControlError(.fileError, "\(path): not opened within \(timeout) ms (a stalled filesystem?)", retryable: true))) {
                 logger.warning("play \(path) (pid \(client.credentials.pid)): not opened within \(timeout) ms")
             }
         }
-        fileQueue.async { [audio, logger] in
+        fileQueue.async { [self, audio, logger] in
+            defer { filesInUse.withLock { $0 -= 1 } }
             let clip: ClipFile
             do throws(ControlError) {
                 clip = try ClipFile(path: path, peer: client.credentials.uid, directories: configuration.playDirectoryList,

@@ -15,12 +15,15 @@ public protocol SessionAudio: AnyObject, Sendable {
     func stopReply(_ reply: Int)
     /// Stops whatever plays; whether something did.
     func stopAll() -> Bool
-    /// Passes a command to the recorder; false when there is no microphone.
+    /// Starts a recording, push-to-talk or hands-free: its number, which the turn it
+    /// yields carries (``RecordedTurn/recording``); nil when there is no microphone.
+    func startRecording(handsFree: Bool) -> UInt64?
+    /// Ends (push-to-talk) or drops the recording in progress; false when there is no microphone.
     func record(_ command: RecorderCommand) -> Bool
 }
 
 public enum RecorderCommand: Sendable {
-    case begin, end, cancel, listen
+    case end, cancel
 }
 
 /// The daemon's microphone and speaker as the session sees them. The devices come and go
@@ -114,14 +117,19 @@ public final class KioskAudio: SessionAudio, @unchecked Sendable {
         }
     }
 
+    public func startRecording(handsFree: Bool) -> UInt64? {
+        lock.withLock {
+            guard let recorder else { return nil }
+            return handsFree ? recorder.listen() : recorder.beginTurn()
+        }
+    }
+
     public func record(_ command: RecorderCommand) -> Bool {
         lock.withLock {
             guard let recorder else { return false }
             switch command {
-            case .begin: recorder.beginTurn()
             case .end: recorder.endTurn()
             case .cancel: recorder.cancelTurn()
-            case .listen: recorder.listen()
             }
             return true
         }

@@ -87,6 +87,8 @@ public final class SessionController: @unchecked Sendable {
     /// A turn being recorded.
     struct Recording {
         var handsFree: Bool
+        /// The recorder's number for it: a turn with another number is a late one.
+        var number: UInt64
         var stopRequested = false
     }
 
@@ -186,10 +188,10 @@ public final class SessionController: @unchecked Sendable {
         case "turn.start", "listen":
             let handsFree = request.command == "listen"
             if let current = self.reply { bargeIn(current) }
-            guard audio.record(handsFree ? .listen : .begin) else {
+            guard let number = audio.startRecording(handsFree: handsFree) else {
                 throw ControlError(.deviceError, "the microphone is not open", retryable: true)
             }
-            recording = Recording(handsFree: handsFree)
+            recording = Recording(handsFree: handsFree, number: number)
             move(to: handsFree ? .listening : .recording)
             publish("turn.started", ["mode": .string(handsFree ? "hands_free" : "push_to_talk")])
             reply(.success(["stage": .string(stage.rawValue)]))
@@ -368,6 +370,13 @@ public final class SessionController: @unchecked Sendable {
         let endedAt = DispatchTime.now().uptimeNanoseconds
         queue.async { [self] in
             guard stage == .recording || stage == .listening || stopping, let session else { return }
+            guard turn.recording == recording?.number else {
+                // The turn finished on the capture thread just as its recording was cancelled
+                // (and maybe another begun): the learner's cancel wins, the current recording
+                // goes on. (Found by the chaos run: it was sent, from `listening`.)
+                logger.info("a turn of recording \(turn.recording) arrived after it was cancelled; dropped")
+                return
+            }
             recording = nil
             publish("turn.recorded", ["duration_s": .double(Self.rounded(turn.duration)), "speech_s": .double(Self.rounded(turn.speechDuration)),
                                       "rms": .double(turn.level.rms.rounded()), "end_reason": .string(turn.endReason.rawValue)])

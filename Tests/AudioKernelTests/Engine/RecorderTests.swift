@@ -170,4 +170,34 @@ final class RecorderTests: XCTestCase {
         let late = decisions.suffix(300)
         XCTAssertFalse(late.contains { if case .speechStarted = $0 { return true } else { return false } })
     }
+
+    /// Each turn carries the number of the recording it answers (``Recorder/listen()`` and
+    /// ``Recorder/beginTurn()`` return it), so that a session can tell a turn that finished
+    /// just as its recording was cancelled from the one it now waits for.
+    func testTurnsCarryTheNumberOfTheirRecording() {
+        var mic = MicrophoneScript()
+        mic.speech(ms: 900)
+        mic.silence(ms: 1500)
+        let log = EventLog<RecorderEvent>()
+        let recorder = Recorder { log.append($0) }
+        func feed(_ samples: [Int16]) {
+            samples.withUnsafeBufferPointer { all in
+                for start in stride(from: 0, to: all.count, by: 240) {
+                    recorder.process(UnsafeBufferPointer(rebasing: all[start..<min(all.count, start + 240)]))
+                }
+            }
+        }
+        let first = recorder.listen()
+        feed(mic.samples)
+        // The turn is out; the session has not seen it yet and cancels, then listens again.
+        recorder.cancelTurn()
+        let second = recorder.listen()
+        feed(mic.samples)
+        let third = recorder.beginTurn()
+        feed(Array(mic.samples.prefix(24_000)))
+        recorder.endTurn()
+        feed([Int16](repeating: 0, count: 240))
+        XCTAssertEqual(turns(log).map(\.recording), [first, second, third])
+        XCTAssertTrue(first < second && second < third)
+    }
 }

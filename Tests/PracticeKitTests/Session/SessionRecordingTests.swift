@@ -1,0 +1,86 @@
+import AudioKernel
+import Foundation
+import PracticeKit
+import SimulatorKit
+import TestSupport
+import XCTest
+
+/// The session and the recorder meet across threads: a turn finishes on the capture thread
+/// while the session, on its own queue, cancels that recording and begins another. Found by
+/// the chaos run: the late turn was sent, and the session tried `listening → uploading`.
+/// Here a real ``Recorder`` (fed offline) and practice-sim on TCP; the speaker is a stub
+/// that accepts and drops the greeting.
+final class SessionRecordingTests: XCTestCase {
+    /// The microphone is the real recorder; the speaker takes what it is given.
+    final class BenchAudio: SessionAudio, @unchecked Sendable {
+        let recorder: Recorder
+        init(recorder: Recorder) { self.recorder = recorder }
+        func beginReply() -> Int? { 1 }
+        func enqueue(_ bytes: UnsafeRawBufferPointer, reply: Int) {}
+        func endReply(_ reply: Int) {}
+        func stopReply(_ reply: Int) {}
+        func stopAll() -> Bool { false }
+        func startRecording(handsFree: Bool) -> UInt64? { handsFree ? recorder.listen() : recorder.beginTurn() }
+        func record(_ command: RecorderCommand) -> Bool {
+            switch command {
+            case .end: recorder.endTurn()
+            case .cancel: recorder.cancelTurn()
+            }
+            return true
+        }
+    }
+
+    func testATurnThatFinishesAsItsRecordingIsCancelledIsDroppedAndTheNextOneIsSent() throws {
+        let sim = try SimulatorHarness()
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let turns = Awaitable([RecordedTurn]())
+        let recorder = Recorder { event in if case .turn(let turn) = event { turns.update { $0.append(turn) } } }
+        let events = Awaitable([(String, JSONValue)]())
+        let configuration = SimulatorHarness.configuration(sim.baseURL)
+        let session = SessionController(settings: SessionSettings(userID: "chaos"), backend: { BackendClient(configuration: configuration) }, audio: BenchAudio(recorder: recorder),
+                                        spoolDirectory: directory.appendingPathComponent("spool").path, stateDirectory: directory.path,
+                                        metrics: Metrics(), logger: .disabled, publish: { name, data in events.update { $0.append((name, data)) } })
+        func run(_ command: String, _ args: JSONValue = [:]) throws -> JSONValue {
+            let result = Awaitable<Result<JSONValue, ControlError>?>(nil)
+            session.handle(ControlRequest(id: 1, command: command, args: args)) { answer in result.update { $0 = answer } }
+            XCTAssertTrue(result.wait(timeout: 10) { $0 != nil }, "\(command) unanswered")
+            return try XCTUnwrap(result.value).get()
+        }
+        // A second of the learner, then silence past the hangover.
+        let learner = try WAVDecoder.decode(contentsOfFile: SimulatorHarness.samplesDirectory + "/learner-1.wav").samples
+        let utterance = Array(learner.prefix(24_000)) + [Int16](repeating: 0, count: 36_000)
+        func speak() {
+            utterance.withUnsafeBufferPointer { all in
+                for start in stride(from: 0, to: all.count, by: 240) {
+                    recorder.process(UnsafeBufferPointer(rebasing: all[start..<min(all.count, start + 240)]))
+                }
+            }
+        }
+        func spooled() -> [String] { events.value.filter { $0.0 == "turn.spooled" }.compactMap { $0.1["turn_id"]?.stringValue } }
+
+        _ = try run("session.start", ["topic_id": "travel"])
+        XCTAssertEqual(try run("listen")["stage"], "listening")
+        speak()
+        // The turn is out of the recorder, on its way to the session's queue ...
+        let late = try XCTUnwrap(turns.value.first)
+        session.speechStarted()
+        // ... and the learner cancels, then listens again, before it arrives.
+        XCTAssertEqual(try run("turn.cancel")["stage"], "ready")
+        XCTAssertEqual(try run("listen")["stage"], "listening")
+        session.recorded(late)
+        XCTAssertEqual(try run("session.get")["stage"], "listening", "the late turn moved the session")
+        XCTAssertEqual(spooled(), [], "the late turn was spooled")
+        XCTAssertEqual(try run("spool.list")["turns"], [])
+
+        // The recording the session waits for still arrives, and is sent.
+        speak()
+        let current = try XCTUnwrap(turns.value.last)
+        XCTAssertNotEqual(current.recording, late.recording)
+        session.speechStarted()
+        session.recorded(current)
+        XCTAssertTrue(events.wait(timeout: 10) { $0.contains { $0.0 == "turn.spooled" } })
+        XCTAssertEqual(spooled().count, 1)
+        XCTAssertTrue(events.wait(timeout: 10) { list in list.contains { $0.0 == "session.stage" && $0.1["stage"] == "uploading" } })
+    }
+}
