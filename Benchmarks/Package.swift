@@ -16,7 +16,7 @@ let package = Package(
     targets: [
         // The C references the Swift kernels are measured against: plain C loops that the
         // C compiler auto-vectorizes for the same baseline CPU (no -march=native). Run with
-        // `-Xcc -O3` as the README shows; SwiftPM's release default for C is -O2.
+        // `-Xcc -O3` as docs/performance.md shows; SwiftPM's release default for C is -O2.
         .target(name: "CReference"),
         .executableTarget(
             name: "KernelBenchmarks",

@@ -25,7 +25,7 @@ public enum FuzzMain {
         #else
         let paths = CommandLine.arguments.dropFirst()
         if paths.isEmpty {
-            printError("usage: \(CommandLine.arguments[0]) FILE...  (build with .ci/fuzz to fuzz; see README)")
+            printError("usage: \(CommandLine.arguments[0]) FILE...  (build with .ci/fuzz to fuzz; see docs/development.md)")
             exit(2)
         }
         for path in paths {

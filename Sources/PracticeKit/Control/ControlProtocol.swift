@@ -1,7 +1,7 @@
 import Foundation
 
 /// The control socket's protocol, `practiced/1`: one JSON object per LF-terminated line,
-/// at most ``maximumLineBytes`` bytes. See README.md, "The control socket", for every message.
+/// at most ``maximumLineBytes`` bytes. See docs/protocol.md for every message.
 public enum ControlProtocol {
     public static let name = "practiced"
     public static let majorVersion = 1

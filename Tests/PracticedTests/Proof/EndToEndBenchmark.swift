@@ -8,7 +8,7 @@ import XCTest
 /// pipe-source, practiced as a process, practice-sim over TCP at the real server's pace,
 /// the reply into a null sink. A measurement, not a timed test: it asserts that every
 /// turn was answered and measured, and reports the figures; `bash .ci/proof e2e 200` runs
-/// the README's form (CI runs 10 turns).
+/// docs/performance.md's form (CI runs 10 turns).
 final class EndToEndBenchmark: XCTestCase {
     var rig: KioskRig!
 

@@ -135,7 +135,7 @@ final class LoadTests: XCTestCase {
         let delivery = Percentiles(lateness)
         ProofRun.report("load: 64 readers, \(turns) turns, \(reference.count) events each (\(levels) level), delivery ms \(delivery)")
         XCTAssertGreaterThan(levels, 100, "level metering was not on")
-        // The goal is a p99 under 5 ms (see the README); this bound only catches a reader
+        // The goal is a p99 under 5 ms (see docs/performance.md); this bound only catches a reader
         // held up behind the stalled one, which would take seconds.
         XCTAssertLessThan(delivery.p99, 100)
     }
