@@ -51,8 +51,9 @@ public struct RecordedTurn: Sendable {
 public enum RecorderEvent: Sendable {
     /// The input level over the last interval, in dBFS.
     case level(rmsDBFS: Double, peakDBFS: Double)
-    /// The detector heard speech start (whether or not a turn is recording).
-    case speechStarted
+    /// The detector heard speech start (whether or not a turn is recording), with the number
+    /// of the recording listening for it (nil when none is).
+    case speechStarted(recording: UInt64?)
     /// The detector heard speech stop.
     case speechStopped
     /// A turn is complete.
@@ -223,7 +224,10 @@ public final class Recorder: @unchecked Sendable {
         case .none:
             break
         case .speechStarted(let onset):
-            onEvent(.speechStarted)
+            switch mode {
+            case .idle: onEvent(.speechStarted(recording: nil))
+            case .listening, .recording: onEvent(.speechStarted(recording: recordingNumber))
+            }
             if case .listening = mode {
                 startTurn(from: onset - preRollSamples, handsFree: true)
             }

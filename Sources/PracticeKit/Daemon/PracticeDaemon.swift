@@ -350,9 +350,9 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         case .level(let rms, let peak):
             latestLevel.withLock { $0 = (rms, peak) }
             levelSignal?.add(data: 1)
-        case .speechStarted:
+        case .speechStarted(let recording):
             server?.publish(topic: "speech", name: "speech.started", data: [:])
-            session?.speechStarted()
+            session?.speechStarted(recording: recording)
         case .speechStopped:
             server?.publish(topic: "speech", name: "speech.stopped", data: [:])
         case .turn(let turn):

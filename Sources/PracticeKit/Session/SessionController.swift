@@ -358,10 +358,13 @@ public final class SessionController: @unchecked Sendable {
 
     // MARK: - Turns
 
-    /// The recorder's hands-free turn started (speech heard while listening).
-    public func speechStarted() {
+    /// The recorder's hands-free turn started (speech heard while listening). Speech heard
+    /// for a recording that was since cancelled does not move the one listening now: it
+    /// would stand in `recording` while the recorder still listens, and `turn.stop` would
+    /// then wait for a turn that never comes.
+    public func speechStarted(recording number: UInt64?) {
         queue.async { [self] in
-            if stage == .listening { move(to: .recording) }
+            if stage == .listening, let number, number == recording?.number { move(to: .recording) }
         }
     }
 

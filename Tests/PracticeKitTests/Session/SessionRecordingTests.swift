@@ -35,7 +35,14 @@ final class SessionRecordingTests: XCTestCase {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let turns = Awaitable([RecordedTurn]())
-        let recorder = Recorder { event in if case .turn(let turn) = event { turns.update { $0.append(turn) } } }
+        let speech = Awaitable([UInt64?]())
+        let recorder = Recorder { event in
+            switch event {
+            case .turn(let turn): turns.update { $0.append(turn) }
+            case .speechStarted(let recording): speech.update { $0.append(recording) }
+            default: break
+            }
+        }
         let events = Awaitable([(String, JSONValue)]())
         let configuration = SimulatorHarness.configuration(sim.baseURL)
         let session = SessionController(settings: SessionSettings(userID: "chaos"), backend: { BackendClient(configuration: configuration) }, audio: BenchAudio(recorder: recorder),
@@ -64,10 +71,14 @@ final class SessionRecordingTests: XCTestCase {
         speak()
         // The turn is out of the recorder, on its way to the session's queue ...
         let late = try XCTUnwrap(turns.value.first)
-        session.speechStarted()
+        XCTAssertEqual(speech.value, [late.recording])
+        session.speechStarted(recording: late.recording)
+        XCTAssertEqual(try run("session.get")["stage"], "recording")
         // ... and the learner cancels, then listens again, before it arrives.
         XCTAssertEqual(try run("turn.cancel")["stage"], "ready")
         XCTAssertEqual(try run("listen")["stage"], "listening")
+        session.speechStarted(recording: late.recording)
+        XCTAssertEqual(try run("session.get")["stage"], "listening", "late speech moved the session")
         session.recorded(late)
         XCTAssertEqual(try run("session.get")["stage"], "listening", "the late turn moved the session")
         XCTAssertEqual(spooled(), [], "the late turn was spooled")
@@ -77,7 +88,9 @@ final class SessionRecordingTests: XCTestCase {
         speak()
         let current = try XCTUnwrap(turns.value.last)
         XCTAssertNotEqual(current.recording, late.recording)
-        session.speechStarted()
+        XCTAssertEqual(speech.value.last, current.recording)
+        session.speechStarted(recording: current.recording)
+        XCTAssertEqual(try run("session.get")["stage"], "recording")
         session.recorded(current)
         XCTAssertTrue(events.wait(timeout: 10) { $0.contains { $0.0 == "turn.spooled" } })
         XCTAssertEqual(spooled().count, 1)
