@@ -31,12 +31,9 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     private let startTime = DispatchTime.now()
     private let audioQueue = DispatchQueue(label: "practiced.audio")
     private let workQueue = DispatchQueue(label: "practiced.work", attributes: .concurrent)
-    /// Files clients name (`play`): concurrent, so that one hanging filesystem call holds
-    /// only its own request.
-    private let fileQueue = DispatchQueue(label: "practiced.files", attributes: .concurrent)
-    /// Files `play` is opening or streaming. An open on a filesystem that hangs never
-    /// returns and keeps its thread in the kernel; without a bound, a client repeating such
-    /// a `play` would take every thread of the process's pool, and with them every queue.
+    /// Files `play` is opening or streaming, each on a thread of its own (see `play`). An
+    /// open on a filesystem that hangs never returns and keeps its thread in the kernel;
+    /// unbounded, a client repeating such a `play` would pile up threads without end.
     private let filesInUse = Mutex(0)
     static let maximumFilesInUse = 4
 
@@ -553,10 +550,10 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         return ["capture": list(.capture), "playback": list(.playback), "errors": .array(listing.errors.map { .string($0.description) })]
     }
 
-    /// `play`: the file is opened and checked on `fileQueue` (never on a queue that other
-    /// commands or the audio wait on; see ``ClipFile`` for what is refused), within
-    /// `play.timeout_ms`, after which the request answers an error even if the filesystem
-    /// still hangs; then it is streamed to the player as the player has room.
+    /// `play`: the file is opened and checked on a thread of its own, which nothing else
+    /// waits on (see ``ClipFile`` for what is refused), within `play.timeout_ms`, after
+    /// which the request answers an error even if the filesystem still hangs; then the same
+    /// thread streams it to the player as the player has room.
     private func play(path: String, client: ControlClientInfo, _ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) throws(ControlError) {
         guard path.hasPrefix("/") else { throw ControlError(.badArguments, "'path' must be absolute") }
         guard let player else {
@@ -577,13 +574,16 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         }
         let once = ReplyOnce(reply)
         let timeout = configuration.playTimeoutMilliseconds
-        // The deadline runs on the work queue: the file queue's threads may all be stuck.
         workQueue.asyncAfter(deadline: .now() + .milliseconds(timeout)) { [logger] in
             if once.send(.failure(ControlError(.fileError, "\(path): not opened within \(timeout) ms (a stalled filesystem?)", retryable: true))) {
                 logger.warning("play \(path) (pid \(client.credentials.pid)): not opened within \(timeout) ms")
             }
         }
-        fileQueue.async { [self, audio, logger] in
+        // A thread, not Dispatch's pool: a thread stuck in a hung filesystem's `open` (or
+        // streaming a two-hour clip) would hold a pool worker, and Linux's libdispatch adds
+        // workers only after noticing, a second or more later; every queue of the daemon
+        // would wait meanwhile (seen: `play` deadlines of 0.5 s answered after 2.5 s).
+        let thread = Thread { [self, audio, logger] in
             defer { filesInUse.withLock { $0 -= 1 } }
             let clip: ClipFile
             do throws(ControlError) {
@@ -602,6 +602,9 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
             _ = once.send(.success(["path": .string(path), "duration_s": .double((clip.layout.duration * 1000).rounded() / 1000)]))
             Self.stream(clip, to: audio, reply: number)
         }
+        thread.name = "practiced-play"
+        thread.stackSize = 1 << 18
+        thread.start()
     }
 
     /// Feeds a clip to the player in 64 KiB pieces as it has room: constant memory for any
