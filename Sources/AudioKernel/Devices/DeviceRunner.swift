@@ -17,7 +17,7 @@ final class DeviceRunner<Backend>: @unchecked Sendable {
     /// Views a backend as its common protocol (`Backend` is an existential such as
     /// `any CaptureBackend`, which does not conform to `DeviceBackend` itself).
     private let common: (Backend) -> any DeviceBackend
-    private let statistics = Mutex(AudioDeviceStatistics())
+    private let statistics = Locked(AudioDeviceStatistics())
     private var thread: IOThread?
     private var backend: Backend?
 

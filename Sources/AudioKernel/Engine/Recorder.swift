@@ -79,10 +79,10 @@ public final class Recorder: @unchecked Sendable {
     /// Numbers recordings across every recorder of the process (a recorder reopened on a
     /// new device never reuses one).
     private static let recordingsIssued = Atomic<UInt64>(0)
-    private let mailbox = Mutex<[Command]>([])
+    private let mailbox = Locked<[Command]>([])
     private let playbackActive = Atomic<Bool>(false)
     /// The player whose activity makes the recorder half-duplex (read on the capture thread).
-    private let followedPlayer = Mutex<StreamingPlayer?>(nil)
+    private let followedPlayer = Locked<StreamingPlayer?>(nil)
 
     // Capture-thread state.
     private var detector: SpeechDetector

@@ -10,7 +10,7 @@ import Glibc
 /// observer that `signal` calls too.
 final class EventSignal: @unchecked Sendable {
     let fd: Int32
-    private let observer = Mutex<(@Sendable () -> Void)?>(nil)
+    private let observer = Locked<(@Sendable () -> Void)?>(nil)
 
     init() throws(AudioError) {
         let fd = practiced_eventfd_create()

@@ -70,7 +70,7 @@ public final class ControlServer: @unchecked Sendable {
     private var nextClientID = 1
     private var seq: UInt64 = 0
     /// Read from any thread (a command handler on the queue asks for it too).
-    private let statistics = Mutex(ControlServerStatistics())
+    private let statistics = Locked(ControlServerStatistics())
     private var stopped = false
     /// The one read buffer: every connection reads on the queue, one at a time.
     fileprivate var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)

@@ -34,7 +34,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     /// Files `play` is opening or streaming, each on a thread of its own (see `play`). An
     /// open on a filesystem that hangs never returns and keeps its thread in the kernel;
     /// unbounded, a client repeating such a `play` would pile up threads without end.
-    private let filesInUse = Mutex(0)
+    private let filesInUse = Locked(0)
     static let maximumFilesInUse = 4
 
     /// Opened and closed on `audioQueue`, read from any queue: kept under `lock`.
@@ -57,7 +57,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
 
     /// The newest input level, written on the capture thread; the control queue publishes
     /// it when `levelSignal` fires (coalesced: a slow control queue sees the latest only).
-    private let latestLevel = Mutex<(rms: Double, peak: Double)>((-120, -120))
+    private let latestLevel = Locked<(rms: Double, peak: Double)>((-120, -120))
     private var levelSignal: DispatchSourceUserDataAdd?
 
     enum DeviceState: Equatable, CustomStringConvertible {

@@ -75,7 +75,7 @@ public final class SessionController: @unchecked Sendable {
     /// The last reply was cut short: the backend may answer the next turn empty.
     private var interrupted = false
     private var stopping = false
-    private let published = Mutex<JSONValue>(["stage": "idle"])
+    private let published = Locked<JSONValue>(["stage": "idle"])
 
     struct ActiveSession {
         var id: String
