@@ -165,11 +165,7 @@ public final class Recorder: @unchecked Sendable {
     /// Push-to-talk: starts a turn now, with the pre-roll before it. Returns the recording's
     /// number, which its turn carries (``RecordedTurn/recording``).
     @discardableResult
-    public func beginTurn() -> UInt64 {
-        let number = Self.recordingsIssued.add(1, ordering: .relaxed).newValue
-        post(.begin(number))
-        return number
-    }
+    public func beginTurn() -> UInt64 { post(numbered: Command.begin) }
     /// Push-to-talk: ends the turn; the ``RecorderEvent/turn(_:)`` event follows.
     public func endTurn() { post(.end) }
     /// Drops the turn in progress (or stops listening) without a turn event.
@@ -177,11 +173,7 @@ public final class Recorder: @unchecked Sendable {
     /// Hands-free: the next turn starts when speech starts and ends by itself. Returns the
     /// recording's number, which its turn carries.
     @discardableResult
-    public func listen() -> UInt64 {
-        let number = Self.recordingsIssued.add(1, ordering: .relaxed).newValue
-        post(.listen(number))
-        return number
-    }
+    public func listen() -> UInt64 { post(numbered: Command.listen) }
 
     /// Whether the kiosk is playing (half-duplex: no speech may start meanwhile), for a
     /// playback path that is not a ``StreamingPlayer``.
@@ -190,6 +182,13 @@ public final class Recorder: @unchecked Sendable {
     /// Makes the recorder half-duplex against `player`: while it plays a reply, no speech may
     /// start (unless the input is echo-cancelled). Pass nil to stop following.
     public func follow(_ player: StreamingPlayer?) { followedPlayer.withLock { $0 = player } }
+
+    /// Posts a command that starts a recording, under a fresh number; the number.
+    private func post(numbered command: (UInt64) -> Command) -> UInt64 {
+        let number = Self.recordingsIssued.add(1, ordering: .relaxed).newValue
+        post(command(number))
+        return number
+    }
 
     private func post(_ command: Command) {
         mailbox.withLock { $0.append(command) }

@@ -132,15 +132,10 @@ final class ChaosTests: XCTestCase {
         // Every spooled turn reached the backend (one segment at most, whatever the
         // retries), is still listed pending, or a client discarded it.
         let spooled = checker.spooledTurns, discarded = checker.discardedTurns
-        let pending = Set(try control.request("spool.list", timeout: 15)["turns"]?.arrayValue?.compactMap { $0["turn_id"]?.stringValue ?? $0["id"]?.stringValue } ?? [])
-        guard case .object(let keyList) = rig.sim.simulator.idempotencyKeys else { return XCTFail("no idempotency keys") }
-        let keys = Dictionary(keyList, uniquingKeysWith: { first, _ in first })
-        var delivered = 0
-        for id in spooled {
-            let requests = keys[id]?["requests"]?.intValue ?? 0, segments = keys[id]?["segments"]?.intValue ?? 0
-            if segments > 1 { ledger.violation("turn \(id) became \(segments) segments") }
-            if requests > 0 { delivered += 1 } else if !pending.contains(id) && !discarded.contains(id) { ledger.violation("turn \(id) lost: not delivered, not pending, not discarded") }
-        }
+        let account = try SpoolAccount(spooled: spooled, discarded: discarded, rig: rig, control: control)
+        for id in account.twice { ledger.violation("turn \(id) became more than one segment") }
+        for id in account.lost { ledger.violation("turn \(id) lost: not delivered, not pending, not discarded") }
+        let delivered = account.delivered.count, pending = account.pending
         if Set(spooled).count != spooled.count { ledger.violation("a turn id was spooled twice") }
 
         // The table is the contract: a refused transition is a bug even if nobody saw it.

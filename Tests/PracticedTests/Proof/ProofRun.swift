@@ -46,6 +46,28 @@ extension KioskRig {
     }
 }
 
+/// Where the spooled turns of a run ended: reached the backend (practice-sim's idempotency
+/// keys), still listed pending by `spool.list`, or neither (lost); and those the backend
+/// made more than one segment of (answered twice).
+struct SpoolAccount {
+    var delivered: [String] = []
+    var pending: Set<String> = []
+    var lost: [String] = []
+    var twice: [String] = []
+
+    /// `discarded`: turns a client removed from the spool on purpose (not lost).
+    init(spooled: [String], discarded: Set<String> = [], rig: KioskRig, control: ControlClient) throws {
+        pending = Set(try control.request("spool.list", timeout: 15)["turns"]?.arrayValue?.compactMap { $0["turn_id"]?.stringValue ?? $0["id"]?.stringValue } ?? [])
+        guard case .object(let keyList) = rig.sim.simulator.idempotencyKeys else { throw HarnessError(message: "practice-sim has no idempotency keys") }
+        let keys = Dictionary(keyList, uniquingKeysWith: { first, _ in first })
+        for id in spooled {
+            let requests = keys[id]?["requests"]?.intValue ?? 0, segments = keys[id]?["segments"]?.intValue ?? 0
+            if segments > 1 { twice.append(id) }
+            if requests > 0 { delivered.append(id) } else if !pending.contains(id) && !discarded.contains(id) { lost.append(id) }
+        }
+    }
+}
+
 /// How a turn ended, from the daemon's events after it was spooled.
 enum TurnOutcome: Equatable {
     case replied(JSONValue)  // reply.finished

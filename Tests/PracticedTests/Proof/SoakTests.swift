@@ -168,18 +168,11 @@ final class SoakTests: XCTestCase {
 
         // No turn lost: each spooled turn reached the backend (at most one segment made of
         // it, whatever the retries), or is still in the spool, listed as pending.
-        let pending = Set(try control.request("spool.list")["turns"]?.arrayValue?.compactMap { $0["turn_id"]?.stringValue ?? $0["id"]?.stringValue } ?? [])
-        guard case .object(let keyList) = rig.sim.simulator.idempotencyKeys else { return XCTFail("no keys") }
-        let keys = Dictionary(uniqueKeysWithValues: keyList)
-        var lost: [String] = [], twice: [String] = []
-        for id in spooled {
-            let requests = keys[id]?["requests"]?.intValue ?? 0, segments = keys[id]?["segments"]?.intValue ?? 0
-            if segments > 1 { twice.append(id) }
-            if requests == 0 && !pending.contains(id) { lost.append(id) }
-        }
+        let account = try SpoolAccount(spooled: spooled, rig: rig, control: control)
+        let pending = account.pending
         XCTAssertEqual(Set(spooled).count, spooled.count, "a turn id was spooled twice")
-        XCTAssertEqual(lost, [], "turns lost")
-        XCTAssertEqual(twice, [], "turns answered more than once")
+        XCTAssertEqual(account.lost, [], "turns lost")
+        XCTAssertEqual(account.twice, [], "turns answered more than once")
 
         // Nothing leaked: the same state as the baseline (a session ready, two clients).
         let end = try rig.statistics()

@@ -27,7 +27,6 @@ final class ChaosLedger: @unchecked Sendable {
 
     var allViolations: [String] { lock.withLock { violations } }
     var allCounts: [String: Int] { lock.withLock { counts } }
-    func counted(_ key: String) -> Int { lock.withLock { counts[key] ?? 0 } }
 
     /// Operations of every actor: requests, raw lines, connections, faults.
     var operations: Int { lock.withLock { counts.filter { $0.key.hasPrefix("op.") }.values.reduce(0, +) } }
