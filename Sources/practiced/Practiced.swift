@@ -25,6 +25,12 @@ struct Practiced {
             print("# configuration is valid\(loaded.file.map { " (file \($0))" } ?? " (no config file)")")
             for (key, value) in ConfigurationLoader.describe(loaded.configuration) { print("\(key) = \(value)") }
             return
+        case .printSchema:
+            print(ProtocolSchema.text, terminator: "")
+            return
+        case .printProtocolReference:
+            print(ProtocolReference.markdown, terminator: "")
+            return
         case .run:
             break
         }

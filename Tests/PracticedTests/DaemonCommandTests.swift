@@ -45,6 +45,7 @@ final class DaemonCommandTests: XCTestCase {
         let sim = try SimulatorHarness()
         let daemon = try DaemonHarness(backend: sim.baseURL)
         let client = try daemon.client()
+        let checked = ProtocolConformance.checked
         let devices = try client.request("devices", timeout: 30)
         XCTAssertNotNil(devices["capture"]?.arrayValue)
         XCTAssertNotNil(devices["playback"]?.arrayValue)
@@ -59,6 +60,7 @@ final class DaemonCommandTests: XCTestCase {
         let offline = try client.request("topics", timeout: 60)
         XCTAssertEqual(offline["stale"], .bool(true))
         XCTAssertEqual(offline["topics"]?.arrayValue?.count, 6)
+        XCTAssertEqual(ProtocolConformance.checked.results, checked.results + 3, "each result was checked against its command's schema")
     }
 
     func testPlayStreamsAFileToTheSpeakerAndReportsStartAndFinish() throws {

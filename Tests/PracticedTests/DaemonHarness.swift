@@ -35,6 +35,8 @@ final class DaemonHarness {
     init(backend: URL? = nil, arguments: [String] = [], environment: [String: String] = [:], directory: String? = nil,
          socketPath: String? = nil, passing: [(Int32, Int32)] = [], viaShell: Bool = false, waitReady: Bool = true,
          namesSpool: Bool = true) throws {
+        // Every line a test reads from this daemon is checked against the protocol's schema.
+        ProtocolConformance.install()
         self.directory = directory ?? Self.makeDirectory()
         self.socketPath = socketPath ?? "\(self.directory)/run/control.sock"
         stderrPath = "\(self.directory)/daemon.log"

@@ -24,6 +24,7 @@ final class KioskRig {
     static let learner2: [Int16] = try! WAVDecoder.decode(contentsOfFile: SimulatorHarness.samplesDirectory + "/learner-2.wav").samples
 
     init(arguments: [String] = [], _ configure: (inout SimulatorConfiguration) -> Void = { _ in }) throws {
+        ProtocolConformance.install()
         pulse = try PulseAudioServer()
         try pulse.start()
         microphone = try Self.plugMicrophone(pulse)

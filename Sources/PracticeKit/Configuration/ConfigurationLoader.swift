@@ -22,6 +22,10 @@ public struct ConfigurationLoader: Sendable {
         case help
         case version
         case checkConfig
+        /// Print the protocol's JSON Schema (docs/protocol/practiced-1.schema.json).
+        case printSchema
+        /// Print the generated protocol reference (docs/protocol/reference.md).
+        case printProtocolReference
     }
 
     public struct Result: Equatable, Sendable {
@@ -53,6 +57,8 @@ public struct ConfigurationLoader: Sendable {
             case "--help", "-h": action = .help; continue
             case "--version": action = .version; continue
             case "--check-config": action = .checkConfig; continue
+            case "--print-schema": action = .printSchema; continue
+            case "--print-protocol-reference": action = .printProtocolReference; continue
             default: break
             }
             var name = argument
@@ -138,12 +144,15 @@ public struct ConfigurationLoader: Sendable {
     /// `practiced --help`.
     public static var usage: String {
         var text = """
-            usage: practiced [--config FILE] [--KEY VALUE ...] [--check-config | --help | --version]
+            usage: practiced [--config FILE] [--KEY VALUE ...] [--check-config | --help | --version | --print-schema]
               The audio and conversation daemon of a speaking-practice kiosk.
 
               --config FILE     the config file (default \(defaultFile); also PRACTICED_CONFIG)
               --check-config    resolve the configuration, print it, and exit (0 when valid)
               --version         print the version
+              --print-schema    print the JSON Schema of the control protocol, practiced/1
+              --print-protocol-reference
+                                print the protocol reference generated from the same types (Markdown)
 
             settings (file key; environment variable; flag), each overriding the one before:
 

@@ -34,6 +34,18 @@ public final class ControlClient {
     private var buffer: [UInt8] = []
     private var events: [JSONValue] = []
     private var nextID = 1
+    /// The command of each request sent and not yet answered, by its id (compact JSON).
+    private var sent: [String: String] = [:]
+
+    /// Sees every message a client reads, with the command a reply answers (nil for the
+    /// hello, events, and replies to lines the client did not send as requests). The tests
+    /// check every line the daemon writes against the protocol's schema with it.
+    public typealias Inspector = @Sendable (_ message: JSONValue, _ answering: String?) -> Void
+    private static let installedInspector = Locked<Inspector?>(nil)
+    public static var inspector: Inspector? {
+        get { installedInspector.withLock { $0 } }
+        set { installedInspector.withLock { $0 = newValue } }
+    }
 
     /// Connects and reads the hello (or the refusal that replaces it).
     public init(path: String, timeout: Double = 5) throws(Failure) {
@@ -62,6 +74,7 @@ public final class ControlClient {
         let id = nextID
         nextID += 1
         let line: JSONValue = ["id": .int(id), "command": .string(command), "args": args]
+        noteSent(id: .int(id), command: command)
         try send(line.bytes(.compact) + [0x0A])
         let deadline = Date().addingTimeInterval(timeout)
         while true {
@@ -86,6 +99,10 @@ public final class ControlClient {
         }
     }
 
+    /// Records that a request with `id` for `command` went out by ``send(_:)``, so that its
+    /// reply is inspected as that command's.
+    public func noteSent(id: JSONValue, command: String) { sent[id.serialized(.compact)] = command }
+
     /// Writes raw bytes (tests send garbage with it).
     public func send(_ bytes: [UInt8]) throws(Failure) {
         var offset = 0
@@ -105,6 +122,9 @@ public final class ControlClient {
         guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(line)) else {
             throw .protocolError("not JSON: \(String(decoding: line.prefix(200), as: UTF8.self))")
         }
+        var answering: String?
+        if value["type"]?.stringValue == "reply", let id = value["id"] { answering = sent.removeValue(forKey: id.serialized(.compact)) }
+        Self.inspector?(value, answering)
         return value
     }
 

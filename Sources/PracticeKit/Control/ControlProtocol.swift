@@ -167,13 +167,7 @@ public enum ControlRequestDecoder {
 /// The lines the server writes.
 enum ControlMessage {
     static func hello(serverVersion: String, capabilities: [String]) -> [UInt8] {
-        line([
-            "type": "hello", "protocol": .string(ControlProtocol.identifier),
-            "version": .string("\(ControlProtocol.majorVersion).\(ControlProtocol.minorVersion)"),
-            "server": .string("practiced \(serverVersion)"),
-            "capabilities": .array(capabilities.map { .string($0) }),
-            "max_line_bytes": .int(ControlProtocol.maximumLineBytes),
-        ])
+        line(ProtocolEncoder.encode(ServerHello(serverVersion: serverVersion, capabilities: capabilities)))
     }
 
     static func ok(id: JSONValue, result: JSONValue) -> [UInt8] {

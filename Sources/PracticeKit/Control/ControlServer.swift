@@ -10,7 +10,7 @@ public protocol ControlCommandHandler: AnyObject, Sendable {
     /// Handles one request. Call `reply` exactly once, from any thread, whenever ready.
     func handle(_ request: ControlRequest, client: ControlClientInfo, reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void)
     /// The current state, sent as the first event to a client that subscribes.
-    func snapshot() -> JSONValue
+    func snapshot() -> DaemonSnapshot
 }
 
 /// Who sent a request.
@@ -119,8 +119,15 @@ public final class ControlServer: @unchecked Sendable {
 
     public var statisticsSnapshot: ControlServerStatistics { statistics.withLock { $0 } }
 
-    /// Sends an event to every client subscribed to `topic`. Any thread.
-    public func publish(topic: String, name: String, data: JSONValue) {
+    /// Sends an event to every client subscribed to its topic. Any thread.
+    public func publish<E: ProtocolEvent>(_ event: E) {
+        publish(topic: E.topic.rawValue, name: E.name, data: ProtocolEncoder.encode(event))
+    }
+
+    /// An event whose type is known only at run time (the session's publisher).
+    public func publish(any event: any ProtocolEvent) { publish(event) }
+
+    private func publish(topic: String, name: String, data: JSONValue) {
         let published = Monotonic.now()
         queue.async { [self] in
             seq += 1
@@ -236,41 +243,44 @@ public final class ControlServer: @unchecked Sendable {
         case .success(let decoded):
             request = decoded
         }
-        defer { if request.command != "hello" { connection.requests += 1 } }
+        defer { if request.command != Command.Hello.name { connection.requests += 1 } }
         switch request.command {
-        case "hello":
+        case Command.Hello.name:
             connection.requests += 1
             // Negotiation comes first or not at all: after other requests it is refused.
             guard connection.requests == 1 else {
                 return reply(connection, id: request.id, .failure(ControlError(.invalidState, "hello must be the first request of a connection")))
             }
-            do {
-                let wanted = try request.requiredString("protocol")
+            let answer = CommandReply<Command.Hello> { self.reply(connection, id: request.id, $0) }
+            do throws(ControlError) {
+                let wanted = try request.arguments(Command.Hello.self).protocol
                 guard ControlProtocol.accepts(wanted) else {
-                    reply(connection, id: request.id, .failure(ControlError(.unsupportedProtocol, "this daemon speaks \(ControlProtocol.identifier), not \(wanted)")))
+                    answer.fail(ControlError(.unsupportedProtocol, "this daemon speaks \(ControlProtocol.identifier), not \(wanted)"))
                     connection.closeAfterFlush()
                     return
                 }
-                reply(connection, id: request.id, .success(["protocol": .string(ControlProtocol.identifier),
-                                                            "version": .string("\(ControlProtocol.majorVersion).\(ControlProtocol.minorVersion)")]))
+                answer.succeed(.init(protocol: ControlProtocol.identifier, version: "\(ControlProtocol.majorVersion).\(ControlProtocol.minorVersion)"))
             } catch {
-                reply(connection, id: request.id, .failure(error))
+                answer.fail(error)
             }
-        case "subscribe", "unsubscribe":
+        case Command.Subscribe.name, Command.Unsubscribe.name:
             do throws(ControlError) {
-                let names = try request.strings("topics") ?? Array(topics)
+                let names = try request.arguments(Command.Subscribe.self).topics ?? Array(topics)
                 if let unknown = names.first(where: { !topics.contains($0) }) {
                     throw ControlError(.badArguments, "unknown topic '\(unknown)'; topics are \(topics.sorted().joined(separator: ", "))")
                 }
-                if request.command == "subscribe" {
+                if request.command == Command.Subscribe.name {
                     connection.topics.formUnion(names)
-                    reply(connection, id: request.id, .success(["topics": .array(connection.topics.sorted().map { .string($0) }), "seq": .int(Int(seq))]))
+                    CommandReply<Command.Subscribe> { self.reply(connection, id: request.id, $0) }
+                        .succeed(.init(topics: connection.topics.sorted(), seq: Int(seq)))
                     // The current state first, so that the client never starts from nothing.
-                    let snapshot = handler?.snapshot() ?? .object([])
-                    connection.send(ControlMessage.event(seq: seq, topic: "state", name: "snapshot", published: Monotonic.now(), data: snapshot))
+                    if let snapshot = handler?.snapshot() {
+                        connection.send(ControlMessage.event(seq: seq, topic: DaemonSnapshot.topic.rawValue, name: DaemonSnapshot.name,
+                                                             published: Monotonic.now(), data: ProtocolEncoder.encode(snapshot)))
+                    }
                 } else {
                     connection.topics.subtract(names)
-                    reply(connection, id: request.id, .success(["topics": .array(connection.topics.sorted().map { .string($0) })]))
+                    CommandReply<Command.Unsubscribe> { self.reply(connection, id: request.id, $0) }.succeed(.init(topics: connection.topics.sorted()))
                 }
             } catch {
                 reply(connection, id: request.id, .failure(error))

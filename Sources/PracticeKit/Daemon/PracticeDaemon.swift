@@ -14,9 +14,8 @@ import Synchronization
 /// dispatch source that coalesces level updates, and rare events.
 public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     public static let version = "0.7.0"
-    public static let topics: Set<String> = ["level", "speech", "playback", "device", "session", "daemon"]
-    public static let commands = ["hello", "ping", "status", "devices", "play", "playback.stop", "level.watch",
-                                  "config.get", "metrics", "subscribe", "unsubscribe"] + SessionController.commands.sorted()
+    public static let topics = ProtocolCatalog.subscribableTopics
+    public static let commands = ProtocolCatalog.commandNames
 
     private let lock = NSLock()
     private var configuration: DaemonConfiguration
@@ -47,7 +46,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     /// The devices as the session sees them (attached as they open).
     private let audio = KioskAudio()
     /// `devices` requests waiting for the enumeration in progress (under `lock`).
-    private var deviceListWaiters: [@Sendable (Result<JSONValue, ControlError>) -> Void] = []
+    private var deviceListWaiters: [CommandReply<Command.Devices>] = []
     private var session: SessionController!
     private var captureState = DeviceState.closed
     private var playbackState = DeviceState.closed
@@ -118,8 +117,8 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         self.server = server
         session = SessionController(settings: sessionSettings(configuration), backend: { [unowned self] in lock.withLock { backend } },
                                     audio: audio, spoolDirectory: configuration.spoolDirectory, stateDirectory: configuration.stateDirectory,
-                                    metrics: metrics, logger: logger.named("session")) { [weak server] name, data in
-            server?.publish(topic: "session", name: name, data: data)
+                                    metrics: metrics, logger: logger.named("session")) { [weak server] event in
+            server?.publish(any: event)
         }
         let signal = DispatchSource.makeUserDataAddSource(queue: server.queue)
         signal.setEventHandler { [unowned self] in publishLevel() }
@@ -185,14 +184,14 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
             }
         }
         logger.notice("configuration reloaded")
-        server?.publish(topic: "daemon", name: "config.reloaded", data: configurationJSON(newConfiguration))
+        server?.publish(Event.ConfigReloaded(configuration: ConfigurationListing(newConfiguration)))
         notifier.ready(status: statusLine())
     }
 
     /// Logs a configuration that could not be reloaded.
     public func reloadFailed(_ error: Error) {
         logger.error("configuration not reloaded, keeping the running one: \(error)")
-        server?.publish(topic: "daemon", name: "config.reload_failed", data: ["message": .string("\(error)")])
+        server?.publish(Event.ConfigReloadFailed(message: "\(error)"))
         notifier.ready(status: statusLine())
     }
 
@@ -293,7 +292,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
             let recorder = try Recorder(device: configuration.captureDevice, stream: configuration.stream, configuration: configuration.recorder) { [weak self] event in
                 self?.recorderEvent(event)
             }
-            try recorder.start { [weak self] event in self?.deviceEvent(event, direction: "capture") }
+            try recorder.start { [weak self] event in self?.deviceEvent(event, direction: .capture) }
             lock.withLock { openRecorder = recorder }
             audio.attach(recorder: recorder)
             recorder.follow(player)
@@ -308,7 +307,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
             let player = try StreamingPlayer(device: configuration.playbackDevice, stream: configuration.stream, configuration: configuration.player) { [weak self] event in
                 self?.playerEvent(event)
             }
-            try player.start { [weak self] event in self?.deviceEvent(event, direction: "playback") }
+            try player.start { [weak self] event in self?.deviceEvent(event, direction: .playback) }
             lock.withLock { openPlayer = player }
             audio.attach(player: player)
             recorder?.follow(player)
@@ -326,18 +325,17 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
             }
             return (capture.map { $0 != captureState } ?? false, playback.map { $0 != playbackState } ?? false)
         }
-        if let capture, changedCapture { deviceStateChanged("capture", capture) }
-        if let playback, changedPlayback { deviceStateChanged("playback", playback) }
+        if let capture, changedCapture { deviceStateChanged(.capture, capture) }
+        if let playback, changedPlayback { deviceStateChanged(.playback, playback) }
     }
 
-    private func deviceStateChanged(_ direction: String, _ state: DeviceState) {
-        let device = lock.withLock { direction == "capture" ? configuration.captureDevice : configuration.playbackDevice }
+    private func deviceStateChanged(_ direction: AudioDirection, _ state: DeviceState) {
+        let device = lock.withLock { direction == .capture ? configuration.captureDevice : configuration.playbackDevice }
         switch state {
         case .failed(let why): logger.error("\(direction) device \(device): \(why)")
         default: logger.info("\(direction) device \(device): \(state)")
         }
-        server?.publish(topic: "device", name: "device.state", data: ["direction": .string(direction), "device": .string("\(device)"),
-                                                                      "state": .string("\(state)")])
+        server?.publish(Event.DeviceState(direction: direction, device: "\(device)", state: "\(state)"))
     }
 
     /// On the capture thread: levels are only stored and signalled (no allocation); the
@@ -348,10 +346,10 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
             latestLevel.withLock { $0 = (rms, peak) }
             levelSignal?.add(data: 1)
         case .speechStarted(let recording):
-            server?.publish(topic: "speech", name: "speech.started", data: [:])
+            server?.publish(Event.SpeechStarted())
             session?.speechStarted(recording: recording)
         case .speechStopped:
-            server?.publish(topic: "speech", name: "speech.stopped", data: [:])
+            server?.publish(Event.SpeechStopped())
         case .turn(let turn):
             session?.recorded(turn)
         }
@@ -359,8 +357,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
 
     private func publishLevel() {
         let level = latestLevel.withLock { $0 }
-        server?.publish(topic: "level", name: "level", data: ["rms_dbfs": .double((level.rms * 10).rounded() / 10),
-                                                             "peak_dbfs": .double((level.peak * 10).rounded() / 10)])
+        server?.publish(Event.Level(rmsDbfs: (level.rms * 10).rounded() / 10, peakDbfs: (level.peak * 10).rounded() / 10))
     }
 
     private func playerEvent(_ event: PlayerEvent) {
@@ -369,40 +366,38 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         defer { session?.playerEvent(event) }
         switch event {
         case .started(let latency, _):
-            server?.publish(topic: "playback", name: "playback.started", data: ["latency_ms": .int(latency * 1000 / 24_000)])
+            server?.publish(Event.PlaybackStarted(latencyMs: latency * 1000 / 24_000))
         case .underrun(let total):
             metrics.increment("practiced_playback_underruns_total", help: "Replies that ran dry before their end.")
-            server?.publish(topic: "playback", name: "playback.underrun", data: ["total": .int(total)])
+            server?.publish(Event.PlaybackUnderrun(total: total))
         case .finished(let report):
-            server?.publish(topic: "playback", name: "playback.finished", data: [
-                "played_s": .double((report.playedSeconds * 1000).rounded() / 1000), "interrupted": .bool(report.interrupted),
-                "underruns": .int(report.underruns),
-            ])
+            server?.publish(Event.PlaybackFinished(playedS: (report.playedSeconds * 1000).rounded() / 1000, interrupted: report.interrupted,
+                                                   underruns: report.underruns))
         }
     }
 
-    private func deviceEvent(_ event: AudioDeviceEvent, direction: String) {
+    private func deviceEvent(_ event: AudioDeviceEvent, direction: AudioDirection) {
         switch event {
         case .started, .endOfInput:
             break
         case .xrun(let total):
-            metrics.increment("practiced_xruns_total", help: "Device overruns and underruns recovered.", labels: "direction=\"\(direction)\"")
-            server?.publish(topic: "device", name: "device.xrun", data: ["direction": .string(direction), "total": .int(total)])
+            metrics.increment("practiced_xruns_total", help: "Device overruns and underruns recovered.", labels: "direction=\"\(direction.rawValue)\"")
+            server?.publish(Event.DeviceXrun(direction: direction, total: total))
         case .deviceLost(let error):
-            metrics.increment("practiced_device_losses_total", help: "Devices that went away.", labels: "direction=\"\(direction)\"")
-            if direction == "capture" { session?.captureFailed(error.description) }
-            server?.publish(topic: "device", name: "device.lost", data: ["direction": .string(direction), "message": .string(error.description)])
+            metrics.increment("practiced_device_losses_total", help: "Devices that went away.", labels: "direction=\"\(direction.rawValue)\"")
+            if direction == .capture { session?.captureFailed(error.description) }
+            server?.publish(Event.DeviceLost(direction: direction, message: error.description))
         case .deviceRestored(let attempts):
-            server?.publish(topic: "device", name: "device.restored", data: ["direction": .string(direction), "attempts": .int(attempts)])
+            server?.publish(Event.DeviceRestored(direction: direction, attempts: attempts))
         }
     }
 
     // MARK: - Commands
 
-    public func snapshot() -> JSONValue {
+    public func snapshot() -> DaemonSnapshot {
         let (capture, playback) = lock.withLock { (captureState, playbackState) }
-        return ["version": .string(Self.version), "capture": .string("\(capture)"), "playback": .string("\(playback)"),
-                "playing": .bool(player?.isActive ?? false), "session": session?.snapshot ?? .null]
+        return DaemonSnapshot(version: Self.version, capture: "\(capture)", playback: "\(playback)", playing: player?.isActive ?? false,
+                              session: session?.snapshot ?? .idle)
     }
 
     public func handle(_ request: ControlRequest, client: ControlClientInfo, reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
@@ -424,35 +419,36 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         }
         do throws(ControlError) {
             switch request.command {
-            case "ping":
-                reply(.success(["pong": true, "uptime_s": .double(uptime)]))
-            case "status":
-                status(reply)
-            case "devices":
-                listDevices(reply)
-            case "play":
+            case Command.Ping.name:
+                CommandReply<Command.Ping>(reply).succeed(.init(pong: true, uptimeS: uptime))
+            case Command.Status.name:
+                status(CommandReply(reply))
+            case Command.Devices.name:
+                listDevices(CommandReply(reply))
+            case Command.Play.name:
                 // Off the control queue: it asks the session's queue whether a reply plays,
                 // and the control queue must never wait on another queue (one client's
                 // request would delay every other client's).
-                let path = try request.requiredString("path")
+                let path = try request.arguments(Command.Play.self).path
+                let answer = CommandReply<Command.Play>(reply)
                 workQueue.async { [self] in
-                    do throws(ControlError) { try play(path: path, client: client, reply) } catch { reply(.failure(error)) }
+                    do throws(ControlError) { try play(path: path, client: client, answer) } catch { answer.fail(error) }
                 }
-            case "playback.stop":
+            case Command.PlaybackStop.name:
                 // Barge-in on a reply drains its stream; otherwise a clip stops.
                 workQueue.async { [self] in
                     let stopped = session.stopPlayback() || audio.stopAll()
-                    reply(.success(["stopped": .bool(stopped)]))
+                    CommandReply<Command.PlaybackStop>(reply).succeed(.init(stopped: stopped))
                 }
-            case "level.watch":
-                let enabled = try request.bool("enabled") ?? true
-                if enabled { server?.subscribe(client: client.id, to: ["level", "speech"]) }
+            case Command.LevelWatch.name:
+                let enabled = try request.arguments(Command.LevelWatch.self).enabled ?? true
+                if enabled { server?.subscribe(client: client.id, to: [EventTopic.level.rawValue, EventTopic.speech.rawValue]) }
                 let (capture, interval) = lock.withLock { (captureState, configuration.levelIntervalMilliseconds) }
-                reply(.success(["watching": .bool(enabled), "interval_ms": .int(interval), "capture": .string("\(capture)")]))
-            case "config.get":
-                reply(.success(configurationJSON(lock.withLock { configuration })))
-            case "metrics":
-                reply(.success(["format": "prometheus-text-0.0.4", "text": .string(metricsText())]))
+                CommandReply<Command.LevelWatch>(reply).succeed(.init(watching: enabled, intervalMs: interval, capture: "\(capture)"))
+            case Command.ConfigGet.name:
+                CommandReply<Command.ConfigGet>(reply).succeed(ConfigurationListing(lock.withLock { configuration }))
+            case Command.Metrics.name:
+                CommandReply<Command.Metrics>(reply).succeed(.init(format: "prometheus-text-0.0.4", text: metricsText()))
             default:
                 throw ControlError(.unknownCommand, "unknown command '\(request.command)'; commands are \(Self.commands.joined(separator: ", "))")
             }
@@ -463,12 +459,12 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
 
     private var uptime: Double { (Double(DispatchTime.now().uptimeNanoseconds - startTime.uptimeNanoseconds) / 1e9 * 10).rounded() / 10 }
 
-    private func status(_ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
+    private func status(_ reply: CommandReply<Command.Status>) {
         let probe = lock.withLock { backendProbe }
         let stale = probe.checkedAt.map { DispatchTime.now().uptimeNanoseconds - $0.uptimeNanoseconds > 10_000_000_000 } ?? true
-        guard stale else { return reply(.success(statusJSON())) }
+        guard stale else { return reply.succeed(currentStatus()) }
         // Check the backend (a GET /topics, 3 s at most, no retries), then answer.
-        checkBackend { [self] in reply(.success(statusJSON())) }
+        checkBackend { [self] in reply.succeed(currentStatus()) }
     }
 
     private func checkBackend(then done: @escaping @Sendable () -> Void) {
@@ -495,66 +491,56 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         }
     }
 
-    private func statusJSON() -> JSONValue {
+    private func currentStatus() -> DaemonStatus {
         let (configuration, probe, capture, playback, user) = lock.withLock { (self.configuration, backendProbe, captureState, playbackState, userID) }
         let control = server?.statisticsSnapshot ?? ControlServerStatistics()
-        func device(_ name: AudioDeviceName, _ state: DeviceState, _ statistics: AudioDeviceStatistics?) -> JSONValue {
-            var members: [(String, JSONValue)] = [("name", .string("\(name)")), ("state", .string("\(state)"))]
-            if let statistics {
-                members += [("periods", .int(statistics.periods)), ("xruns", .int(statistics.xruns)), ("reopens", .int(statistics.reopens))]
-            }
-            return .object(members)
+        func device(_ name: AudioDeviceName, _ state: DeviceState, _ statistics: AudioDeviceStatistics?) -> DaemonStatus.Device {
+            DaemonStatus.Device(name: "\(name)", state: "\(state)", periods: statistics?.periods, xruns: statistics?.xruns, reopens: statistics?.reopens)
         }
-        return [
-            "version": .string(Self.version), "protocol": .string(ControlProtocol.identifier), "pid": .int(Int(getpid())),
-            "uptime_s": .double(uptime), "user_id": .string(user),
-            "backend": ["url": .string(configuration.backendURL.absoluteString), "reachable": probe.reachable.map { .bool($0) } ?? .null,
-                        "error": .optional(probe.error)],
-            "devices": ["capture": device(configuration.captureDevice, capture, recorder?.deviceStatistics),
-                        "playback": device(configuration.playbackDevice, playback, player?.deviceStatistics)],
-            "playback": ["active": .bool(player?.isActive ?? false), "position_s": .double(((player?.position ?? 0) * 1000).rounded() / 1000)],
-            "session": session?.snapshot ?? .null,
-            "clients": .int(control.clients),
-            "counters": ["connections": .int(control.connectionsAccepted), "refused": .int(control.connectionsRefused),
-                         "slow_clients_dropped": .int(control.slowClientsDropped), "throttled": .int(control.clientsThrottled),
-                         "requests": .int(control.requests),
-                         "errors": .int(control.errors.values.reduce(0, +))],
-        ]
+        return DaemonStatus(
+            version: Self.version, protocol: ControlProtocol.identifier, pid: Int(getpid()), uptimeS: uptime, userId: user,
+            backend: .init(url: configuration.backendURL.absoluteString, reachable: probe.reachable, error: probe.error),
+            devices: .init(capture: device(configuration.captureDevice, capture, recorder?.deviceStatistics),
+                           playback: device(configuration.playbackDevice, playback, player?.deviceStatistics)),
+            playback: .init(active: player?.isActive ?? false, positionS: ((player?.position ?? 0) * 1000).rounded() / 1000),
+            session: session?.snapshot ?? .idle,
+            clients: control.clients,
+            counters: .init(connections: control.connectionsAccepted, refused: control.connectionsRefused,
+                            slowClientsDropped: control.slowClientsDropped, throttled: control.clientsThrottled,
+                            requests: control.requests, errors: control.errors.values.reduce(0, +)))
     }
 
     /// One enumeration at a time, its answer shared by every `devices` request that came
     /// meanwhile: a flood of them costs one walk of ALSA and PulseAudio, not one each.
-    private func listDevices(_ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
+    private func listDevices(_ reply: CommandReply<Command.Devices>) {
         let first: Bool = lock.withLock {
             deviceListWaiters.append(reply)
             return deviceListWaiters.count == 1
         }
         guard first else { return }
         workQueue.async { [self] in
-            let listing = Self.devicesJSON()
+            let listing = Self.deviceListing()
             let waiting = lock.withLock {
                 defer { deviceListWaiters.removeAll() }
                 return deviceListWaiters
             }
-            for waiter in waiting { waiter(.success(listing)) }
+            for waiter in waiting { waiter.succeed(listing) }
         }
     }
 
-    private static func devicesJSON() -> JSONValue {
+    private static func deviceListing() -> Command.Devices.Result {
         let listing = AudioDeviceList.all()
-        func list(_ direction: AudioDeviceInfo.Direction) -> JSONValue {
-            .array(listing.devices.filter { $0.direction == direction }.map {
-                ["name": .string("\($0.name)"), "description": .string($0.description)]
-            })
+        func list(_ direction: AudioDeviceInfo.Direction) -> [Command.Devices.Device] {
+            listing.devices.filter { $0.direction == direction }.map { .init(name: "\($0.name)", description: $0.description) }
         }
-        return ["capture": list(.capture), "playback": list(.playback), "errors": .array(listing.errors.map { .string($0.description) })]
+        return .init(capture: list(.capture), playback: list(.playback), errors: listing.errors.map(\.description))
     }
 
     /// `play`: the file is opened and checked on a thread of its own, which nothing else
     /// waits on (see ``ClipFile`` for what is refused), within `play.timeout_ms`, after
     /// which the request answers an error even if the filesystem still hangs; then the same
     /// thread streams it to the player as the player has room.
-    private func play(path: String, client: ControlClientInfo, _ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) throws(ControlError) {
+    private func play(path: String, client: ControlClientInfo, _ reply: CommandReply<Command.Play>) throws(ControlError) {
         guard path.hasPrefix("/") else { throw ControlError(.badArguments, "'path' must be absolute") }
         guard let player else {
             let state = lock.withLock { playbackState }
@@ -572,7 +558,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
             throw ControlError(.fileError, "\(Self.maximumFilesInUse) earlier files are still opening or playing (a stalled filesystem?); "
                                + "try again later", retryable: true)
         }
-        let once = ReplyOnce(reply)
+        let once = ReplyOnce(reply.send)
         let timeout = configuration.playTimeoutMilliseconds
         workQueue.asyncAfter(deadline: .now() + .milliseconds(timeout)) { [logger] in
             if once.send(.failure(ControlError(.fileError, "\(path): not opened within \(timeout) ms (a stalled filesystem?)", retryable: true))) {
@@ -599,7 +585,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
                 return
             }
             guard !once.isSent, let number = audio.beginClip() else { return }
-            _ = once.send(.success(["path": .string(path), "duration_s": .double((clip.layout.duration * 1000).rounded() / 1000)]))
+            _ = once.send(.success(ProtocolEncoder.encode(Command.Play.Result(path: path, durationS: (clip.layout.duration * 1000).rounded() / 1000))))
             Self.stream(clip, to: audio, reply: number)
         }
         thread.name = "practiced-play"
@@ -626,10 +612,6 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
             offset += n
         }
         audio.endReply(reply)
-    }
-
-    private func configurationJSON(_ configuration: DaemonConfiguration) -> JSONValue {
-        .object(ConfigurationLoader.describe(configuration).map { ($0.key, .string($0.value)) })
     }
 
     private func metricsText() -> String {

@@ -5,7 +5,7 @@ import Foundation
 /// real backend writes them: REST replies compact UTF-8 (FastAPI), SSE data in Python's
 /// `json.dumps` default style (`", "` and `": "` separators, everything outside ASCII escaped
 /// as `\uXXXX`), so that clients meet the same escapes and spacing as in production.
-public indirect enum JSONValue: Equatable, Sendable, Decodable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
+public indirect enum JSONValue: Equatable, Sendable, Codable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
     ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral {
     case null
     case bool(Bool)
@@ -21,6 +21,8 @@ public indirect enum JSONValue: Equatable, Sendable, Decodable, ExpressibleByStr
         case compact
         /// `{"a": 1, "b": "\u00e9"}`: Python's `json.dumps` defaults.
         case python
+        /// Indented by two spaces, a member or element per line (files people read).
+        case pretty
     }
 
     public init(stringLiteral value: String) { self = .string(value) }
@@ -58,8 +60,34 @@ public indirect enum JSONValue: Equatable, Sendable, Decodable, ExpressibleByStr
 
     public func serialized(_ style: Style) -> String {
         var out = ""
-        write(to: &out, style)
+        if style == .pretty { writePretty(to: &out, indent: "") } else { write(to: &out, style) }
         return out
+    }
+
+    private func writePretty(to out: inout String, indent: String) {
+        let inner = indent + "  "
+        switch self {
+        case .array(let elements) where !elements.isEmpty:
+            out += "[\n"
+            for (i, element) in elements.enumerated() {
+                out += inner
+                element.writePretty(to: &out, indent: inner)
+                out += i < elements.count - 1 ? ",\n" : "\n"
+            }
+            out += indent + "]"
+        case .object(let members) where !members.isEmpty:
+            out += "{\n"
+            for (i, (key, value)) in members.enumerated() {
+                out += inner
+                Self.writeString(key, to: &out, asciiOnly: false)
+                out += ": "
+                value.writePretty(to: &out, indent: inner)
+                out += i < members.count - 1 ? ",\n" : "\n"
+            }
+            out += indent + "}"
+        default:
+            write(to: &out, .compact)
+        }
     }
 
     public func bytes(_ style: Style = .compact) -> [UInt8] { Array(serialized(style).utf8) }
@@ -146,6 +174,34 @@ public indirect enum JSONValue: Equatable, Sendable, Decodable, ExpressibleByStr
             self = .double(value)
         } else {
             self = .string(try container.decode(String.self))
+        }
+    }
+
+    /// Writes the value through any encoder (the protocol's types hold `JSONValue` members
+    /// for what the backend passes through).
+    public func encode(to encoder: Encoder) throws {
+        switch self {
+        case .object(let members):
+            var container = encoder.container(keyedBy: AnyKey.self)
+            for (key, value) in members { try container.encode(value, forKey: AnyKey(stringValue: key)) }
+        case .array(let elements):
+            var container = encoder.unkeyedContainer()
+            for element in elements { try container.encode(element) }
+        case .null:
+            var container = encoder.singleValueContainer()
+            try container.encodeNil()
+        case .bool(let value):
+            var container = encoder.singleValueContainer()
+            try container.encode(value)
+        case .int(let value):
+            var container = encoder.singleValueContainer()
+            try container.encode(value)
+        case .double(let value):
+            var container = encoder.singleValueContainer()
+            try container.encode(value)
+        case .string(let value):
+            var container = encoder.singleValueContainer()
+            try container.encode(value)
         }
     }
 

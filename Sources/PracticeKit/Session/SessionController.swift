@@ -39,10 +39,12 @@ public struct SessionSettings: Sendable {
 /// ``SessionAudio``) without waiting for the session queue.
 public final class SessionController: @unchecked Sendable {
     /// The commands this type answers (the daemon routes them here).
-    public static let commands: Set<String> = [
-        "session.start", "session.end", "session.close", "session.get", "turn.start", "turn.stop", "turn.cancel", "listen", "say",
-        "review.get", "correction.ask", "review.finish", "spool.list", "spool.retry", "spool.discard", "topics", "profile",
-    ]
+    public static let commands: Set<String> = Set(([
+        Command.SessionStart.self, Command.SessionEnd.self, Command.SessionClose.self, Command.SessionGet.self, Command.TurnStart.self,
+        Command.TurnStop.self, Command.TurnCancel.self, Command.Listen.self, Command.Say.self, Command.ReviewGet.self,
+        Command.CorrectionAsk.self, Command.ReviewFinish.self, Command.SpoolList.self, Command.SpoolRetry.self,
+        Command.SpoolDiscard.self, Command.Topics.self, Command.Profile.self,
+    ] as [any ControlCommand.Type]).map { $0.name })
 
     public let queue = DispatchQueue(label: "practiced.session")
     private var settings: SessionSettings
@@ -52,7 +54,7 @@ public final class SessionController: @unchecked Sendable {
     /// Why there is no spool (turns then live in memory only), for `status` and every turn.
     private let spoolError: String?
     private let cache: OfflineCache
-    private let publish: @Sendable (String, JSONValue) -> Void
+    private let publish: EventPublisher
     private let metrics: Metrics
     private let logger: Logger
 
@@ -75,7 +77,7 @@ public final class SessionController: @unchecked Sendable {
     /// The last reply was cut short: the backend may answer the next turn empty.
     private var interrupted = false
     private var stopping = false
-    private let published = Locked<JSONValue>(["stage": "idle"])
+    private let published = Locked(SessionState.idle)
 
     struct ActiveSession {
         var id: String
@@ -111,7 +113,7 @@ public final class SessionController: @unchecked Sendable {
     }
 
     public init(settings: SessionSettings, backend: @escaping @Sendable () -> BackendClient, audio: any SessionAudio, spoolDirectory: String,
-                stateDirectory: String, metrics: Metrics, logger: Logger, publish: @escaping @Sendable (String, JSONValue) -> Void) {
+                stateDirectory: String, metrics: Metrics, logger: Logger, publish: @escaping EventPublisher) {
         self.settings = settings
         self.backendProvider = backend
         self.audio = audio
@@ -134,7 +136,7 @@ public final class SessionController: @unchecked Sendable {
     public func update(settings: SessionSettings) { queue.async { self.settings = settings } }
 
     /// The session's state for `status`, snapshots and `session.get` (any thread).
-    public var snapshot: JSONValue { published.withLock { $0 } }
+    public var snapshot: SessionState { published.withLock { $0 } }
 
     /// Reports the turns a previous run left in the spool (after a crash or a kill).
     public func recoverSpool() {
@@ -145,7 +147,7 @@ public final class SessionController: @unchecked Sendable {
             guard !turns.isEmpty else { return }
             logger.notice("spool: \(turns.count) turn(s) from an earlier run wait for delivery: \(turns.map(\.id).joined(separator: ", "))")
             metrics.increment("practiced_turns_recovered_total", help: "Turns found in the spool at start.", by: Double(turns.count))
-            publish("spool.recovered", ["turns": .array(turns.map(turnJSON))])
+            publish(Event.SpoolRecovered(turns: turns.map(spoolEntry)))
             publishState()
         }
     }
@@ -174,86 +176,89 @@ public final class SessionController: @unchecked Sendable {
 
     private func run(_ request: ControlRequest, _ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) throws(ControlError) {
         switch request.command {
-        case "session.start":
-            let mode = try SessionMode(rawValue: request.string("mode") ?? "conversation")
-                .orThrow(ControlError(.badArguments, "'mode' must be conversation or review"))
-            let topic = try request.string("topic_id")
-            if mode == .conversation && topic == nil { throw ControlError(.badArguments, "'topic_id' is required in conversation mode") }
-            startSession(mode: mode, topic: mode == .review ? nil : topic, reply)
-        case "session.close":
+        case Command.SessionStart.name:
+            let args = try request.arguments(Command.SessionStart.self)
+            let mode = args.mode ?? .conversation
+            if mode == .conversation && args.topicId == nil { throw ControlError(.badArguments, "'topic_id' is required in conversation mode") }
+            startSession(mode: mode, topic: mode == .review ? nil : args.topicId, CommandReply(reply))
+        case Command.SessionClose.name:
             close(reason: "closed by a client")
-            reply(.success(sessionJSON()))
-        case "session.get":
-            reply(.success(sessionJSON()))
-        case "turn.start", "listen":
-            let handsFree = request.command == "listen"
+            CommandReply<Command.SessionClose>(reply).succeed(sessionState())
+        case Command.SessionGet.name:
+            CommandReply<Command.SessionGet>(reply).succeed(sessionState())
+        case Command.TurnStart.name, Command.Listen.name:
+            let handsFree = request.command == Command.Listen.name
             if let current = self.reply { bargeIn(current) }
             guard let number = audio.startRecording(handsFree: handsFree) else {
                 throw ControlError(.deviceError, "the microphone is not open", retryable: true)
             }
             recording = Recording(handsFree: handsFree, number: number)
             move(to: handsFree ? .listening : .recording)
-            publish("turn.started", ["mode": .string(handsFree ? "hands_free" : "push_to_talk")])
-            reply(.success(["stage": .string(stage.rawValue)]))
-        case "turn.stop":
+            publish(Event.TurnStarted(mode: handsFree ? .handsFree : .pushToTalk))
+            CommandReply<Command.TurnStart>(reply).succeed(.init(stage: stage))
+        case Command.TurnStop.name:
             if stage == .listening {
                 // Nothing was said yet: there is no turn to end.
-                dropTurn(["reason": "no_speech"])
+                dropTurn(Event.TurnDiscarded(reason: .noSpeech))
             } else {
                 _ = audio.record(.end)
                 recording?.stopRequested = true
             }
-            reply(.success(["stage": .string(stage.rawValue)]))
-        case "turn.cancel":
-            dropTurn(["reason": "cancelled"])
-            reply(.success(["stage": .string(stage.rawValue)]))
-        case "say":
-            let text = try request.requiredString("text")
+            CommandReply<Command.TurnStop>(reply).succeed(.init(stage: stage))
+        case Command.TurnCancel.name:
+            dropTurn(Event.TurnDiscarded(reason: .cancelled))
+            CommandReply<Command.TurnCancel>(reply).succeed(.init(stage: stage))
+        case Command.Say.name:
+            let text = try request.arguments(Command.Say.self).text
             guard !text.allSatisfy(\.isWhitespace) else { throw ControlError(.badArguments, "'text' is empty") }
             guard text.utf8.count <= 4_000 else { throw ControlError(.badArguments, "'text' is longer than 4,000 bytes") }
             move(to: .uploading)
             startReply(.text(text))
-            reply(.success(["stage": .string(stage.rawValue)]))
-        case "session.end":
-            endTalk(reply)
-        case "review.get":
-            fetchReview(reply)
-        case "correction.ask":
-            let segment = try request.int("segment_id").orThrow(ControlError(.badArguments, "'segment_id' is required"))
-            let message = try request.requiredString("message")
-            guard !message.allSatisfy(\.isWhitespace) else { throw ControlError(.badArguments, "'message' is empty") }
-            askCorrection(segment: segment, message: message, reply)
-        case "review.finish":
-            finishReview(reply)
-        case "spool.list":
+            CommandReply<Command.Say>(reply).succeed(.init(stage: stage))
+        case Command.SessionEnd.name:
+            endTalk(CommandReply(reply))
+        case Command.ReviewGet.name:
+            fetchReview(CommandReply(reply))
+        case Command.CorrectionAsk.name:
+            let args = try request.arguments(Command.CorrectionAsk.self)
+            guard !args.message.allSatisfy(\.isWhitespace) else { throw ControlError(.badArguments, "'message' is empty") }
+            askCorrection(segment: args.segmentId, message: args.message, CommandReply(reply))
+        case Command.ReviewFinish.name:
+            finishReview(CommandReply(reply))
+        case Command.SpoolList.name:
             let turns = spool?.list().turns ?? []
-            reply(.success(["turns": .array(turns.map(turnJSON)), "dir": .string(spool?.directory ?? "")]))
-        case "spool.retry":
-            try retrySpooled(request.requiredString("turn_id"), reply)
-        case "spool.discard":
-            let id = try request.requiredString("turn_id")
+            CommandReply<Command.SpoolList>(reply).succeed(.init(turns: turns.map(spoolEntry), dir: spool?.directory ?? ""))
+        case Command.SpoolRetry.name:
+            try retrySpooled(request.arguments(Command.SpoolRetry.self).turnId, CommandReply(reply))
+        case Command.SpoolDiscard.name:
+            let id = try request.arguments(Command.SpoolDiscard.self).turnId
             guard delivery?.turn.id != id else { throw ControlError(.invalidState, "turn \(id) is being sent now") }
             guard let spool, spool.contains(id) else { throw ControlError(.badArguments, "no turn \(id) in the spool") }
             do { try spool.remove(id) } catch { throw ControlError(.fileError, "\(error)") }
             logger.notice("spool: turn \(id) discarded by a client")
-            publish("spool.discarded", ["turn_id": .string(id)])
+            publish(Event.SpoolDiscarded(turnId: id))
             publishState()
-            reply(.success(["discarded": .string(id)]))
-        case "topics":
-            cached("topics", fetch: { backend async throws(BackendError) in .array(try await backend.topics().map { JSONValue(encoding: $0) }) }, reply)
-        case "profile":
-            let action = try request.string("action") ?? "get"
+            CommandReply<Command.SpoolDiscard>(reply).succeed(.init(discarded: id))
+        case Command.Topics.name:
+            let answer = CommandReply<Command.Topics>(reply)
+            cached("topics", fetch: { backend async throws(BackendError) in try await backend.topics() }) { result in
+                answer(result.map { .init(topics: $0.value, stale: $0.stale, ageS: $0.age, error: $0.error) })
+            }
+        case Command.Profile.name:
+            let args = try request.arguments(Command.Profile.self)
             let user = settings.userID
-            switch action {
-            case "get":
-                cached("profile", fetch: { backend async throws(BackendError) in JSONValue(encoding: try await backend.profile(userID: user)) }, reply)
-            case "evaluate":
-                cached("profile", offline: false, fetch: { backend async throws(BackendError) in JSONValue(encoding: try await backend.evaluate(userID: user)) }, reply)
-            case "learning_goal":
-                let goal = try request.string("learning_goal")
-                cached("profile", offline: false, fetch: { backend async throws(BackendError) in JSONValue(encoding: try await backend.setLearningGoal(userID: user, goal: goal)) }, reply)
-            default:
-                throw ControlError(.badArguments, "'action' must be get, evaluate or learning_goal")
+            let answer = CommandReply<Command.Profile>(reply)
+            let done: @Sendable (Result<Cached<UserProfile>, ControlError>) -> Void = { result in
+                answer(result.map { .init(profile: $0.value, stale: $0.stale, ageS: $0.age, error: $0.error) })
+            }
+            switch args.action ?? .get {
+            case .get:
+                cached("profile", fetch: { backend async throws(BackendError) in try await backend.profile(userID: user) }, done)
+            case .evaluate:
+                cached("profile", offline: false, fetch: { backend async throws(BackendError) in try await backend.evaluate(userID: user) }, done)
+            case .learningGoal:
+                let goal = args.learningGoal
+                cached("profile", offline: false, fetch: { backend async throws(BackendError) in try await backend.setLearningGoal(userID: user, goal: goal) }, done)
             }
         default:
             throw ControlError(.unknownCommand, "unknown command '\(request.command)'")
@@ -272,24 +277,20 @@ public final class SessionController: @unchecked Sendable {
         let previous = stage
         stage = next
         logger.info("session: \(previous) → \(next)")
-        publish("session.stage", ["stage": .string(next.rawValue), "previous": .string(previous.rawValue),
-                                  "session_id": .optional(session?.id), "mode": .optional(session?.mode.rawValue)])
+        publish(Event.SessionStage(stage: next, previous: previous, sessionId: session?.id, mode: session?.mode))
         publishState()
     }
 
     private func publishState() {
-        let state = sessionJSON()
+        let state = sessionState()
         published.withLock { $0 = state }
     }
 
-    private func sessionJSON() -> JSONValue {
+    private func sessionState() -> SessionState {
         let usage = spool?.usage ?? (turns: 0, bytes: 0)
-        return [
-            "stage": .string(stage.rawValue), "session_id": .optional(session?.id), "mode": .optional(session?.mode.rawValue),
-            "topic_id": .optional(session?.topicID), "turns": .int(session?.turns ?? 0),
-            "spool": ["turns": .int(usage.turns), "bytes": .int(usage.bytes), "durable": .bool(spool != nil), "error": .optional(spoolError)],
-            "delivering": .optional(delivery?.turn.id),
-        ]
+        return SessionState(stage: stage, sessionId: session?.id, mode: session?.mode, topicId: session?.topicID, turns: session?.turns ?? 0,
+                            spool: SpoolState(turns: usage.turns, bytes: usage.bytes, durable: spool != nil, error: spoolError),
+                            delivering: delivery?.turn.id)
     }
 
     /// Ends what runs now: the reply and a drained one (hung up, sound stopped), an upload
@@ -301,11 +302,11 @@ public final class SessionController: @unchecked Sendable {
         poll.token += 1
     }
 
-    /// The turn being recorded ends without being sent (`turn.discarded` with `details`).
-    private func dropTurn(_ details: JSONValue, cancelRecorder: Bool = true) {
+    /// The turn being recorded ends without being sent.
+    private func dropTurn(_ discarded: Event.TurnDiscarded, cancelRecorder: Bool = true) {
         if cancelRecorder { _ = audio.record(.cancel) }
         recording = nil
-        publish("turn.discarded", details)
+        publish(discarded)
         move(to: .ready)
     }
 
@@ -328,30 +329,30 @@ public final class SessionController: @unchecked Sendable {
     private func fail(_ reason: String, error: String) {
         logger.error("session \(session?.id ?? "-") failed: \(error)")
         stopActivity()
-        publish("session.failed", ["reason": .string(reason), "message": .string(error), "session_id": .optional(session?.id)])
+        publish(Event.SessionFailed(reason: reason, message: error, sessionId: session?.id))
         move(to: .failed)
     }
 
     // MARK: - Starting
 
-    private func startSession(mode: SessionMode, topic: String?, _ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
+    private func startSession(mode: SessionMode, topic: String?, _ reply: CommandReply<Command.SessionStart>) {
         close(reason: "a new session starts")
         let epoch = epoch
         move(to: .starting)
         let request = CreateSessionRequest(userId: settings.userID, userName: settings.userName, topicId: topic, mode: mode)
         call({ backend async throws(BackendError) in try await backend.createSession(request) }) { [self] result in
-                guard epoch == self.epoch else { return reply(.failure(ControlError(.invalidState, "the session was closed meanwhile"))) }
+                guard epoch == self.epoch else { return reply.fail(Self.closedMeanwhile) }
                 switch result {
                 case .success(let created):
                     session = ActiveSession(id: created.sessionId, mode: mode, topicID: topic)
                     metrics.increment("practiced_sessions_total", help: "Sessions started, by mode.", labels: "mode=\"\(mode.rawValue)\"")
-                    publish("session.created", ["session_id": .string(created.sessionId), "mode": .string(mode.rawValue), "topic_id": .optional(topic)])
+                    publish(Event.SessionCreated(sessionId: created.sessionId, mode: mode, topicId: topic))
                     move(to: .greeting)
                     startReply(.greeting)
-                    reply(.success(sessionJSON()))
+                    reply.succeed(sessionState())
                 case .failure(let error):
                     fail("start_failed", error: "\(error)")
-                    reply(.failure(Self.controlError(error)))
+                    reply.fail(Self.controlError(error))
                 }
         }
     }
@@ -381,22 +382,22 @@ public final class SessionController: @unchecked Sendable {
                 return
             }
             recording = nil
-            publish("turn.recorded", ["duration_s": .double(Self.rounded(turn.duration)), "speech_s": .double(Self.rounded(turn.speechDuration)),
-                                      "rms": .double(turn.level.rms.rounded()), "end_reason": .string(turn.endReason.rawValue)])
+            publish(Event.TurnRecorded(durationS: Self.rounded(turn.duration), speechS: Self.rounded(turn.speechDuration),
+                                       rms: turn.level.rms.rounded(), endReason: turn.endReason.rawValue))
             guard turn.holdsSpeech else {
                 // The iOS client's gate: nothing is sent.
                 countTurn("no_speech")
-                return dropTurn(["reason": "no_speech", "rms": .double(turn.level.rms.rounded())], cancelRecorder: false)
+                return dropTurn(Event.TurnDiscarded(reason: .noSpeech, rms: turn.level.rms.rounded()), cancelRecorder: false)
             }
             let spooled = SpooledTurn(sessionID: session.id, mode: session.mode, duration: turn.duration, bytes: turn.wav.count)
             do {
                 guard let spool else { throw SpoolUnavailable(reason: spoolError ?? "no spool") }
                 try spool.store(spooled, wav: turn.wav)
-                publish("turn.spooled", ["turn_id": .string(spooled.id), "bytes": .int(turn.wav.count)])
+                publish(Event.TurnSpooled(turnId: spooled.id, bytes: turn.wav.count))
             } catch {
                 // The disk failed us; the turn still goes out from memory.
                 logger.error("turn \(spooled.id) not spooled: \(error)")
-                publish("turn.spool_failed", ["turn_id": .string(spooled.id), "message": .string("\(error)")])
+                publish(Event.TurnSpoolFailed(turnId: spooled.id, message: "\(error)"))
             }
             publishState()
             if stopping {
@@ -421,11 +422,11 @@ public final class SessionController: @unchecked Sendable {
         queue.async { [self] in
             guard stage == .recording || stage == .listening else { return }
             // The recorder stopped with its device; there is nothing to cancel.
-            dropTurn(["reason": "device_error", "message": .string(message)], cancelRecorder: false)
+            dropTurn(Event.TurnDiscarded(reason: .deviceError, message: message), cancelRecorder: false)
         }
     }
 
-    private func retrySpooled(_ id: String, _ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) throws(ControlError) {
+    private func retrySpooled(_ id: String, _ reply: CommandReply<Command.SpoolRetry>) throws(ControlError) {
         guard let spool else { throw ControlError(.fileError, "there is no spool") }
         let loaded: (turn: SpooledTurn, wav: Data)
         do { loaded = try spool.load(id) } catch { throw ControlError(.badArguments, "\(error)") }
@@ -437,11 +438,11 @@ public final class SessionController: @unchecked Sendable {
             // A turn from an earlier run: the conversation it belongs to goes on.
             session = ActiveSession(id: loaded.turn.sessionID, mode: loaded.turn.mode, topicID: nil)
             logger.notice("resuming session \(loaded.turn.sessionID) to deliver turn \(id)")
-            publish("session.resumed", ["session_id": .string(loaded.turn.sessionID), "mode": .string(loaded.turn.mode.rawValue)])
+            publish(Event.SessionResumed(sessionId: loaded.turn.sessionID, mode: loaded.turn.mode))
         }
         move(to: .uploading)
         deliver(Delivery(turn: loaded.turn, wav: loaded.wav))
-        reply(.success(["turn_id": .string(id), "stage": .string(stage.rawValue)]))
+        reply.succeed(.init(turnId: id, stage: stage))
     }
 
     /// A delivery attempt failed before the backend took the turn.
@@ -454,7 +455,7 @@ public final class SessionController: @unchecked Sendable {
         let id = failed.turn.id
         if error.isSessionGone {
             delivery = nil
-            publish("turn.pending", ["turn_id": .string(id), "message": .string("\(error)"), "reason": "session_gone"])
+            publish(Event.TurnPending(turnId: id, reason: .sessionGone, message: "\(error)"))
             return fail("session_gone", error: "\(error)")
         }
         if let status = error.status, status >= 400 && status < 500 && status != 408 && status != 429 {
@@ -462,7 +463,7 @@ public final class SessionController: @unchecked Sendable {
             try? spool?.remove(id)
             delivery = nil
             countTurn("rejected")
-            publish("turn.rejected", ["turn_id": .string(id), "message": .string("\(error)")])
+            publish(Event.TurnRejected(turnId: id, message: "\(error)"))
             publishState()
             return move(to: .ready)
         }
@@ -472,12 +473,12 @@ public final class SessionController: @unchecked Sendable {
             delivery = nil
             countTurn("pending")
             logger.warning("turn \(id) not delivered after \(failed.attempt) attempts (\(error)); kept in the spool")
-            publish("turn.pending", ["turn_id": .string(id), "attempts": .int(failed.attempt), "message": .string("\(error)"), "reason": "undelivered"])
+            publish(Event.TurnPending(turnId: id, reason: .undelivered, message: "\(error)", attempts: failed.attempt))
             publishState()
             return move(to: .ready)
         }
         logger.warning("turn \(id) not delivered (\(error)); attempt \(failed.attempt + 1) in \(delay) s")
-        publish("turn.retrying", ["turn_id": .string(id), "attempt": .int(failed.attempt + 1), "delay_s": .double(delay), "message": .string("\(error)")])
+        publish(Event.TurnRetrying(turnId: id, attempt: failed.attempt + 1, delayS: delay, message: "\(error)"))
         let epoch = epoch
         queue.asyncAfter(deadline: .now() + delay) { [self] in
             guard epoch == self.epoch, let retry = delivery, retry.turn.id == id, stage == .uploading else { return }
@@ -634,7 +635,7 @@ public final class SessionController: @unchecked Sendable {
             if let recordedAt = delivery?.recordedAt {
                 observe("practiced_turn_end_to_upload_seconds", "From the end of the turn to the start of its upload.", since: recordedAt)
             }
-            publish("turn.uploading", ["turn_id": .string(id), "bytes": .int(wav.count), "attempt": .int(delivery?.attempt ?? 1)])
+            publish(Event.TurnUploading(turnId: id, bytes: wav.count, attempt: delivery?.attempt ?? 1))
             stream = backend.sendTurn(sessionID: session.id, wav: wav, idempotencyKey: id, onEvent: handler)
         case .text(let text):
             stream = backend.sendText(sessionID: session.id, text: text, onEvent: handler)
@@ -649,12 +650,12 @@ public final class SessionController: @unchecked Sendable {
     private func streamNote(_ note: StreamNote, for current: Reply) {
         if current === draining { return drainNote(note, for: current) }
         guard current === reply else { return }  // a reply that was hung up or closed
-        let turnID = JSONValue.optional(current.turnID)
+        let turnID = current.turnID
         switch note {
         case .retrying(let attempt, let delay, let reason):
-            publish("reply.retrying", ["turn_id": turnID, "attempt": .int(attempt + 1), "delay_s": .double(Self.rounded(delay)), "message": .string(reason)])
+            publish(Event.ReplyRetrying(turnId: turnID, attempt: attempt + 1, delayS: Self.rounded(delay), message: reason))
         case .uploadProgress(let sent, let total):
-            publish("turn.upload", ["turn_id": turnID, "sent": .int(Int(sent)), "total": .int(Int(total))])
+            publish(Event.TurnUpload(turnId: turnID, sent: Int(sent), total: Int(total)))
         case .accepted:
             current.accepted = true
             if let id = current.turnID {
@@ -669,7 +670,7 @@ public final class SessionController: @unchecked Sendable {
                 current.void = true
                 unanswered(current, .emptyTranscript)
             } else {
-                publish("transcript", ["text": .string(text), "turn_id": turnID])
+                publish(Event.Transcript(text: text, turnId: turnID))
             }
         case .firstAudio(let at):
             current.firstAudioAt = at
@@ -678,10 +679,10 @@ public final class SessionController: @unchecked Sendable {
             current.responseText = text
             releaseText(current)
         case .timing(let step, let seconds):
-            publish("reply.timing", ["step": .string(step), "seconds": .double(seconds), "turn_id": turnID])
+            publish(Event.ReplyTiming(step: step, seconds: seconds, turnId: turnID))
         case .malformed(let type, let reason):
             logger.warning("reply: malformed \(type) event: \(reason)")
-            publish("reply.malformed", ["type": .string(type), "reason": .string(reason)])
+            publish(Event.ReplyMalformed(type: type, reason: reason))
         case .finished(let result):
             switch result {
             case .success(let summary): current.summary = summary
@@ -704,11 +705,11 @@ public final class SessionController: @unchecked Sendable {
             case .greeting:
                 // 504: the backend's upstream never connected; the session is gone.
                 if error.isSessionGone || error.status == 504 { return fail("session_gone", error: "\(error)") }
-                publish("greeting.failed", ["message": .string("\(error)")])
+                publish(Event.GreetingFailed(message: "\(error)"))
                 return move(to: .ready)
             case .text:
                 if error.isSessionGone { return fail("session_gone", error: "\(error)") }
-                publish("turn.failed", ["message": .string("\(error)"), "retryable": .bool(error.status.map { $0 >= 500 } ?? true)])
+                publish(Event.TurnFailed(message: "\(error)", retryable: error.status.map { $0 >= 500 } ?? true))
                 return move(to: .ready)
             }
         }
@@ -737,15 +738,15 @@ public final class SessionController: @unchecked Sendable {
         current.unansweredPublished = true
         current.outcome = outcome
         if isGreeting(current) {
-            publish("greeting.unanswered", ["outcome": .string(outcome.rawValue), "hint": .string(outcome.hint)])
+            publish(Event.GreetingUnanswered(outcome: outcome, hint: outcome.hint))
             return
         }
         var hint = outcome.hint
         if interrupted {
             hint += " (the backend was still busy with a reply that was hung up)"
         }
-        publish("turn.unanswered", ["turn_id": .optional(current.turnID), "outcome": .string(outcome.rawValue), "hint": .string(hint),
-                                    "after_interruption": .bool(interrupted), "transcript": .optional(current.transcript)])
+        publish(Event.TurnUnanswered(turnId: current.turnID, outcome: outcome, hint: hint, afterInterruption: interrupted,
+                                     transcript: current.transcript))
     }
 
     /// The stream broke after the backend took the turn: the sound stops, the reply is
@@ -756,8 +757,7 @@ public final class SessionController: @unchecked Sendable {
         interrupted = false
         if !isGreeting(current) { countTurn("incomplete") }
         metrics.increment("practiced_replies_incomplete_total", help: "Replies whose stream broke off.")
-        publish("reply.incomplete", ["message": .string("\(error)"), "turn_id": .optional(current.turnID),
-                                     "response_text": .optional(current.responseText)])
+        publish(Event.ReplyIncomplete(message: "\(error)", turnId: current.turnID, responseText: current.responseText))
         move(to: .ready)
     }
 
@@ -767,36 +767,30 @@ public final class SessionController: @unchecked Sendable {
         guard !current.textReleased, !current.void, let text = current.responseText else { return }
         guard current.soundStarted || current.streamEnded && current.playback != nil else { return }
         current.textReleased = true
-        publish("reply.text", ["text": .string(text), "turn_id": .optional(current.turnID), "greeting": .bool(isGreeting(current))])
+        publish(Event.ReplyText(text: text, turnId: current.turnID, greeting: isGreeting(current)))
     }
 
     private func finishIfDone(_ current: Reply) {
         guard current === reply, current.streamEnded, let playback = current.playback else { return }
         reply = nil
         let summary = current.summary
-        var data: [(String, JSONValue)] = [
-            ("turn_id", .optional(current.turnID)), ("greeting", .bool(isGreeting(current))),
-            ("played_s", .double(Self.rounded(playback.playedSeconds))), ("interrupted", .bool(playback.interrupted)),
-            ("underruns", .int(playback.underruns)), ("complete", .bool(summary?.sawDone ?? false)),
-            ("audio_bytes", .int(summary?.audioBytes ?? 0)),
-            ("outcome", .string((current.outcome ?? .answered).rawValue)),
-            ("saved", .bool(summary.map(ReplyOutcome.isSaved) ?? false)),
-        ]
+        var finished = Event.ReplyFinished(
+            turnId: current.turnID, greeting: isGreeting(current), interrupted: playback.interrupted, complete: summary?.sawDone ?? false,
+            outcome: (current.outcome ?? .answered).rawValue, playedS: Self.rounded(playback.playedSeconds), underruns: playback.underruns,
+            audioBytes: summary?.audioBytes ?? 0, saved: summary.map(ReplyOutcome.isSaved) ?? false)
         if let first = current.firstAudioAt, let sound = current.soundAt {
-            data.append(("first_audio_to_sound_ms", .double(Self.rounded(Double(sound - first) / 1e6))))
+            finished.firstAudioToSoundMs = Self.rounded(Double(sound - first) / 1e6)
         }
         if let recorded = current.recordedAt {
-            data.append(("end_to_upload_ms", .double(Self.rounded(Double(current.requestedAt &- recorded) / 1e6))))
-            if let sound = current.soundAt { data.append(("round_trip_ms", .double(Self.rounded(Double(sound &- recorded) / 1e6)))) }
+            finished.endToUploadMs = Self.rounded(Double(current.requestedAt &- recorded) / 1e6)
+            if let sound = current.soundAt { finished.roundTripMs = Self.rounded(Double(sound &- recorded) / 1e6) }
         }
         if let streamEnd = current.streamEndedAt, let playbackEnd = current.playbackEndedAt {
             // Negative when the sound ran out before the stream's last event (a `done` late).
-            data.append(("stream_end_to_finished_ms", .double(Self.rounded((Double(playbackEnd) - Double(streamEnd)) / 1e6))))
+            finished.streamEndToFinishedMs = Self.rounded((Double(playbackEnd) - Double(streamEnd)) / 1e6)
         }
-        if let timings = summary?.timings, !timings.isEmpty {
-            data.append(("server_timings", .object(timings.sorted { $0.key < $1.key }.map { ($0.key, .double($0.value)) })))
-        }
-        publish("reply.finished", .object(data))
+        if let timings = summary?.timings, !timings.isEmpty { finished.serverTimings = timings }
+        publish(finished)
         if !current.void, current.transcript != nil || isGreeting(current) {
             metrics.observe("practiced_reply_seconds", help: "From the request to the end of the reply's playback.",
                             seconds: Double(DispatchTime.now().uptimeNanoseconds - current.requestedAt) / 1e9)
@@ -815,8 +809,7 @@ public final class SessionController: @unchecked Sendable {
         current.feed.stop()
         reply = nil
         if current.accepted || isGreeting(current) {
-            publish("reply.finished", ["turn_id": .optional(current.turnID), "greeting": .bool(isGreeting(current)), "interrupted": true,
-                                       "complete": false, "outcome": "interrupted"])
+            publish(Event.ReplyFinished.interrupted(turnId: current.turnID, greeting: isGreeting(current)))
         }
         if !isGreeting(current) { countTurn("interrupted") }
         guard !current.streamEnded else { return }
@@ -854,7 +847,7 @@ public final class SessionController: @unchecked Sendable {
     /// The backend has the turn: it leaves the spool and is never sent again.
     private func turnAccepted(_ id: String) {
         do { try spool?.remove(id) } catch { logger.error("turn \(id) answered but not removed from the spool: \(error)") }
-        publish("turn.accepted", ["turn_id": .string(id), "attempt": .int(delivery?.turn.id == id ? delivery?.attempt ?? 1 : 1)])
+        publish(Event.TurnAccepted(turnId: id, attempt: delivery?.turn.id == id ? delivery?.attempt ?? 1 : 1))
         if delivery?.turn.id == id { delivery = nil }
         session?.turns += 1
         publishState()
@@ -885,10 +878,10 @@ public final class SessionController: @unchecked Sendable {
         if timedOut { hangUp(current) }
         if let id = current.turnID, !current.accepted {
             // The upload never got through: the turn stays in the spool, reported pending.
-            publish("turn.pending", ["turn_id": .string(id), "reason": "interrupted", "message": "the learner spoke again before it was sent"])
+            publish(Event.TurnPending(turnId: id, reason: .interrupted, message: "the learner spoke again before it was sent"))
         }
-        publish("reply.drained", ["turn_id": .optional(current.turnID), "greeting": .bool(isGreeting(current)), "timed_out": .bool(timedOut),
-                                  "complete": .bool(current.summary?.sawDone ?? false), "drained_ms": .double(Self.rounded(waited))])
+        publish(Event.ReplyDrained(turnId: current.turnID, greeting: isGreeting(current), timedOut: timedOut,
+                                   complete: current.summary?.sawDone ?? false, drainedMs: Self.rounded(waited)))
         drainToken += 1
         if let next = waitingStart {
             waitingStart = nil
@@ -902,8 +895,8 @@ public final class SessionController: @unchecked Sendable {
         waitingStart = kind
         drainToken += 1
         let token = drainToken
-        let turnID: JSONValue = { if case .turn(let id) = kind { return .string(id) } else { return .null } }()
-        publish("reply.waiting", ["turn_id": turnID, "reason": "previous_reply_draining", "timeout_s": .double(settings.drainTimeout)])
+        let turnID: String? = { if case .turn(let id) = kind { return id } else { return nil } }()
+        publish(Event.ReplyWaiting(turnId: turnID, reason: "previous_reply_draining", timeoutS: settings.drainTimeout))
         queue.asyncAfter(deadline: .now() + settings.drainTimeout) { [self] in
             guard token == drainToken, current === draining else { return }
             logger.warning("a stopped reply's stream did not end within \(settings.drainTimeout) s; hung up")
@@ -937,7 +930,7 @@ public final class SessionController: @unchecked Sendable {
                 if let recordedAt = current.recordedAt {
                     observe("practiced_turn_round_trip_seconds", "From the end of the turn to the reply's first sample on the device.", since: recordedAt, now: now)
                 }
-                publish("reply.audio_started", ["turn_id": .optional(current.turnID)])
+                publish(Event.ReplyAudioStarted(turnId: current.turnID))
                 releaseText(current)
             case .finished(let report):
                 guard current.feed.owns(report.reply) else { return }
@@ -957,16 +950,19 @@ public final class SessionController: @unchecked Sendable {
 
     // MARK: - Ending and review
 
-    private func endTalk(_ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
-        guard let session else { return reply(.failure(ControlError(.invalidState, "no session"))) }
+    private static let closedMeanwhile = ControlError(.invalidState, "the session was closed meanwhile")
+    private static let noSession = ControlError(.invalidState, "no session")
+
+    private func endTalk(_ reply: CommandReply<Command.SessionEnd>) {
+        guard let session else { return reply.fail(Self.noSession) }
         move(to: .ending)
         let epoch = epoch
         call({ backend async throws(BackendError) in try await backend.endTalk(sessionID: session.id) }) { [self] result in
-                guard epoch == self.epoch else { return reply(.failure(ControlError(.invalidState, "the session was closed meanwhile"))) }
+                guard epoch == self.epoch else { return reply.fail(Self.closedMeanwhile) }
                 switch result {
                 case .success(let ended):
-                    publish("session.ended", ["session_id": .string(session.id), "status": .string("\(ended.status)"), "mode": .string(session.mode.rawValue)])
-                    reply(.success(["status": .string("\(ended.status)"), "mode": .string(session.mode.rawValue)]))
+                    publish(Event.SessionEnded(sessionId: session.id, status: "\(ended.status)", mode: session.mode))
+                    reply.succeed(.init(status: "\(ended.status)", mode: session.mode))
                     if session.mode == .review || ended.status == .ended {
                         close(reason: "review mode ended")
                     } else {
@@ -977,10 +973,10 @@ public final class SessionController: @unchecked Sendable {
                     if error.isSessionGone {
                         fail("session_gone", error: "\(error)")
                     } else {
-                        publish("session.end_failed", ["message": .string("\(error)")])
+                        publish(Event.SessionEndFailed(message: "\(error)"))
                         move(to: .ready)
                     }
-                    reply(.failure(Self.controlError(error)))
+                    reply.fail(Self.controlError(error))
                 }
         }
     }
@@ -1012,11 +1008,11 @@ public final class SessionController: @unchecked Sendable {
             poll.errors = 0
             review = fetched
             let marks = fetched.segments.reduce(0) { $0 + $1.aiMarks.count }
-            publish("review.progress", ["status": .string("\(fetched.status)"), "polls": .int(poll.polls), "segments": .int(fetched.segments.count),
-                                        "marks": .int(marks), "summary": .bool(fetched.summary != nil), "finishing": .bool(finishing)])
+            publish(Event.ReviewProgress(polls: poll.polls, finishing: finishing, status: "\(fetched.status)", segments: fetched.segments.count,
+                                         marks: marks, summary: fetched.summary != nil))
             if !finishing, fetched.hasMarks || fetched.status != .reviewing {
                 poll.token += 1
-                publish("review.ready", reviewJSON(fetched))
+                publish(Event.ReviewReady(review: fetched))
                 return move(to: .reviewed)
             }
             if fetched.status == .completed {
@@ -1026,74 +1022,64 @@ public final class SessionController: @unchecked Sendable {
         case .failure(let error):
             if error.isSessionGone { return fail("session_gone", error: "\(error)") }
             poll.errors += 1
-            publish("review.progress", ["error": .string("\(error)"), "errors_in_a_row": .int(poll.errors), "polls": .int(poll.polls), "finishing": .bool(finishing)])
+            publish(Event.ReviewProgress(polls: poll.polls, finishing: finishing, error: "\(error)", errorsInARow: poll.errors))
             if poll.errors >= settings.pollErrorLimit {
                 poll.token += 1
                 logger.warning("review polling gave up after \(poll.errors) errors in a row: \(error)")
                 let message = "gave up after \(poll.errors) errors in a row: \(error)"
-                publish(finishing ? "review.finish_failed" : "review.failed", ["message": .string(message), "actions": Self.reviewActions])
+                if finishing { publish(Event.ReviewFinishFailed(message: message)) } else { publish(Event.ReviewFailed(message: message)) }
                 return move(to: .reviewed)
             }
         }
         if finishing, Double(DispatchTime.now().uptimeNanoseconds - poll.started) / 1e9 > settings.finishTimeout {
             poll.token += 1
-            publish("review.finish_failed", ["message": .string("no summary after \(Int(settings.finishTimeout)) s"), "actions": Self.reviewActions])
+            publish(Event.ReviewFinishFailed(message: "no summary after \(Int(settings.finishTimeout)) s"))
             return move(to: .reviewed)
         }
         schedulePoll(after: settings.pollInterval, finishing: finishing)
     }
 
-    private func reviewJSON(_ review: Review) -> JSONValue {
-        var json = JSONValue(encoding: review)
-        if case .object(var members) = json, review.summary == nil {
-            members.append(("summary", .null))
-            json = .object(members)
-        }
-        return json
-    }
-
-    private func fetchReview(_ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
-        guard let session else { return reply(.failure(ControlError(.invalidState, "no session"))) }
+    private func fetchReview(_ reply: CommandReply<Command.ReviewGet>) {
+        guard let session else { return reply.fail(Self.noSession) }
         call({ backend async throws(BackendError) in try await backend.review(sessionID: session.id) }) { [self] result in
                 switch result {
                 case .success(let fetched):
                     if session.id == self.session?.id { review = fetched }
-                    reply(.success(["review": reviewJSON(fetched), "stale": false]))
+                    reply.succeed(.init(review: fetched, stale: false, error: nil))
                 case .failure(let error):
                     if let review, session.id == self.session?.id {
-                        reply(.success(["review": reviewJSON(review), "stale": true, "error": .string("\(error)")]))
+                        reply.succeed(.init(review: review, stale: true, error: "\(error)"))
                     } else {
-                        reply(.failure(Self.controlError(error)))
+                        reply.fail(Self.controlError(error))
                     }
                 }
         }
     }
 
-    private func askCorrection(segment: Int, message: String, _ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
-        guard let session else { return reply(.failure(ControlError(.invalidState, "no session"))) }
+    private func askCorrection(segment: Int, message: String, _ reply: CommandReply<Command.CorrectionAsk>) {
+        guard let session else { return reply.fail(Self.noSession) }
         let request = CorrectionRequest(segmentId: segment, userMessage: message)
         call({ backend async throws(BackendError) in try await backend.requestCorrection(sessionID: session.id, request) }) { [self] result in
                 switch result {
                 case .success(let correction):
-                    let json = JSONValue(encoding: correction)
-                    publish("correction.added", json)
-                    reply(.success(json))
+                    publish(Event.CorrectionAdded(correction: correction))
+                    reply.succeed(correction)
                 case .failure(let error):
-                    publish("correction.failed", ["segment_id": .int(segment), "message": .string("\(error)")])
-                    reply(.failure(Self.controlError(error)))
+                    publish(Event.CorrectionFailed(segmentId: segment, message: "\(error)"))
+                    reply.fail(Self.controlError(error))
                 }
         }
     }
 
-    private func finishReview(_ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
-        guard let session else { return reply(.failure(ControlError(.invalidState, "no session"))) }
+    private func finishReview(_ reply: CommandReply<Command.ReviewFinish>) {
+        guard let session else { return reply.fail(Self.noSession) }
         move(to: .finishing)
         let epoch = epoch
         call({ backend async throws(BackendError) in try await backend.endSession(sessionID: session.id) }) { [self] result in
-                guard epoch == self.epoch else { return reply(.failure(ControlError(.invalidState, "the session was closed meanwhile"))) }
+                guard epoch == self.epoch else { return reply.fail(Self.closedMeanwhile) }
                 switch result {
                 case .success(let ended):
-                    reply(.success(["status": .string("\(ended.status)")]))
+                    reply.succeed(.init(status: "\(ended.status)", note: nil))
                     startPolling(finishing: ended.status != .completed)
                     if ended.status == .completed { schedulePoll(after: 0, finishing: true) }
                 case .failure(let error) where error.status == 400:
@@ -1102,73 +1088,77 @@ public final class SessionController: @unchecked Sendable {
                     confirmCompletion(after: error, reply)
                 case .failure(let error):
                     if error.isSessionGone { fail("session_gone", error: "\(error)") } else {
-                        publish("review.finish_failed", ["message": .string("\(error)"), "actions": Self.reviewActions])
+                        publish(Event.ReviewFinishFailed(message: "\(error)"))
                         move(to: .reviewed)
                     }
-                    reply(.failure(Self.controlError(error)))
+                    reply.fail(Self.controlError(error))
                 }
         }
     }
-
-    /// What a UI can offer after a failure in the review flow: nothing strands the learner.
-    static let reviewActions: JSONValue = ["review.get", "review.finish", "session.close"]
 
     /// The session is completed on the server: its review and summary go out, the stage
     /// follows. `note` explains a summary that could not be read.
     private func completed(_ review: Review?, note: String?) {
         poll.token += 1
         if let review { self.review = review }
-        let summary = review?.summary.map { JSONValue(encoding: $0) } ?? .null
         let text = note ?? (review?.summary == nil ? "no summary" : "summary ready")
-        publish("session.completed", ["session_id": .optional(session?.id), "summary": summary, "note": .string(text),
-                                      "review": review.map(reviewJSON) ?? .null])
+        publish(Event.SessionCompleted(sessionId: session?.id, summary: review?.summary, note: text, review: review))
         move(to: .completed)
     }
 
     /// `POST /end` was refused (400): if the session is completed on the server, it is
     /// completed here too; otherwise the finish failed and can be tried again.
-    private func confirmCompletion(after refusal: BackendError, _ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
-        guard let session else { return reply(.failure(ControlError(.invalidState, "no session"))) }
+    private func confirmCompletion(after refusal: BackendError, _ reply: CommandReply<Command.ReviewFinish>) {
+        guard let session else { return reply.fail(Self.noSession) }
         let epoch = epoch
         call({ backend async throws(BackendError) in try await backend.review(sessionID: session.id) }) { [self] result in
-            guard epoch == self.epoch else { return reply(.failure(ControlError(.invalidState, "the session was closed meanwhile"))) }
+            guard epoch == self.epoch else { return reply.fail(Self.closedMeanwhile) }
             switch result {
             case .success(let fetched) where fetched.status == .completed:
                 logger.notice("session \(session.id) is already completed on the server (\(refusal))")
-                reply(.success(["status": "completed", "note": "already completed"]))
+                reply.succeed(.init(status: "completed", note: "already completed"))
                 completed(fetched, note: nil)
             case .failure(let error) where "\(refusal)".contains("already completed"):
                 // The server said so; a review that cannot be read must not keep the learner here.
                 logger.warning("session \(session.id) completed, but its review cannot be read: \(error)")
-                reply(.success(["status": "completed", "note": "already completed"]))
+                reply.succeed(.init(status: "completed", note: "already completed"))
                 completed(nil, note: "summary unavailable: \(error)")
             default:
-                publish("review.finish_failed", ["message": .string("\(refusal)"), "actions": Self.reviewActions])
+                publish(Event.ReviewFinishFailed(message: "\(refusal)"))
                 move(to: .reviewed)
-                reply(.failure(Self.controlError(refusal)))
+                reply.fail(Self.controlError(refusal))
             }
         }
     }
 
     // MARK: - Topics and profile
 
+    /// A cached answer: fresh, or the last one kept (stale, with its age and the error).
+    struct Cached<T: Sendable>: Sendable {
+        var value: T
+        var stale: Bool
+        var age: Double?
+        var error: String?
+    }
+
     /// Asks the backend; keeps the answer per user; offline, answers the last one kept,
     /// marked stale with its age. `offline: false` for calls that change something.
-    private func cached(_ name: String, offline: Bool = true, fetch: @escaping @Sendable (BackendClient) async throws(BackendError) -> JSONValue,
-                        _ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
+    private func cached<T: Codable & Sendable>(_ name: String, offline: Bool = true, fetch: @escaping @Sendable (BackendClient) async throws(BackendError) -> T,
+                                               _ done: @escaping @Sendable (Result<Cached<T>, ControlError>) -> Void) {
         let user = settings.userID
         let cache = cache
         call(fetch) { result in
             switch result {
             case .success(let value):
-                cache.store(value, name: name, user: user)
-                reply(.success(.object([(name, value), ("stale", false)])))
+                cache.store(ProtocolEncoder.encode(value), name: name, user: user)
+                done(.success(Cached(value: value, stale: false)))
             case .failure(let error):
                 let unreachable = Self.controlError(error).code == .backendUnavailable
-                if offline, unreachable, let entry = cache.load(name: name, user: user) {
-                    reply(.success(.object([(name, entry.value), ("stale", true), ("age_s", .double(entry.age.rounded())), ("error", .string("\(error)"))])))
+                if offline, unreachable, let entry = cache.load(name: name, user: user),
+                   let value = try? ProtocolDecoder.decode(T.self, from: entry.value) {
+                    done(.success(Cached(value: value, stale: true, age: entry.age.rounded(), error: "\(error)")))
                 } else {
-                    reply(.failure(Self.controlError(error)))
+                    done(.failure(Self.controlError(error)))
                 }
             }
         }
@@ -1204,14 +1194,7 @@ public final class SessionController: @unchecked Sendable {
 
     // MARK: - Helpers
 
-    private func turnJSON(_ turn: SpooledTurn) -> JSONValue {
-        var json = JSONValue(encoding: turn)
-        if case .object(var members) = json {
-            members.append(("state", .string(delivery?.turn.id == turn.id ? "sending" : "pending")))
-            json = .object(members)
-        }
-        return json
-    }
+    private func spoolEntry(_ turn: SpooledTurn) -> SpoolEntry { SpoolEntry(turn, sending: delivery?.turn.id == turn.id) }
 
     static func rounded(_ value: Double) -> Double { (value * 1000).rounded() / 1000 }
 

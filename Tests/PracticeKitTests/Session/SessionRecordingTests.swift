@@ -47,7 +47,9 @@ final class SessionRecordingTests: XCTestCase {
         let configuration = SimulatorHarness.configuration(sim.baseURL)
         let session = SessionController(settings: SessionSettings(userID: "chaos"), backend: { BackendClient(configuration: configuration) }, audio: BenchAudio(recorder: recorder),
                                         spoolDirectory: directory.appendingPathComponent("spool").path, stateDirectory: directory.path,
-                                        metrics: Metrics(), logger: .disabled, publish: { name, data in events.update { $0.append((name, data)) } })
+                                        metrics: Metrics(), logger: .disabled, publish: { event in
+            events.update { $0.append((type(of: event).name, ProtocolEncoder.encode(event))) }
+        })
         func run(_ command: String, _ args: JSONValue = [:]) throws -> JSONValue {
             let result = Awaitable<Result<JSONValue, ControlError>?>(nil)
             session.handle(ControlRequest(id: 1, command: command, args: args)) { answer in result.update { $0 = answer } }

@@ -67,6 +67,10 @@ final class ChaosClient: @unchecked Sendable {
             } else {
                 batch.append(ChaosRequest.random(&random, id: takeID(), client: index, stage: ledger.currentStage, turnIDs: turnIDs, paths: paths))
             }
+            for request in batch {
+                // Well-formed requests' results are checked against their command's schema.
+                if request.wellFormed, case .reply(let id) = request.expectation { client.noteSent(id: id, command: request.command) }
+            }
             do {
                 try client.send(batch.flatMap(\.bytes))
             } catch {

@@ -1,0 +1,93 @@
+import Foundation
+
+// Answered by the daemon: health, devices, sounds, configuration, metrics.
+
+extension Command {
+    public enum Ping: ControlCommand {
+        public static let name = "ping"
+        public static let summary = "Answers at once: the daemon is alive and serving."
+        public typealias Arguments = NoArguments
+        public struct Result: Codable, Sendable {
+            public var pong: Bool
+            public var uptimeS: Double
+        }
+    }
+
+    public enum Status: ControlCommand {
+        public static let name = "status"
+        public static let summary = "The daemon, its backend (checked when the last check is over 10 s old), devices, session and clients."
+        public typealias Arguments = NoArguments
+        public typealias Result = DaemonStatus
+    }
+
+    public enum Devices: ControlCommand {
+        public static let name = "devices"
+        public static let summary = "The capture and playback devices ALSA and PulseAudio offer."
+        public typealias Arguments = NoArguments
+        public struct Result: Codable, Sendable {
+            public var capture: [Device]
+            public var playback: [Device]
+            /// Sound systems that could not be asked.
+            public var errors: [String]
+        }
+        public struct Device: Codable, Sendable {
+            /// A device URI for `audio.capture` or `audio.playback`.
+            public var name: String
+            public var description: String
+        }
+    }
+
+    public enum Play: ControlCommand {
+        public static let name = "play"
+        public static let summary = "Plays a WAV file the client may read (see docs/protocol.md for what is refused); not while a reply plays."
+        public struct Arguments: Codable, Sendable {
+            /// An absolute path.
+            public var path: String
+        }
+        public struct Result: Codable, Sendable {
+            public var path: String
+            public var durationS: Double
+        }
+    }
+
+    public enum PlaybackStop: ControlCommand {
+        public static let name = "playback.stop"
+        public static let summary = "Stops what plays: a reply (barge-in, its stream drained) or a clip."
+        public typealias Arguments = NoArguments
+        public struct Result: Codable, Sendable {
+            public var stopped: Bool
+        }
+    }
+
+    public enum LevelWatch: ControlCommand {
+        public static let name = "level.watch"
+        public static let summary = "Subscribes to `level` and `speech` (and keeps the microphone open while watched)."
+        public struct Arguments: Codable, Sendable {
+            public var enabled: Bool?
+        }
+        public struct Result: Codable, Sendable {
+            public var watching: Bool
+            public var intervalMs: Int
+            /// The capture device's state.
+            public var capture: String
+        }
+    }
+
+    public enum ConfigGet: ControlCommand {
+        public static let name = "config.get"
+        public static let summary = "The configuration in force: every key with its value, as text."
+        public typealias Arguments = NoArguments
+        public typealias Result = ConfigurationListing
+    }
+
+    public enum Metrics: ControlCommand {
+        public static let name = "metrics"
+        public static let summary = "The Prometheus text exposition of the daemon's metrics."
+        public typealias Arguments = NoArguments
+        public struct Result: Codable, Sendable {
+            /// `prometheus-text-0.0.4`.
+            public var format: String
+            public var text: String
+        }
+    }
+}

@@ -1,0 +1,181 @@
+import Foundation
+
+// Answered by the session: the conversation, its turns, the review, the spool, the learner's data.
+
+extension Command {
+    public enum SessionStart: ControlCommand {
+        public static let name = "session.start"
+        public static let summary = "Starts a session (closing one in progress); answers when the backend created it, and the greeting follows."
+        public struct Arguments: Codable, Sendable {
+            /// `conversation` (the default) or `review`.
+            public var mode: SessionMode?
+            /// Required in conversation mode; ignored in review mode.
+            public var topicId: String?
+        }
+        public typealias Result = SessionState
+    }
+
+    public enum SessionEnd: ControlCommand {
+        public static let name = "session.end"
+        public static let summary = "Ends the talk; in conversation mode the review is generated and polled next."
+        public typealias Arguments = NoArguments
+        public struct Result: Codable, Sendable {
+            public var status: String
+            public var mode: SessionMode
+        }
+    }
+
+    public enum SessionClose: ControlCommand {
+        public static let name = "session.close"
+        public static let summary = "Leaves the session at once, whatever its stage; what is in flight is dropped (spooled turns stay)."
+        public typealias Arguments = NoArguments
+        public typealias Result = SessionState
+    }
+
+    public enum SessionGet: ControlCommand {
+        public static let name = "session.get"
+        public static let summary = "The session's state."
+        public typealias Arguments = NoArguments
+        public typealias Result = SessionState
+    }
+
+    /// The stage a turn command left the session in.
+    public struct StageResult: Codable, Sendable {
+        public var stage: SessionStage
+    }
+
+    public enum TurnStart: ControlCommand {
+        public static let name = "turn.start"
+        public static let summary = "Push-to-talk: starts recording a turn (stopping a reply that plays)."
+        public typealias Arguments = NoArguments
+        public typealias Result = StageResult
+    }
+
+    public enum Listen: ControlCommand {
+        public static let name = "listen"
+        public static let summary = "Hands-free: the recorder waits for speech and ends the turn on silence."
+        public typealias Arguments = NoArguments
+        public typealias Result = StageResult
+    }
+
+    public enum TurnStop: ControlCommand {
+        public static let name = "turn.stop"
+        public static let summary = "Ends the turn being recorded; it is spooled and sent."
+        public typealias Arguments = NoArguments
+        public typealias Result = StageResult
+    }
+
+    public enum TurnCancel: ControlCommand {
+        public static let name = "turn.cancel"
+        public static let summary = "Drops the turn being recorded."
+        public typealias Arguments = NoArguments
+        public typealias Result = StageResult
+    }
+
+    public enum Say: ControlCommand {
+        public static let name = "say"
+        public static let summary = "A typed turn (1 to 4,000 bytes of text) instead of a spoken one."
+        public struct Arguments: Codable, Sendable {
+            public var text: String
+        }
+        public typealias Result = StageResult
+    }
+
+    public enum ReviewGet: ControlCommand {
+        public static let name = "review.get"
+        public static let summary = "The session's review from the backend; offline, the last one read (`stale`)."
+        public typealias Arguments = NoArguments
+        public struct Result: Codable, Sendable {
+            public var review: Review
+            public var stale: Bool
+            public var error: String?
+        }
+    }
+
+    public enum CorrectionAsk: ControlCommand {
+        public static let name = "correction.ask"
+        public static let summary = "Asks the tutor about one segment of the review; answers with the correction."
+        public struct Arguments: Codable, Sendable {
+            public var segmentId: Int
+            public var message: String
+        }
+        public typealias Result = Correction
+    }
+
+    public enum ReviewFinish: ControlCommand {
+        public static let name = "review.finish"
+        public static let summary = "Finishes the review: the summary is generated and polled (`session.completed`)."
+        public typealias Arguments = NoArguments
+        public struct Result: Codable, Sendable {
+            public var status: String
+            /// `already completed` when the server had completed the session before.
+            public var note: String?
+        }
+    }
+
+    public enum SpoolList: ControlCommand {
+        public static let name = "spool.list"
+        public static let summary = "The turns in the spool."
+        public typealias Arguments = NoArguments
+        public struct Result: Codable, Sendable {
+            public var turns: [SpoolEntry]
+            public var dir: String
+        }
+    }
+
+    /// The argument of the spool commands.
+    public struct SpoolTurn: Codable, Sendable {
+        public var turnId: String
+    }
+
+    public enum SpoolRetry: ControlCommand {
+        public static let name = "spool.retry"
+        public static let summary = "Sends a spooled turn again (resuming its session when none is open)."
+        public typealias Arguments = SpoolTurn
+        public struct Result: Codable, Sendable {
+            public var turnId: String
+            public var stage: SessionStage
+        }
+    }
+
+    public enum SpoolDiscard: ControlCommand {
+        public static let name = "spool.discard"
+        public static let summary = "Deletes a spooled turn (not the one being sent)."
+        public typealias Arguments = SpoolTurn
+        public struct Result: Codable, Sendable {
+            public var discarded: String
+        }
+    }
+
+    public enum Topics: ControlCommand {
+        public static let name = "topics"
+        public static let summary = "The conversation topics; offline, the last list read (`stale`, `age_s`)."
+        public typealias Arguments = NoArguments
+        public struct Result: Codable, Sendable {
+            public var topics: [Topic]
+            public var stale: Bool
+            public var ageS: Double?
+            public var error: String?
+        }
+    }
+
+    public enum Profile: ControlCommand {
+        public static let name = "profile"
+        public static let summary = "The learner's profile (`get`, offline: the last one read), a new evaluation, or a new learning goal."
+        public enum Action: String, Codable, Sendable, CaseIterable, WireEnumerable {
+            case get, evaluate
+            case learningGoal = "learning_goal"
+        }
+        public struct Arguments: Codable, Sendable {
+            /// `get` (the default), `evaluate` or `learning_goal`.
+            public var action: Action?
+            public var learningGoal: String?
+        }
+        public struct Result: Codable, Sendable {
+            public var profile: UserProfile
+            public var stale: Bool
+            public var ageS: Double?
+            public var error: String?
+        }
+    }
+}

@@ -1,0 +1,44 @@
+import Foundation
+
+/// A command of the `practiced/1` protocol: its wire name, its arguments (read from the
+/// request's `args` by ``ProtocolDecoder``) and its result (the reply's `result`, written
+/// by ``ProtocolEncoder``). Every command the daemon answers is one of
+/// ``ProtocolCatalog/commands``.
+public protocol ControlCommand {
+    associatedtype Arguments: Codable & Sendable
+    associatedtype Result: Codable & Sendable
+    static var name: String { get }
+    /// One sentence for the protocol reference.
+    static var summary: String { get }
+}
+
+/// Arguments of a command that takes none (members a client sends anyway are ignored).
+public struct NoArguments: Codable, Sendable {
+    public init() {}
+}
+
+extension ControlRequest {
+    /// The request's arguments as `C` declares them, or the `bad_arguments` error naming
+    /// the one that is wrong.
+    public func arguments<C: ControlCommand>(_ command: C.Type) throws(ControlError) -> C.Arguments {
+        try ProtocolDecoder.decode(C.Arguments.self, from: args)
+    }
+}
+
+/// The way back to the client for one request of command `C`: only `C.Result` or an error
+/// can be sent, exactly once (the control server drops a second answer).
+public struct CommandReply<C: ControlCommand>: Sendable {
+    public let send: @Sendable (Result<JSONValue, ControlError>) -> Void
+
+    public init(_ send: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) { self.send = send }
+
+    public func callAsFunction(_ result: Result<C.Result, ControlError>) {
+        switch result {
+        case .success(let value): send(.success(ProtocolEncoder.encode(value)))
+        case .failure(let error): send(.failure(error))
+        }
+    }
+
+    public func succeed(_ value: C.Result) { self(.success(value)) }
+    public func fail(_ error: ControlError) { send(.failure(error)) }
+}

@@ -1,0 +1,88 @@
+import Foundation
+
+// The microphone, the speaker and their devices (topics `level`, `speech`, `playback`, `device`).
+
+/// Which side of the sound card.
+public enum AudioDirection: String, Codable, Sendable, CaseIterable, WireEnumerable {
+    case capture, playback
+}
+
+extension Event {
+    public struct Level: ProtocolEvent {
+        public static let name = "level"
+        public static let topic = EventTopic.level
+        public static let summary = "The input level in dBFS, every `audio.level_interval_ms` while watched (`level.watch`)."
+        public var rmsDbfs: Double
+        public var peakDbfs: Double
+    }
+
+    public struct SpeechStarted: ProtocolEvent {
+        public static let name = "speech.started"
+        public static let topic = EventTopic.speech
+        public static let summary = "The speech detector heard speech begin."
+        public init() {}
+    }
+
+    public struct SpeechStopped: ProtocolEvent {
+        public static let name = "speech.stopped"
+        public static let topic = EventTopic.speech
+        public static let summary = "The speech detector heard speech end."
+        public init() {}
+    }
+
+    public struct PlaybackStarted: ProtocolEvent {
+        public static let name = "playback.started"
+        public static let topic = EventTopic.playback
+        public static let summary = "A sound (reply or clip) reached the speaker; `latency_ms` is the device's buffered lead."
+        public var latencyMs: Int
+    }
+
+    public struct PlaybackUnderrun: ProtocolEvent {
+        public static let name = "playback.underrun"
+        public static let topic = EventTopic.playback
+        public static let summary = "The sound ran dry before its end (the network was late); `total` counts them for the sound."
+        public var total: Int
+    }
+
+    public struct PlaybackFinished: ProtocolEvent {
+        public static let name = "playback.finished"
+        public static let topic = EventTopic.playback
+        public static let summary = "A sound ended, played out or interrupted."
+        public var playedS: Double
+        public var interrupted: Bool
+        public var underruns: Int
+    }
+
+    public struct DeviceState: ProtocolEvent {
+        public static let name = "device.state"
+        public static let topic = EventTopic.device
+        public static let summary = "A device opened, closed when idle, or failed (`state`: closed, idle, running, `failed: …`)."
+        public var direction: AudioDirection
+        public var device: String
+        public var state: String
+    }
+
+    public struct DeviceXrun: ProtocolEvent {
+        public static let name = "device.xrun"
+        public static let topic = EventTopic.device
+        public static let summary = "The device over- or underran and recovered."
+        public var direction: AudioDirection
+        public var total: Int
+    }
+
+    public struct DeviceLost: ProtocolEvent {
+        public static let name = "device.lost"
+        public static let topic = EventTopic.device
+        public static let summary = "The device went away; it is reopened with backoff."
+        public var direction: AudioDirection
+        public var message: String
+    }
+
+    public struct DeviceRestored: ProtocolEvent {
+        public static let name = "device.restored"
+        public static let topic = EventTopic.device
+        public static let summary = "A lost device is back."
+        public var direction: AudioDirection
+        public var attempts: Int
+    }
+}

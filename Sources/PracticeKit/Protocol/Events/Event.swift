@@ -1,0 +1,3 @@
+/// The protocol's events, one type each, grouped by what they tell (one file per group).
+/// Published as `publish(Event.TurnSpooled(…))`.
+public enum Event {}

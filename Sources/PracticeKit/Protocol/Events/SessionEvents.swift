@@ -1,0 +1,67 @@
+import Foundation
+
+// The session's life: created, its stage, ended, failed (topic `session`).
+
+extension Event {
+    public struct SessionStage: ProtocolEvent {
+        public static let name = "session.stage"
+        public static let topic = EventTopic.session
+        public static let summary = "The session moved to another stage (see docs/sessions.md for the table of moves)."
+        public var stage: PracticeKit.SessionStage
+        public var previous: PracticeKit.SessionStage
+        public var sessionId: String?
+        public var mode: SessionMode?
+    }
+
+    public struct SessionCreated: ProtocolEvent {
+        public static let name = "session.created"
+        public static let topic = EventTopic.session
+        public static let summary = "The backend created the session; the greeting follows."
+        public var sessionId: String
+        public var mode: SessionMode
+        public var topicId: String?
+    }
+
+    public struct SessionResumed: ProtocolEvent {
+        public static let name = "session.resumed"
+        public static let topic = EventTopic.session
+        public static let summary = "`spool.retry` of a turn from an earlier run took up its session again."
+        public var sessionId: String
+        public var mode: SessionMode
+    }
+
+    public struct SessionFailed: ProtocolEvent {
+        public static let name = "session.failed"
+        public static let topic = EventTopic.session
+        public static let summary = "The session cannot go on (`reason`: start_failed, session_gone); `session.close` or a new `session.start`."
+        public var reason: String
+        public var message: String
+        public var sessionId: String?
+    }
+
+    public struct SessionEnded: ProtocolEvent {
+        public static let name = "session.ended"
+        public static let topic = EventTopic.session
+        public static let summary = "The talk ended (`session.end`); in conversation mode the review is generated next."
+        public var sessionId: String
+        public var status: String
+        public var mode: SessionMode
+    }
+
+    public struct SessionEndFailed: ProtocolEvent {
+        public static let name = "session.end_failed"
+        public static let topic = EventTopic.session
+        public static let summary = "`session.end` failed; the session is back in `ready` and may try again."
+        public var message: String
+    }
+
+    public struct SessionCompleted: ProtocolEvent {
+        public static let name = "session.completed"
+        public static let topic = EventTopic.session
+        public static let summary = "The session is completed on the server: its summary (null when unavailable, `note` says why) and review."
+        public var sessionId: String?
+        public var summary: Summary?
+        public var note: String
+        public var review: Review?
+    }
+}

@@ -1,0 +1,163 @@
+import Foundation
+
+// A turn from the microphone to the backend, and the spool (topic `session`).
+
+extension Event {
+    public struct TurnStarted: ProtocolEvent {
+        public static let name = "turn.started"
+        public static let topic = EventTopic.session
+        public static let summary = "Recording began: `push_to_talk` (`turn.start`) or `hands_free` (`listen`)."
+        public enum Mode: String, Codable, Sendable, CaseIterable, WireEnumerable {
+            case pushToTalk = "push_to_talk"
+            case handsFree = "hands_free"
+        }
+        public var mode: Mode
+    }
+
+    public struct TurnRecorded: ProtocolEvent {
+        public static let name = "turn.recorded"
+        public static let topic = EventTopic.session
+        public static let summary = "The recorder ended the turn (`end_reason`: silence, stopped, max_duration, …)."
+        public var durationS: Double
+        public var speechS: Double
+        public var rms: Double
+        public var endReason: String
+    }
+
+    public struct TurnDiscarded: ProtocolEvent {
+        public static let name = "turn.discarded"
+        public static let topic = EventTopic.session
+        public static let summary = "The turn ends without being sent: `no_speech` (below the RMS gate), `cancelled`, or `device_error` (with `message`)."
+        public enum Reason: String, Codable, Sendable, CaseIterable, WireEnumerable {
+            case noSpeech = "no_speech"
+            case cancelled
+            case deviceError = "device_error"
+        }
+        public var reason: Reason
+        /// The turn's RMS, for `no_speech` after a recording.
+        public var rms: Double?
+        public var message: String?
+
+        public init(reason: Reason, rms: Double? = nil, message: String? = nil) {
+            self.reason = reason
+            self.rms = rms
+            self.message = message
+        }
+    }
+
+    public struct TurnSpooled: ProtocolEvent {
+        public static let name = "turn.spooled"
+        public static let topic = EventTopic.session
+        public static let summary = "The turn's WAV is on disk (fsynced) before it is sent."
+        public var turnId: String
+        public var bytes: Int
+    }
+
+    public struct TurnSpoolFailed: ProtocolEvent {
+        public static let name = "turn.spool_failed"
+        public static let topic = EventTopic.session
+        public static let summary = "The turn could not be written to the spool; it is sent from memory."
+        public var turnId: String
+        public var message: String
+    }
+
+    public struct TurnUploading: ProtocolEvent {
+        public static let name = "turn.uploading"
+        public static let topic = EventTopic.session
+        public static let summary = "An upload of the turn begins (attempt 1, or a retry)."
+        public var turnId: String
+        public var bytes: Int
+        public var attempt: Int
+    }
+
+    public struct TurnUpload: ProtocolEvent {
+        public static let name = "turn.upload"
+        public static let topic = EventTopic.session
+        public static let summary = "Upload progress in bytes."
+        public var turnId: String?
+        public var sent: Int
+        public var total: Int
+    }
+
+    public struct TurnAccepted: ProtocolEvent {
+        public static let name = "turn.accepted"
+        public static let topic = EventTopic.session
+        public static let summary = "The backend took the turn: it leaves the spool and is never sent again."
+        public var turnId: String
+        public var attempt: Int
+    }
+
+    public struct TurnRetrying: ProtocolEvent {
+        public static let name = "turn.retrying"
+        public static let topic = EventTopic.session
+        public static let summary = "The backend could not take the turn; it is sent again after `delay_s`."
+        public var turnId: String
+        public var attempt: Int
+        public var delayS: Double
+        public var message: String
+    }
+
+    public struct TurnPending: ProtocolEvent {
+        public static let name = "turn.pending"
+        public static let topic = EventTopic.session
+        public static let summary = "The turn was not delivered and waits in the spool (`reason`: undelivered, session_gone, interrupted); `spool.retry` sends it."
+        public enum Reason: String, Codable, Sendable, CaseIterable, WireEnumerable {
+            case undelivered
+            case sessionGone = "session_gone"
+            case interrupted
+        }
+        public var turnId: String
+        public var reason: Reason
+        public var message: String
+        /// Attempts made, for `undelivered`.
+        public var attempts: Int?
+
+        public init(turnId: String, reason: Reason, message: String, attempts: Int? = nil) {
+            self.turnId = turnId
+            self.reason = reason
+            self.message = message
+            self.attempts = attempts
+        }
+    }
+
+    public struct TurnRejected: ProtocolEvent {
+        public static let name = "turn.rejected"
+        public static let topic = EventTopic.session
+        public static let summary = "The backend refused the turn (a 4xx): it is removed from the spool, sending it again cannot help."
+        public var turnId: String
+        public var message: String
+    }
+
+    public struct TurnFailed: ProtocolEvent {
+        public static let name = "turn.failed"
+        public static let topic = EventTopic.session
+        public static let summary = "A typed turn (`say`) failed before an answer."
+        public var message: String
+        public var retryable: Bool
+    }
+
+    public struct TurnUnanswered: ProtocolEvent {
+        public static let name = "turn.unanswered"
+        public static let topic = EventTopic.session
+        public static let summary = "The backend answered the turn without an answer (`outcome`, see docs/sessions.md); told, never hidden."
+        public var turnId: String?
+        public var outcome: ReplyOutcome
+        public var hint: String
+        public var afterInterruption: Bool
+        public var transcript: String?
+    }
+
+    public struct SpoolRecovered: ProtocolEvent {
+        public static let name = "spool.recovered"
+        public static let topic = EventTopic.session
+        public static let summary = "At start: turns an earlier run left in the spool."
+        public var turns: [SpoolEntry]
+    }
+
+    public struct SpoolDiscarded: ProtocolEvent {
+        public static let name = "spool.discarded"
+        public static let topic = EventTopic.session
+        public static let summary = "A client discarded a spooled turn (`spool.discard`)."
+        public var turnId: String
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+
+/// Every command and event of `practiced/1`. The schema, the reference and the daemon's
+/// routing are built from these lists; a test checks that every command the daemon
+/// answers is here and the other way round.
+public enum ProtocolCatalog {
+    public static let commands: [any ControlCommand.Type] = [
+        // The control server.
+        Command.Hello.self, Command.Subscribe.self, Command.Unsubscribe.self,
+        // The daemon.
+        Command.Ping.self, Command.Status.self, Command.Devices.self, Command.Play.self, Command.PlaybackStop.self,
+        Command.LevelWatch.self, Command.ConfigGet.self, Command.Metrics.self,
+        // The session.
+        Command.SessionStart.self, Command.SessionEnd.self, Command.SessionClose.self, Command.SessionGet.self,
+        Command.TurnStart.self, Command.Listen.self, Command.TurnStop.self, Command.TurnCancel.self, Command.Say.self,
+        Command.ReviewGet.self, Command.CorrectionAsk.self, Command.ReviewFinish.self,
+        Command.SpoolList.self, Command.SpoolRetry.self, Command.SpoolDiscard.self, Command.Topics.self, Command.Profile.self,
+    ]
+
+    public static let events: [any ProtocolEvent.Type] = [
+        DaemonSnapshot.self,
+        // Session.
+        Event.SessionStage.self, Event.SessionCreated.self, Event.SessionResumed.self, Event.SessionFailed.self,
+        Event.SessionEnded.self, Event.SessionEndFailed.self, Event.SessionCompleted.self,
+        // Turns and the spool.
+        Event.TurnStarted.self, Event.TurnRecorded.self, Event.TurnDiscarded.self, Event.TurnSpooled.self, Event.TurnSpoolFailed.self,
+        Event.TurnUploading.self, Event.TurnUpload.self, Event.TurnAccepted.self, Event.TurnRetrying.self, Event.TurnPending.self,
+        Event.TurnRejected.self, Event.TurnFailed.self, Event.TurnUnanswered.self, Event.SpoolRecovered.self, Event.SpoolDiscarded.self,
+        // Replies.
+        Event.Transcript.self, Event.ReplyText.self, Event.ReplyAudioStarted.self, Event.ReplyRetrying.self, Event.ReplyTiming.self,
+        Event.ReplyMalformed.self, Event.ReplyIncomplete.self, Event.ReplyWaiting.self, Event.ReplyDrained.self, Event.ReplyFinished.self,
+        Event.GreetingFailed.self, Event.GreetingUnanswered.self,
+        // Review.
+        Event.ReviewProgress.self, Event.ReviewReady.self, Event.ReviewFailed.self, Event.ReviewFinishFailed.self,
+        Event.CorrectionAdded.self, Event.CorrectionFailed.self,
+        // Audio.
+        Event.Level.self, Event.SpeechStarted.self, Event.SpeechStopped.self, Event.PlaybackStarted.self, Event.PlaybackUnderrun.self,
+        Event.PlaybackFinished.self, Event.DeviceState.self, Event.DeviceXrun.self, Event.DeviceLost.self, Event.DeviceRestored.self,
+        // Daemon.
+        Event.ConfigReloaded.self, Event.ConfigReloadFailed.self,
+    ]
+
+    public static var commandNames: [String] { commands.map { $0.name } }
+
+    /// The topics a client may subscribe to (`state` carries only the snapshot).
+    public static var subscribableTopics: Set<String> { Set(EventTopic.allCases.filter { $0 != .state }.map(\.rawValue)) }
+}
+
+/// The line a client reads first on connecting.
+public struct ServerHello: Codable, Sendable {
+    /// Always `hello`.
+    public var type: String
+    public var `protocol`: String
+    /// `major.minor`.
+    public var version: String
+    /// `practiced <version>`.
+    public var server: String
+    public var capabilities: [String]
+    public var maxLineBytes: Int
+
+    public init(serverVersion: String, capabilities: [String]) {
+        type = "hello"
+        self.protocol = ControlProtocol.identifier
+        version = "\(ControlProtocol.majorVersion).\(ControlProtocol.minorVersion)"
+        server = "practiced \(serverVersion)"
+        self.capabilities = capabilities
+        maxLineBytes = ControlProtocol.maximumLineBytes
+    }
+}

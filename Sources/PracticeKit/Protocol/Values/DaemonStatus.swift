@@ -1,0 +1,65 @@
+import Foundation
+
+/// `status`: the daemon, its backend, devices, session and clients.
+public struct DaemonStatus: Codable, Sendable {
+    public var version: String
+    public var `protocol`: String
+    public var pid: Int
+    public var uptimeS: Double
+    public var userId: String
+    public var backend: Backend
+    public var devices: Devices
+    public var playback: Playback
+    public var session: SessionState
+    public var clients: Int
+    public var counters: Counters
+
+    public struct Backend: Codable, Sendable {
+        public var url: String
+        /// Null until checked.
+        public var reachable: Bool?
+        public var error: String?
+    }
+
+    public struct Devices: Codable, Sendable {
+        public var capture: Device
+        public var playback: Device
+    }
+
+    public struct Device: Codable, Sendable {
+        public var name: String
+        /// `closed`, `idle`, `running` or `failed: …`.
+        public var state: String
+        /// Null while the device is not open.
+        public var periods: Int?
+        public var xruns: Int?
+        public var reopens: Int?
+    }
+
+    public struct Playback: Codable, Sendable {
+        public var active: Bool
+        public var positionS: Double
+    }
+
+    public struct Counters: Codable, Sendable {
+        public var connections: Int
+        public var refused: Int
+        public var slowClientsDropped: Int
+        public var throttled: Int
+        public var requests: Int
+        public var errors: Int
+    }
+}
+
+/// The first event a subscriber gets (`state`/`snapshot`): where things stand.
+public struct DaemonSnapshot: ProtocolEvent {
+    public static let name = "snapshot"
+    public static let topic = EventTopic.state
+    public static let summary = "Sent once after `subscribe`: the daemon's state, so that a client never starts from nothing."
+
+    public var version: String
+    public var capture: String
+    public var playback: String
+    public var playing: Bool
+    public var session: SessionState
+}

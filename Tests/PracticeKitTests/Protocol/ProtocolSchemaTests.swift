@@ -1,0 +1,119 @@
+import Foundation
+import PracticeKit
+import TestSupport
+import XCTest
+
+/// The typed protocol: its wire conventions, its argument errors, the schema generated from
+/// it, and the committed copies of that schema and reference (drift fails here and in CI).
+final class ProtocolSchemaTests: XCTestCase {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
+
+    func testTheCommittedSchemaIsTheGeneratedOne() throws {
+        let committed = try String(contentsOf: Self.root.appendingPathComponent("docs/protocol/practiced-1.schema.json"), encoding: .utf8)
+        XCTAssertTrue(committed == ProtocolSchema.text,
+                      "docs/protocol/practiced-1.schema.json is stale: regenerate it with `practiced --print-schema > docs/protocol/practiced-1.schema.json`")
+        // It is JSON any tool reads.
+        XCTAssertNoThrow(try JSONSerialization.jsonObject(with: Data(committed.utf8)))
+    }
+
+    func testTheCommittedReferenceIsTheGeneratedOne() throws {
+        let committed = try String(contentsOf: Self.root.appendingPathComponent("docs/protocol/reference.md"), encoding: .utf8)
+        XCTAssertTrue(committed == ProtocolReference.markdown,
+                      "docs/protocol/reference.md is stale: regenerate it with `practiced --print-protocol-reference > docs/protocol/reference.md`")
+    }
+
+    func testTheCatalogNamesEveryCommandTheDaemonAnswersOnce() {
+        let names = ProtocolCatalog.commandNames
+        XCTAssertEqual(Set(names).count, names.count, "a command is listed twice")
+        XCTAssertEqual(PracticeDaemon.commands, names)
+        XCTAssertTrue(SessionController.commands.isSubset(of: Set(names)))
+        let events = ProtocolCatalog.events.map { $0.name }
+        XCTAssertEqual(Set(events).count, events.count, "an event is listed twice")
+        XCTAssertEqual(PracticeDaemon.topics, ["level", "speech", "playback", "device", "session", "daemon"])
+    }
+
+    func testEveryCommandAndEventHasASchemaAndASummary() throws {
+        let schema = ProtocolSchema.document
+        for command in ProtocolCatalog.commands {
+            let entry = try XCTUnwrap(schema["$defs"]?["commands"]?[command.name], command.name)
+            XCTAssertEqual(entry["args"]?["type"], "object", command.name)
+            XCTAssertNotNil(entry["result"]?["type"], command.name)
+            XCTAssertFalse(command.summary.isEmpty)
+        }
+        for event in ProtocolCatalog.events {
+            let data = try XCTUnwrap(schema["$defs"]?["events"]?[event.name]?["properties"]?["data"], event.name)
+            XCTAssertEqual(data["type"], "object", event.name)
+            XCTAssertFalse(event.summary.isEmpty)
+        }
+    }
+
+    func testTheEncoderWritesSnakeCaseInOrderWithNulls() {
+        let event = Event.TurnPending(turnId: "t1", reason: .undelivered, message: "503")
+        XCTAssertEqual(ProtocolEncoder.encode(event).serialized(.compact),
+                       #"{"turn_id":"t1","reason":"undelivered","message":"503","attempts":null}"#)
+        var finished = Event.ReplyFinished.interrupted(turnId: nil, greeting: true)
+        finished.serverTimings = ["stt_ms": 1.5, "LLM": 2]
+        let json = ProtocolEncoder.encode(finished)
+        XCTAssertEqual(json["server_timings"], ["LLM": .double(2), "stt_ms": .double(1.5)], "dictionary keys are data: kept as they are")
+        XCTAssertEqual(json["first_audio_to_sound_ms"], .null)
+        XCTAssertEqual(ProtocolEncoder.encode(Event.SpeechStarted()), .object([]), "an event without members has an empty object")
+    }
+
+    func testArgumentsAreReadWithMessagesThatNameTheMember() throws {
+        func failure<C: ControlCommand>(_ command: C.Type, _ args: JSONValue) -> String? {
+            do {
+                _ = try ControlRequest(id: 1, command: C.name, args: args).arguments(command)
+                return nil
+            } catch {
+                return error.code == .badArguments ? error.message : "wrong code \(error.code)"
+            }
+        }
+        XCTAssertEqual(failure(Command.SessionStart.self, ["mode": "chat"]), "'mode' must be conversation or review")
+        XCTAssertEqual(failure(Command.SessionStart.self, ["topic_id": 7]), "'topic_id' must be a string")
+        XCTAssertEqual(failure(Command.Profile.self, ["action": "delete"]), "'action' must be get, evaluate or learning_goal")
+        XCTAssertEqual(failure(Command.CorrectionAsk.self, ["message": "why?"]), "'segment_id' is required")
+        XCTAssertEqual(failure(Command.CorrectionAsk.self, ["segment_id": .double(1.5), "message": "why?"]), "'segment_id' must be a whole number")
+        XCTAssertEqual(failure(Command.LevelWatch.self, ["enabled": "yes"]), "'enabled' must be true or false")
+        XCTAssertEqual(failure(Command.Subscribe.self, ["topics": ["session", 3]]), "'topics' must be a list of strings")
+        XCTAssertEqual(failure(Command.Say.self, ["text": .null]), "'text' is required")
+        // Null is absent; unknown members are ignored.
+        XCTAssertNil(failure(Command.SessionStart.self, ["mode": .null, "topic_id": "travel", "future_option": true]))
+        let args = try ControlRequest(id: 1, command: "profile", args: ["action": "learning_goal", "learning_goal": "IELTS"]).arguments(Command.Profile.self)
+        XCTAssertEqual(args.action, .learningGoal)
+        XCTAssertEqual(args.learningGoal, "IELTS")
+    }
+
+    func testTheValidatorRefusesWhatBreaksAnEventsSchema() {
+        func line(_ data: JSONValue, event: String = "turn.spooled", topic: String = "session") -> JSONValue {
+            ["type": "event", "seq": 3, "topic": .string(topic), "event": .string(event), "mono_ns": 12, "data": data]
+        }
+        XCTAssertEqual(ProtocolConformance.problems(line(["turn_id": "t", "bytes": 44]), answering: nil), [])
+        XCTAssertFalse(ProtocolConformance.problems(line(["turn_id": "t"]), answering: nil).isEmpty, "a member missing")
+        XCTAssertFalse(ProtocolConformance.problems(line(["turn_id": "t", "bytes": "44"]), answering: nil).isEmpty, "a member of the wrong type")
+        XCTAssertFalse(ProtocolConformance.problems(line(["turn_id": "t", "bytes": 44, "extra": 1]), answering: nil).isEmpty, "an undocumented member")
+        XCTAssertFalse(ProtocolConformance.problems(line(["turn_id": "t", "bytes": 44], topic: "device"), answering: nil).isEmpty, "the wrong topic")
+        XCTAssertFalse(ProtocolConformance.problems(line([:], event: "turn.exploded"), answering: nil).isEmpty, "an undocumented event")
+        // Replies: the envelope, and the result against the command that was sent.
+        let reply: JSONValue = ["type": "reply", "id": 4, "ok": true, "result": ["pong": true, "uptime_s": .double(1.5)]]
+        XCTAssertEqual(ProtocolConformance.problems(reply, answering: "ping"), [])
+        XCTAssertFalse(ProtocolConformance.problems(reply, answering: "status").isEmpty)
+        let error: JSONValue = ["type": "reply", "id": 4, "ok": false, "error": ["code": "no_such_code", "message": "", "retryable": false]]
+        XCTAssertFalse(ProtocolConformance.problems(error, answering: nil).isEmpty)
+    }
+
+    /// A state goes out and comes back the same, and its schema accepts it.
+    func testASessionStateRoundTripsThroughTheWire() throws {
+        let state = SessionState(stage: .uploading, sessionId: "s1", mode: .conversation, topicId: nil, turns: 2,
+                                 spool: SpoolState(turns: 1, bytes: 48_044, durable: true, error: nil), delivering: "t1")
+        let json = ProtocolEncoder.encode(state)
+        XCTAssertEqual(json["topic_id"], .null)
+        XCTAssertEqual(json["spool"]?["bytes"], 48_044)
+        XCTAssertEqual(try ProtocolDecoder.decode(SessionState.self, from: json), state)
+        // The offline cache keeps lists (a top-level array) and backend models the same way.
+        let topics: JSONValue = [["id": "travel", "label_en": "Travel", "label_zh": "旅行", "prompt_hint": "a trip"]]
+        XCTAssertEqual(ProtocolEncoder.encode(try ProtocolDecoder.decode([Topic].self, from: topics)), topics)
+        let schema = try XCTUnwrap(ProtocolConformance.validator.resolve("#/$defs/commands/session.get/result"))
+        XCTAssertEqual(ProtocolConformance.validator.problems(json, against: schema), [])
+    }
+}
