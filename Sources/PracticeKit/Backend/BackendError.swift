@@ -94,3 +94,22 @@ public enum BackendError: Error, Equatable, Sendable, CustomStringConvertible {
         return .http(status: status, detail: text.isEmpty ? HTTPURLResponse.localizedString(forStatusCode: status) : text)
     }
 }
+
+extension ControlError {
+    /// The error a client gets for a backend call that failed: `backend_unavailable` only
+    /// when nothing answered; an answered error (a 500 too) is `backend_error` with its status.
+    public init(_ error: BackendError) {
+        switch error {
+        case .transport, .timedOut:
+            self.init(.backendUnavailable, "\(error)", retryable: true)
+        case .cancelled:
+            self.init(.backendUnavailable, "cancelled", retryable: true)
+        case .http(let status, _):
+            self.init(.backendError, "\(error)", retryable: status >= 500 || status == 408 || status == 429, status: status)
+        case .validation:
+            self.init(.backendError, "\(error)", status: 422)
+        case .invalidResponse:
+            self.init(.backendError, "\(error)")
+        }
+    }
+}

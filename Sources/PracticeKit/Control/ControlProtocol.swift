@@ -86,38 +86,6 @@ public struct ControlRequest: Equatable, Sendable {
         self.command = command
         self.args = args
     }
-
-    /// Argument accessors that name the problem when an argument has the wrong type.
-    public func string(_ name: String) throws(ControlError) -> String? {
-        guard let value = args[name], !value.isNull else { return nil }
-        guard let text = value.stringValue else { throw ControlError(.badArguments, "'\(name)' must be a string") }
-        return text
-    }
-
-    public func requiredString(_ name: String) throws(ControlError) -> String {
-        guard let text = try string(name) else { throw ControlError(.badArguments, "'\(name)' is required") }
-        return text
-    }
-
-    public func bool(_ name: String) throws(ControlError) -> Bool? {
-        guard let value = args[name], !value.isNull else { return nil }
-        guard let flag = value.boolValue else { throw ControlError(.badArguments, "'\(name)' must be true or false") }
-        return flag
-    }
-
-    public func int(_ name: String) throws(ControlError) -> Int? {
-        guard let value = args[name], !value.isNull else { return nil }
-        guard let number = value.intValue else { throw ControlError(.badArguments, "'\(name)' must be a whole number") }
-        return number
-    }
-
-    public func strings(_ name: String) throws(ControlError) -> [String]? {
-        guard let value = args[name], !value.isNull else { return nil }
-        guard let items = value.arrayValue, let texts = Optional(items.compactMap(\.stringValue)), texts.count == items.count else {
-            throw ControlError(.badArguments, "'\(name)' must be a list of strings")
-        }
-        return texts
-    }
 }
 
 /// Reads request lines. Pure and allocation-bounded: the fuzz target drives it directly.

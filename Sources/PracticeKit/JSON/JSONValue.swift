@@ -205,18 +205,6 @@ public indirect enum JSONValue: Equatable, Sendable, Codable, ExpressibleByStrin
         }
     }
 
-    /// A backend model as the backend writes it (snake_case keys, nil members left out),
-    /// for passing it on to clients.
-    public init(encoding value: some Encodable) {
-        let encoder = JSONEncoder()
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        guard let data = try? encoder.encode(value), let json = try? JSONDecoder().decode(JSONValue.self, from: data) else {
-            self = .null
-            return
-        }
-        self = json
-    }
-
     private struct AnyKey: CodingKey {
         var stringValue: String
         var intValue: Int? { nil }

@@ -9,22 +9,22 @@ import PracticeKit
 /// State sits behind one lock; replies are streamed outside it, on the connection's
 /// thread, so a paced reply never blocks another client.
 public final class PracticeSimulator: @unchecked Sendable {
-    private let lock = NSLock()
-    private var configuration: SimulatorConfiguration
-    private let speech: SpeechLibrary
-    private var random: SeededRandom
-    private var sessions: [String: SimulatedSession] = [:]
-    private var profiles: [String: SimulatedProfile] = [:]
-    private var loggedRequests: [JSONValue] = []
+    let lock = NSLock()
+    var configuration: SimulatorConfiguration
+    let speech: SpeechLibrary
+    var random: SeededRandom
+    var sessions: [String: SimulatedSession] = [:]
+    var profiles: [String: SimulatedProfile] = [:]
+    var loggedRequests: [JSONValue] = []
     /// Per `Idempotency-Key`: requests seen and segments (delivered turns) made. A key that
     /// already made a segment makes no second one: a resent turn is answered again but
     /// counted once, the way an idempotent proxy in front of the server would behave.
-    private var keys: [String: (requests: Int, segments: Int)] = [:]
+    var keys: [String: (requests: Int, segments: Int)] = [:]
     /// Segment, mark and correction ids, numbered across all sessions like database rows.
-    private var segmentCounter = 0
-    private var markCounter = 0
-    private var correctionCounter = 0
-    private let clock = SimulatedClock()
+    var segmentCounter = 0
+    var markCounter = 0
+    var correctionCounter = 0
+    let clock = SimulatedClock()
     /// Whether the `/_sim/` control routes answer (on by default: practice-sim is a test tool).
     public var controlRoutesEnabled = true
     /// One line per request, for the executable's log; nil to stay quiet.
@@ -58,7 +58,7 @@ public final class PracticeSimulator: @unchecked Sendable {
     }
 
     /// A synchronous model call (`/corrections`, `/evaluate`): 0.4 s at real-time pace.
-    private var modelCallMilliseconds: Int { lock.withLock { configuration.pace > 0 ? 400 : 20 } }
+    var modelCallMilliseconds: Int { lock.withLock { configuration.pace > 0 ? 400 : 20 } }
 
     // MARK: - Routing
 
@@ -89,7 +89,7 @@ public final class PracticeSimulator: @unchecked Sendable {
         }
     }
 
-    private func routeSession(_ request: HTTPRequest, parts: [String], _ writer: HTTPResponseWriter) {
+    func routeSession(_ request: HTTPRequest, parts: [String], _ writer: HTTPResponseWriter) {
         let id = parts[1]
         let action = parts.dropFirst(2).joined(separator: "/")
         guard let session = lock.withLock({ sessions[id] }) else {
@@ -116,7 +116,7 @@ public final class PracticeSimulator: @unchecked Sendable {
         }
     }
 
-    private func routeUser(_ request: HTTPRequest, parts: [String], _ writer: HTTPResponseWriter) {
+    func routeUser(_ request: HTTPRequest, parts: [String], _ writer: HTTPResponseWriter) {
         let userID = parts[1]
         switch (request.method, parts[2]) {
         case ("GET", "profile"):
@@ -150,7 +150,7 @@ public final class PracticeSimulator: @unchecked Sendable {
 
     // MARK: - Sessions
 
-    private func createSession(_ request: HTTPRequest, _ writer: HTTPResponseWriter) {
+    func createSession(_ request: HTTPRequest, _ writer: HTTPResponseWriter) {
         struct Body: Decodable {
             var user_id: String
             var user_name: String?
@@ -182,7 +182,7 @@ public final class PracticeSimulator: @unchecked Sendable {
         respond(writer, 200, ["session_id": .string(id), "created_at": .string(created)], request)
     }
 
-    private func start(_ session: SimulatedSession, _ request: HTTPRequest, _ writer: HTTPResponseWriter) {
+    func start(_ session: SimulatedSession, _ request: HTTPRequest, _ writer: HTTPResponseWriter) {
         let (faults, config) = lock.withLock { (configuration.faults, configuration) }
         if faults.start504 {
             clock.wait(milliseconds: config.startTimeoutMs)
@@ -211,7 +211,7 @@ public final class PracticeSimulator: @unchecked Sendable {
         finish(session, ReplyStreamer(configuration: config, faults: faults, clock: clock).write(events, to: writer))
     }
 
-    private func chat(_ session: SimulatedSession, _ request: HTTPRequest, _ writer: HTTPResponseWriter) {
+    func chat(_ session: SimulatedSession, _ request: HTTPRequest, _ writer: HTTPResponseWriter) {
         guard let boundary = request.header("Content-Type").flatMap(MultipartFormData.boundary(fromContentType:)) else {
             return respondValidation(writer, field: "audio", message: "Field required", request)
         }
@@ -236,7 +236,7 @@ public final class PracticeSimulator: @unchecked Sendable {
         }, uploadBytes: audio.body.count, heardSpeech: heard)
     }
 
-    private func chatText(_ session: SimulatedSession, _ request: HTTPRequest, _ writer: HTTPResponseWriter) {
+    func chatText(_ session: SimulatedSession, _ request: HTTPRequest, _ writer: HTTPResponseWriter) {
         struct Body: Decodable { var text: String }
         guard let body = decode(Body.self, request, writer, fields: [("text", .string, true)]) else { return }
         let text = body.text.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -252,7 +252,7 @@ public final class PracticeSimulator: @unchecked Sendable {
     /// call (a text mentioning the news); an empty transcript followed by a spoken "didn't
     /// catch that"; `timing done` for under 100 ms of audio. Only a turn with a transcript
     /// and a reply is saved as a segment.
-    private func streamReply(_ session: SimulatedSession, _ request: HTTPRequest, _ writer: HTTPResponseWriter, spoken: Bool,
+    func streamReply(_ session: SimulatedSession, _ request: HTTPRequest, _ writer: HTTPResponseWriter, spoken: Bool,
                              transcript makeTranscript: (inout SeededRandom) -> String?, uploadBytes: Int?, heardSpeech: Bool?) {
         let notConnected = DispatchTime.now() < session.connectedAt
         if notConnected { return respondDetail(writer, 503, "Session still connecting, try again shortly", request) }
@@ -320,12 +320,12 @@ public final class PracticeSimulator: @unchecked Sendable {
     }
 
     /// Segment ids count across all sessions, as the server's database does (trace 18).
-    private func nextSegmentID() -> Int {
+    func nextSegmentID() -> Int {
         segmentCounter += 1
         return segmentCounter
     }
 
-    private func finish(_ session: SimulatedSession, _ end: ReplyStreamEnd) {
+    func finish(_ session: SimulatedSession, _ end: ReplyStreamEnd) {
         lock.withLock {
             session.replying = false
             if end == .clientGone { session.hungUp = true }
@@ -333,7 +333,7 @@ public final class PracticeSimulator: @unchecked Sendable {
     }
 
     /// The events of a full reply (greeting when `transcript` is nil).
-    private func replyEvents(phrase: SpeechLibrary.Phrase, transcript: String?, lateTranscript: Bool) -> [ReplyEvent] {
+    func replyEvents(phrase: SpeechLibrary.Phrase, transcript: String?, lateTranscript: Bool) -> [ReplyEvent] {
         let streamer = ReplyStreamer(configuration: configuration, faults: configuration.faults, clock: clock)
         var events = streamer.audioChunks(phrase.pcm, random: &random).map(ReplyEvent.audio)
         if let transcript {
@@ -349,232 +349,6 @@ public final class PracticeSimulator: @unchecked Sendable {
         events.append(ReplyEvent(name: "timing", data: ["step": "total", "duration_s": .double((total * 1000).rounded() / 1000)]))
         events.append(ReplyEvent(name: "done", data: [:]))
         return events
-    }
-
-    // MARK: - Review lifecycle
-
-    private func endTalk(_ session: SimulatedSession, _ request: HTTPRequest, _ writer: HTTPResponseWriter) {
-        let json: JSONValue = lock.withLock {
-            if session.mode == "review" {
-                session.status = "ended"
-            } else {
-                // Also from `completed`: the real server moves it back to reviewing.
-                session.status = "reviewing"
-                session.reviewPolls = 0
-            }
-            return ["session_id": .string(session.id), "status": .string(session.status), "mode": .string(session.mode)]
-        }
-        respond(writer, 200, json, request)
-    }
-
-    private func review(_ session: SimulatedSession, _ request: HTTPRequest, _ writer: HTTPResponseWriter) {
-        let json: JSONValue = lock.withLock {
-            let fails = configuration.faults.reviewFails
-            switch session.status {
-            case "reviewing":
-                session.reviewPolls += 1
-                // The marks and `reviewed` come together (traces 18–19).
-                if session.reviewPolls >= configuration.pollsUntilMarks {
-                    if !fails && !session.marksGenerated { generateMarks(session) }
-                    session.marksGenerated = true
-                    session.status = "reviewed"
-                }
-            case "completing":
-                session.completionPolls += 1
-                if session.completionPolls >= configuration.pollsUntilSummary && session.summary.isNull && !fails {
-                    session.summary = ReviewContent.summary
-                }
-                if session.completionPolls > configuration.pollsUntilSummary { session.status = "completed" }
-            default:
-                break
-            }
-            return session.reviewJSON
-        }
-        respond(writer, 200, json, request)
-    }
-
-    private func generateMarks(_ session: SimulatedSession) {
-        for index in session.segments.indices {
-            markCounter += 1
-            let mark = ReviewContent.mark(id: markCounter, for: session.segments[index].userText, random: &random)
-            session.segments[index].marks = [mark]
-            profiles[session.userID, default: SimulatedProfile(userID: session.userID)].addWeakPoint(from: mark)
-        }
-    }
-
-    private func correction(_ session: SimulatedSession, _ request: HTTPRequest, _ writer: HTTPResponseWriter) {
-        struct Body: Decodable {
-            var segment_id: Int
-            var user_message: String
-        }
-        guard let body = decode(Body.self, request, writer, fields: [("segment_id", .integer, true), ("user_message", .string, true)]) else { return }
-        let (accepts, exists, fails) = lock.withLock {
-            (session.acceptsCorrections, session.segments.contains { $0.id == body.segment_id }, configuration.faults.correctionFails)
-        }
-        guard accepts else { return respondDetail(writer, 400, "Session is not in review state", request) }
-        guard exists else { return respondDetail(writer, 404, "Segment not found in this session", request) }
-        clock.wait(milliseconds: modelCallMilliseconds)  // the model call is synchronous
-        guard !fails else { return respondFailure(writer, 500, request) }
-        let json: JSONValue = lock.withLock {
-            correctionCounter += 1
-            let fields: [(String, JSONValue)] = [
-                ("user_message", .string(body.user_message)),
-                ("correction", .string("A better way to say it: \(body.user_message.trimmingCharacters(in: .whitespaces))")),
-                ("explanation", "Keep the verb in the past tense for a finished action."), ("created_at", .string(Timestamp.now())),
-            ]
-            // The POST answer names the segment; inside the review its parent does (traces 20–21).
-            if let index = session.segments.firstIndex(where: { $0.id == body.segment_id }) {
-                session.segments[index].corrections.append(.object([("id", .int(correctionCounter))] + fields))
-            }
-            return .object([("id", .int(correctionCounter)), ("segment_id", .int(body.segment_id))] + fields)
-        }
-        respond(writer, 200, json, request)
-    }
-
-    private func end(_ session: SimulatedSession, _ request: HTTPRequest, _ writer: HTTPResponseWriter) {
-        let result: JSONValue? = lock.withLock {
-            if session.status == "completed" { return nil }
-            session.status = session.segments.isEmpty ? "completed" : "completing"
-            session.completionPolls = 0
-            return ["session_id": .string(session.id), "status": .string(session.status)]
-        }
-        guard let result else { return respondDetail(writer, 400, "Session already completed", request) }
-        respond(writer, 200, result, request)
-    }
-
-    private func profile(_ userID: String) -> SimulatedProfile {
-        if let existing = profiles[userID] { return existing }
-        let created = SimulatedProfile(userID: userID)
-        profiles[userID] = created
-        return created
-    }
-
-    // MARK: - Faults and the control API
-
-    private func takeInjectedFailure() -> Int? {
-        lock.withLock {
-            guard configuration.faults.failCount > 0 else { return nil }
-            configuration.faults.failCount -= 1
-            return configuration.faults.failStatus
-        }
-    }
-
-    private func handleControl(_ request: HTTPRequest, parts: [String], _ writer: HTTPResponseWriter) {
-        switch (request.method, parts.first ?? "") {
-        case ("GET", "health"):
-            respond(writer, 200, ["status": "ok"], request, log: false)
-        case ("GET", "faults"):
-            let data = (try? JSONEncoder().encode(faults)) ?? Data("{}".utf8)
-            writer.respond(status: 200, body: Array(data))
-        case ("PUT", "faults"):
-            do {
-                faults = try JSONDecoder().decode(SimulatorFaults.self, from: Data(request.body))
-                let data = (try? JSONEncoder().encode(faults)) ?? Data("{}".utf8)
-                writer.respond(status: 200, body: Array(data))
-            } catch {
-                respondDetail(writer, 400, "bad faults: \(error)", request)
-            }
-        case ("GET", "log"):
-            respond(writer, 200, .array(requestLog), request, log: false)
-        case ("GET", "keys"):
-            respond(writer, 200, idempotencyKeys, request, log: false)
-        case ("POST", "reset"):
-            lock.withLock {
-                sessions.removeAll()
-                profiles.removeAll()
-                loggedRequests.removeAll()
-                keys.removeAll()
-                configuration.faults = SimulatorFaults()
-                random = SeededRandom(seed: configuration.seed)
-            }
-            respond(writer, 200, ["status": "reset"], request, log: false)
-        default:
-            respondDetail(writer, 404, "Not Found", request)
-        }
-    }
-
-    // MARK: - Responses
-
-    private func respond(_ writer: HTTPResponseWriter, _ status: Int, _ json: JSONValue, _ request: HTTPRequest, log: Bool = true) {
-        if log { logRequest(request, status: status) }
-        writer.respond(status: status, body: json.bytes(.compact))
-    }
-
-    private func respondDetail(_ writer: HTTPResponseWriter, _ status: Int, _ detail: String, _ request: HTTPRequest) {
-        respond(writer, status, ["detail": .string(detail)], request)
-    }
-
-    /// An injected failure in the shape the real server uses for that status.
-    private func respondFailure(_ writer: HTTPResponseWriter, _ status: Int, _ request: HTTPRequest) {
-        switch status {
-        case 500:
-            logRequest(request, status: 500)
-            writer.respond(status: 500, contentType: "text/plain; charset=utf-8", body: Array("Internal Server Error".utf8))
-        case 503: respondDetail(writer, 503, "Session still connecting, try again shortly", request)
-        case 504: respondDetail(writer, 504, "Session connection timed out", request)
-        default: respondDetail(writer, status, HTTPStatus.reason(status), request)
-        }
-    }
-
-    enum FieldType {
-        case string, stringOrNull, integer
-    }
-
-    /// Decodes a JSON body after checking it as FastAPI's validation does, every field at
-    /// once: a missing field's `input` is the whole body, a mistyped one's the value
-    /// (trace 42). Answers 422 with the whole list when anything fails.
-    private func decode<T: Decodable>(_ type: T.Type, _ request: HTTPRequest, _ writer: HTTPResponseWriter,
-                                      fields: [(name: String, type: FieldType, required: Bool)]) -> T? {
-        guard let body = try? JSONDecoder().decode(JSONValue.self, from: Data(request.body)), case .object = body else {
-            let item: JSONValue = ["type": "json_invalid", "loc": ["body", 0], "msg": "JSON decode error",
-                                   "input": .object([]), "ctx": ["error": "Expecting value"]]
-            respond(writer, 422, ["detail": [item]], request)
-            return nil
-        }
-        var problems: [JSONValue] = []
-        for field in fields {
-            guard let value = body[field.name] else {
-                if field.required {
-                    problems.append(["type": "missing", "loc": ["body", .string(field.name)], "msg": "Field required", "input": body])
-                }
-                continue
-            }
-            switch (field.type, value) {
-            case (.string, .string), (.stringOrNull, .string), (.stringOrNull, .null), (.integer, .int): break
-            case (.integer, _):
-                problems.append(["type": "int_parsing", "loc": ["body", .string(field.name)],
-                                 "msg": "Input should be a valid integer, unable to parse string as an integer", "input": value])
-            default:
-                problems.append(["type": "string_type", "loc": ["body", .string(field.name)], "msg": "Input should be a valid string", "input": value])
-            }
-        }
-        if problems.isEmpty, let decoded = try? JSONDecoder().decode(T.self, from: Data(request.body)) { return decoded }
-        respond(writer, 422, ["detail": .array(problems.isEmpty ? [["type": "model_attributes_type", "loc": ["body"],
-                                                                     "msg": "Input should be a valid dictionary or object", "input": body]] : problems)], request)
-        return nil
-    }
-
-    /// FastAPI's 422 for a form without its field.
-    private func respondValidation(_ writer: HTTPResponseWriter, field: String, message: String, _ request: HTTPRequest) {
-        let item: JSONValue = ["type": "missing", "loc": ["body", .string(field)], "msg": .string(message), "input": .null]
-        respond(writer, 422, ["detail": [item]], request)
-    }
-
-    private func logRequest(_ request: HTTPRequest, status: Int, extra: [(String, JSONValue)] = []) {
-        let entry = JSONValue.object([("method", .string(request.method)), ("path", .string(request.target)), ("status", .int(status)),
-                                      ("body_bytes", .int(request.body.count))] + extra)
-        lock.withLock { loggedRequests.append(entry) }
-        logLine?("\(request.method) \(request.target) -> \(status) (\(request.body.count) bytes in)")
-    }
-
-    private func uuid() -> String {
-        // Seeded, so runs repeat; formatted as a version-4 UUID like the server's uuid4().
-        var bytes = (0..<16).map { _ in UInt8(truncatingIfNeeded: random.next()) }
-        bytes[6] = (bytes[6] & 0x0F) | 0x40
-        bytes[8] = (bytes[8] & 0x3F) | 0x80
-        let hex = bytes.map { String(format: "%02x", $0) }.joined()
-        let c = Array(hex)
-        return "\(String(c[0..<8]))-\(String(c[8..<12]))-\(String(c[12..<16]))-\(String(c[16..<20]))-\(String(c[20..<32]))"
     }
 }
 

@@ -285,7 +285,7 @@ final class TraceReplayTests: XCTestCase {
         XCTAssertEqual(corrections.first?.createdAt, "2026-11-23T11:36:17.842665+00:00")
         XCTAssertNil(trace.json?["segments"]?.arrayValue?.first?["corrections"]?.arrayValue?.first?["segment_id"], "the trace changed")
         // What the daemon passes on keeps the recorded keys.
-        XCTAssertEqual(JSONValue(encoding: review)["segments"]?.arrayValue?.first?["corrections"], trace.json?["segments"]?.arrayValue?.first?["corrections"])
+        XCTAssertEqual(ProtocolEncoder.encode(review)["segments"]?.arrayValue?.first?["corrections"], trace.json?["segments"]?.arrayValue?.first?["corrections"])
     }
 
     func test22CorrectionUnknownSegmentIs404() async throws {
@@ -329,7 +329,7 @@ final class TraceReplayTests: XCTestCase {
         let summary = try XCTUnwrap(review.summary)
         XCTAssertFalse(summary.strengths.isEmpty)
         XCTAssertFalse(summary.overall.isEmpty)
-        XCTAssertEqual(JSONValue(encoding: summary), trace.json?["summary"], "the summary passed on differs from the server's")
+        XCTAssertEqual(ProtocolEncoder.encode(summary), trace.json?["summary"], "the summary passed on differs from the server's")
     }
 
     func test28EndAgainIs400AlreadyCompleted() async throws {
@@ -347,7 +347,7 @@ final class TraceReplayTests: XCTestCase {
         XCTAssertNil(profile.level)
         XCTAssertNil(profile.learningGoal)
         XCTAssertEqual(profile.profileData.progressNotes, "")
-        let passedOn = JSONValue(encoding: profile)
+        let passedOn = ProtocolEncoder.encode(profile)
         for key in ["user_name", "level", "learning_goal"] { XCTAssertEqual(passedOn[key], .null, "\(key) was dropped") }
         XCTAssertEqual(passedOn, trace.json, "the profile passed on differs from the server's")
     }
@@ -357,7 +357,7 @@ final class TraceReplayTests: XCTestCase {
         XCTAssertEqual(profile.userName, "Mei")
         XCTAssertNil(profile.level)
         XCTAssertEqual(profile.profileData.weakPoints["grammar"]?.first?.examples.count, 2)
-        XCTAssertEqual(JSONValue(encoding: profile), trace.json)
+        XCTAssertEqual(ProtocolEncoder.encode(profile), trace.json)
     }
 
     func test31Evaluate() async throws {
@@ -375,7 +375,7 @@ final class TraceReplayTests: XCTestCase {
     func test33LearningGoalNullClearsIt() async throws {
         let (profile, trace) = try await decoded("33") { client async throws(BackendError) in try await client.setLearningGoal(userID: "630478590", goal: nil) }
         XCTAssertNil(profile.learningGoal)
-        XCTAssertEqual(JSONValue(encoding: profile)["learning_goal"], .null)
+        XCTAssertEqual(ProtocolEncoder.encode(profile)["learning_goal"], .null)
         XCTAssertEqual(trace.requestBody, "{\"learning_goal\": null}")
     }
 
@@ -450,7 +450,7 @@ final class TraceReplayTests: XCTestCase {
         XCTAssertEqual(trace.contentType, "text/plain; charset=utf-8")
         guard case .failure(let error) = result else { return XCTFail("decoded a 500") }
         XCTAssertEqual(error, .http(status: 500, detail: "Internal Server Error"))
-        let reported = SessionController.controlError(error)
+        let reported = ControlError(error)
         XCTAssertEqual(reported.code, .backendError)
         XCTAssertEqual(reported.status, 500)
         XCTAssertTrue(reported.retryable)

@@ -1,0 +1,257 @@
+import AudioKernel
+import Dispatch
+import Foundation
+import Glibc
+import Synchronization
+
+/// One client of the control socket: its reads, its queue of unsent output, its
+/// subscriptions and limits. Confined to the server's queue.
+final class ControlConnection: @unchecked Sendable {
+    let id: Int
+    let fd: Int32
+    let credentials: PeerCredentials
+    unowned let server: ControlServer
+    var topics: Set<String> = []
+    var lastActivity = DispatchTime.now().uptimeNanoseconds
+    /// Requests decoded so far.
+    var requests = 0
+    /// Requests handed to the handler and not answered yet.
+    var inFlight = 0
+    /// Lines read and not yet served, at most ``maximumPending``; past it the socket is
+    /// not read until they are (the client's own writes then block).
+    private var pending: [[UInt8]] = []
+    /// Lines read and not yet served (held back by the client's limits).
+    var pendingCount: Int { pending.count }
+    private static let maximumPending = 32
+    private var readSuspended = false
+    private var serveScheduled = false
+    /// The rate limit's token bucket.
+    private var tokens = Double.greatestFiniteMagnitude  // a full bucket at first
+    private var tokensAt = DispatchTime.now().uptimeNanoseconds
+    private var throttleLogged = false
+    private var inbound: [UInt8] = []
+    private var outbound: [UInt8] = []
+    private var outboundOffset = 0
+    private var readSource: DispatchSourceRead?
+    private var writeSource: DispatchSourceWrite?
+    private var writeArmed = false
+    private var isClosed = false
+    private var closing = false
+    private var pendingCancels = 0
+
+    init(id: Int, fd: Int32, credentials: PeerCredentials, server: ControlServer) {
+        self.id = id
+        self.fd = fd
+        self.credentials = credentials
+        self.server = server
+    }
+
+    func start() {
+        let read = DispatchSource.makeReadSource(fileDescriptor: fd, queue: server.queue)
+        read.setEventHandler { [self] in readAvailable() }
+        read.setCancelHandler { [self] in cancelled() }
+        let write = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: server.queue)
+        write.setEventHandler { [self] in flush() }
+        write.setCancelHandler { [self] in cancelled() }
+        readSource = read
+        writeSource = write
+        pendingCancels = 2
+        read.resume()
+    }
+
+    /// Queues a line; a client whose queue passes the limit is disconnected.
+    func send(_ line: [UInt8]) {
+        guard !isClosed, !closing else { return }
+        outbound += line
+        if outbound.count - outboundOffset > server.queueLimit {
+            server.tooSlow(self)
+            close()
+            server.closed(self, reason: "too slow")
+            return
+        }
+        flush()
+    }
+
+    /// Sends what is queued, then closes (after a fatal protocol error), the way HTTP
+    /// servers do a "lingering close": closing a socket with input still unread makes the
+    /// kernel answer with a reset, which can destroy the error reply before the client
+    /// reads it. So the reply is flushed, the sending side shut down (the client reads the
+    /// reply, then an orderly end), and whatever the client still sends is read and
+    /// dropped until it hangs up, for at most two seconds.
+    func closeAfterFlush() {
+        guard !isClosed, !closing else { return }
+        closing = true
+        server.closed(self, reason: "protocol error")
+        flush()
+        server.queue.asyncAfter(deadline: .now() + 2) { [self] in close() }
+    }
+
+    /// Drops the connection: told to the server, unless it already left it (closing).
+    private func drop(_ reason: String) {
+        close()
+        if !closing { server.closed(self, reason: reason) }
+    }
+
+    private func flush() {
+        guard !isClosed else { return }
+        while outboundOffset < outbound.count {
+            let n = outbound.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + outboundOffset, $0.count - outboundOffset, Int32(MSG_NOSIGNAL)) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                if errno == EAGAIN || errno == EWOULDBLOCK { break }
+                return drop("write failed: \(Errno(rawValue: errno).description)")
+            }
+            outboundOffset += n
+        }
+        if outboundOffset == outbound.count {
+            outbound.removeAll(keepingCapacity: outbound.capacity <= 256 * 1024)
+            outboundOffset = 0
+            if writeArmed {
+                writeSource?.suspend()
+                writeArmed = false
+            }
+            if closing { shutdown(fd, Int32(SHUT_WR)) }  // all sent: the client reads an end
+        } else {
+            if outboundOffset > 64 * 1024 {  // keep the buffer from growing at the front
+                outbound.removeFirst(outboundOffset)
+                outboundOffset = 0
+            }
+            if !writeArmed {
+                writeSource?.resume()
+                writeArmed = true
+            }
+        }
+    }
+
+    /// One read per event, its lines queued: every client is served a line at a time in
+    /// turn (``serveNext()``), so that one flooding client delays nobody else by more
+    /// than one request.
+    private func readAvailable() {
+        while !isClosed {
+            let n = server.readBuffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                if errno == EAGAIN || errno == EWOULDBLOCK { return }
+                return drop("read failed: \(Errno(rawValue: errno).description)")
+            }
+            if n == 0 {
+                return drop(inbound.isEmpty ? "hung up" : "hung up in the middle of a line (\(inbound.count) bytes dropped)")
+            }
+            lastActivity = DispatchTime.now().uptimeNanoseconds
+            consume(server.readBuffer[0..<n])
+            if pending.count >= Self.maximumPending {
+                suspendReading()
+                return
+            }
+        }
+    }
+
+    private func suspendReading() {
+        guard !readSuspended, !isClosed else { return }
+        readSuspended = true
+        readSource?.suspend()
+    }
+
+    private func resumeReading() {
+        guard readSuspended, !isClosed else { return }
+        readSuspended = false
+        readSource?.resume()
+    }
+
+    /// A request was answered: the next may go.
+    func requestDone() {
+        inFlight = max(0, inFlight - 1)
+        lastActivity = DispatchTime.now().uptimeNanoseconds
+        scheduleServe()
+    }
+
+    private func scheduleServe(after delay: Double = 0) {
+        guard !serveScheduled, !pending.isEmpty, !isClosed, !closing else { return }
+        serveScheduled = true
+        // To the back of the queue: the other clients' lines go first.
+        if delay > 0 {
+            server.queue.asyncAfter(deadline: .now() + delay) { [self] in
+                serveScheduled = false
+                serveNext()
+            }
+        } else {
+            server.queue.async { [self] in
+                serveScheduled = false
+                serveNext()
+            }
+        }
+    }
+
+    /// Serves one pending line, if the client is within its limits.
+    private func serveNext() {
+        guard !isClosed, !closing, !pending.isEmpty, inFlight < server.inFlightLimit else { return }
+        let rate = server.rateLimit
+        let now = DispatchTime.now().uptimeNanoseconds
+        tokens = min(rate, tokens + Double(now - tokensAt) / 1e9 * rate)
+        tokensAt = now
+        guard tokens >= 1 else {
+            if !throttleLogged {
+                throttleLogged = true
+                server.throttled(self)
+            }
+            return scheduleServe(after: (1 - tokens) / rate)
+        }
+        tokens -= 1
+        let line = pending.removeFirst()
+        server.received(line, from: self)
+        if pending.count < Self.maximumPending / 2 { resumeReading() }
+        scheduleServe()
+    }
+
+    private func consume(_ bytes: ArraySlice<UInt8>) {
+        var start = bytes.startIndex
+        while !isClosed, !closing, let newline = bytes[start...].firstIndex(of: 0x0A) {
+            let line: [UInt8]
+            if inbound.isEmpty {
+                line = Array(bytes[start..<newline])
+            } else {
+                inbound += bytes[start..<newline]
+                line = inbound
+                inbound.removeAll(keepingCapacity: true)
+            }
+            start = newline + 1
+            if line.count > ControlProtocol.maximumLineBytes { return lineTooLong() }
+            pending.append(line)
+        }
+        scheduleServe()
+        guard !isClosed, !closing else { return }
+        inbound += bytes[start...]
+        if inbound.count > ControlProtocol.maximumLineBytes { lineTooLong() }
+    }
+
+    private func lineTooLong() {
+        server.reply(self, id: .null, .failure(ControlError(.lineTooLong, "a line may hold at most \(ControlProtocol.maximumLineBytes) bytes; closing")))
+        inbound = []
+        closeAfterFlush()
+    }
+
+    func close() {
+        guard !isClosed else { return }
+        if readSuspended {
+            readSuspended = false
+            readSource?.resume()  // a suspended source must not be cancelled or released
+        }
+        isClosed = true
+        pending.removeAll()
+        if !writeArmed {
+            writeSource?.resume()  // a suspended source must not be cancelled or released
+            writeArmed = true
+        }
+        readSource?.cancel()
+        writeSource?.cancel()
+    }
+
+    private func cancelled() {
+        pendingCancels -= 1
+        if pendingCancels == 0 {
+            Glibc.close(fd)
+            readSource = nil
+            writeSource = nil
+        }
+    }
+}

@@ -1,0 +1,178 @@
+import AudioKernel
+import Dispatch
+import Foundation
+import Synchronization
+
+// The daemon's own commands (the session's go to ``SessionController``): health, status,
+// devices, sounds, configuration, metrics.
+extension PracticeDaemon {
+    public func snapshot() -> DaemonSnapshot {
+        let (capture, playback) = lock.withLock { (captureState, playbackState) }
+        return DaemonSnapshot(version: Self.version, capture: "\(capture)", playback: "\(playback)", playing: player?.isActive ?? false,
+                              session: session?.snapshot ?? .idle)
+    }
+
+    public func handle(_ request: ControlRequest, client: ControlClientInfo, reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
+        metrics.increment("practiced_control_requests_total", help: "Control requests by command.",
+                          labels: "command=\"\(Self.commands.contains(request.command) ? request.command : "unknown")\"")
+        if Self.deviceCommands.contains(request.command), !devicesOpen {
+            // Closed while idle: opened (a few tens of milliseconds) before the command runs.
+            return audioQueue.async { [self] in
+                openDevices()
+                run(request, client: client, reply: reply)
+            }
+        }
+        run(request, client: client, reply: reply)
+    }
+
+    func run(_ request: ControlRequest, client: ControlClientInfo, reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
+        if SessionController.commands.contains(request.command) {
+            return session.handle(request, reply: reply)
+        }
+        do throws(ControlError) {
+            switch request.command {
+            case Command.Ping.name:
+                CommandReply<Command.Ping>(reply).succeed(.init(pong: true, uptimeS: uptime))
+            case Command.Status.name:
+                status(CommandReply(reply))
+            case Command.Devices.name:
+                listDevices(CommandReply(reply))
+            case Command.Play.name:
+                // Off the control queue: it asks the session's queue whether a reply plays,
+                // and the control queue must never wait on another queue (one client's
+                // request would delay every other client's).
+                let path = try request.arguments(Command.Play.self).path
+                let answer = CommandReply<Command.Play>(reply)
+                workQueue.async { [self] in
+                    do throws(ControlError) { try play(path: path, client: client, answer) } catch { answer.fail(error) }
+                }
+            case Command.PlaybackStop.name:
+                // Barge-in on a reply drains its stream; otherwise a clip stops.
+                workQueue.async { [self] in
+                    let stopped = session.stopPlayback() || audio.stopAll()
+                    CommandReply<Command.PlaybackStop>(reply).succeed(.init(stopped: stopped))
+                }
+            case Command.LevelWatch.name:
+                let enabled = try request.arguments(Command.LevelWatch.self).enabled ?? true
+                if enabled { server?.subscribe(client: client.id, to: [EventTopic.level.rawValue, EventTopic.speech.rawValue]) }
+                let (capture, interval) = lock.withLock { (captureState, configuration.levelIntervalMilliseconds) }
+                CommandReply<Command.LevelWatch>(reply).succeed(.init(watching: enabled, intervalMs: interval, capture: "\(capture)"))
+            case Command.ConfigGet.name:
+                CommandReply<Command.ConfigGet>(reply).succeed(ConfigurationListing(lock.withLock { configuration }))
+            case Command.Metrics.name:
+                CommandReply<Command.Metrics>(reply).succeed(.init(format: "prometheus-text-0.0.4", text: metricsText()))
+            default:
+                throw ControlError(.unknownCommand, "unknown command '\(request.command)'; commands are \(Self.commands.joined(separator: ", "))")
+            }
+        } catch {
+            reply(.failure(error))
+        }
+    }
+
+    var uptime: Double { (Double(DispatchTime.now().uptimeNanoseconds - startTime.uptimeNanoseconds) / 1e9 * 10).rounded() / 10 }
+
+    func status(_ reply: CommandReply<Command.Status>) {
+        let probe = lock.withLock { backendProbe }
+        let stale = probe.checkedAt.map { DispatchTime.now().uptimeNanoseconds - $0.uptimeNanoseconds > 10_000_000_000 } ?? true
+        guard stale else { return reply.succeed(currentStatus()) }
+        // Check the backend (a GET /topics, 3 s at most, no retries), then answer.
+        checkBackend { [self] in reply.succeed(currentStatus()) }
+    }
+
+    func checkBackend(then done: @escaping @Sendable () -> Void) {
+        let url = lock.withLock { configuration.backendURL }
+        var probeConfiguration = BackendConfiguration(baseURL: url)
+        probeConfiguration.requestTimeout = 3
+        probeConfiguration.retry = .none
+        let client = BackendClient(configuration: probeConfiguration)
+        Task { [self] in
+            let start = DispatchTime.now()
+            var probe = BackendProbe()
+            do {
+                _ = try await client.topics()
+                probe.reachable = true
+                metrics.observe("practiced_backend_probe_seconds", help: "Time of the backend reachability check.",
+                                seconds: Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9)
+            } catch {
+                probe.reachable = false
+                probe.error = "\(error)"
+            }
+            probe.checkedAt = .now()
+            lock.withLock { backendProbe = probe }
+            done()
+        }
+    }
+
+    func currentStatus() -> DaemonStatus {
+        let (configuration, probe, capture, playback, user) = lock.withLock { (self.configuration, backendProbe, captureState, playbackState, userID) }
+        let control = server?.statisticsSnapshot ?? ControlServerStatistics()
+        func device(_ name: AudioDeviceName, _ state: DeviceState, _ statistics: AudioDeviceStatistics?) -> DaemonStatus.Device {
+            DaemonStatus.Device(name: "\(name)", state: "\(state)", periods: statistics?.periods, xruns: statistics?.xruns, reopens: statistics?.reopens)
+        }
+        return DaemonStatus(
+            version: Self.version, protocol: ControlProtocol.identifier, pid: Int(getpid()), uptimeS: uptime, userId: user,
+            backend: .init(url: configuration.backendURL.absoluteString, reachable: probe.reachable, error: probe.error),
+            devices: .init(capture: device(configuration.captureDevice, capture, recorder?.deviceStatistics),
+                           playback: device(configuration.playbackDevice, playback, player?.deviceStatistics)),
+            playback: .init(active: player?.isActive ?? false, positionS: ((player?.position ?? 0) * 1000).rounded() / 1000),
+            session: session?.snapshot ?? .idle,
+            clients: control.clients,
+            counters: .init(connections: control.connectionsAccepted, refused: control.connectionsRefused,
+                            slowClientsDropped: control.slowClientsDropped, throttled: control.clientsThrottled,
+                            requests: control.requests, errors: control.errors.values.reduce(0, +)))
+    }
+
+    /// One enumeration at a time, its answer shared by every `devices` request that came
+    /// meanwhile: a flood of them costs one walk of ALSA and PulseAudio, not one each.
+    func listDevices(_ reply: CommandReply<Command.Devices>) {
+        let first: Bool = lock.withLock {
+            deviceListWaiters.append(reply)
+            return deviceListWaiters.count == 1
+        }
+        guard first else { return }
+        workQueue.async { [self] in
+            let listing = Self.deviceListing()
+            let waiting = lock.withLock {
+                defer { deviceListWaiters.removeAll() }
+                return deviceListWaiters
+            }
+            for waiter in waiting { waiter.succeed(listing) }
+        }
+    }
+
+    static func deviceListing() -> Command.Devices.Result {
+        let listing = AudioDeviceList.all()
+        func list(_ direction: AudioDeviceInfo.Direction) -> [Command.Devices.Device] {
+            listing.devices.filter { $0.direction == direction }.map { .init(name: "\($0.name)", description: $0.description) }
+        }
+        return .init(capture: list(.capture), playback: list(.playback), errors: listing.errors.map(\.description))
+    }
+
+    /// `play`: refused while the speaker is not open or a reply owns it; otherwise the
+    /// ``ClipPlayer`` opens, checks and streams the file.
+    func play(path: String, client: ControlClientInfo, _ reply: CommandReply<Command.Play>) throws(ControlError) {
+        guard let player else {
+            let state = lock.withLock { playbackState }
+            throw ControlError(.deviceError, "the playback device is not open (\(state))", retryable: true)
+        }
+        guard session.speakerIsFree else { throw ControlError(.invalidState, "a reply is playing; playback.stop first", retryable: true) }
+        try clips.play(path: path, client: client, format: player.format, configuration: lock.withLock { configuration }, reply)
+    }
+
+    func metricsText() -> String {
+        let control = server?.statisticsSnapshot ?? ControlServerStatistics()
+        metrics.set("practiced_clients", help: "Clients connected to the control socket.", Double(control.clients))
+        metrics.set("practiced_uptime_seconds", help: "Seconds since start.", uptime)
+        for (code, count) in control.errors {
+            metrics.set("practiced_control_errors", help: "Error replies by code.", labels: "code=\"\(code)\"", Double(count))
+        }
+        metrics.set("practiced_slow_clients_dropped", help: "Clients disconnected for not reading.", Double(control.slowClientsDropped))
+        if let statistics = recorder?.deviceStatistics {
+            metrics.set("practiced_device_periods", help: "Periods transferred by device.", labels: "direction=\"capture\"", Double(statistics.periods))
+        }
+        if let statistics = player?.deviceStatistics {
+            metrics.set("practiced_device_periods", help: "Periods transferred by device.", labels: "direction=\"playback\"", Double(statistics.periods))
+        }
+        return metrics.exposition()
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+
+/// The learner's data: the conversation topics and the profile (read, evaluated, a new
+/// learning goal), each answer kept per user in the offline cache; when the backend cannot
+/// be reached, the last answer kept is given, marked stale with its age.
+final class LearnerData: @unchecked Sendable {
+    private unowned let context: any SessionContext
+    private let backend: @Sendable () -> any LearnerBackend
+    private let cache: OfflineCache
+
+    init(context: any SessionContext, backend: @escaping @Sendable () -> any LearnerBackend, stateDirectory: String) {
+        self.context = context
+        self.backend = backend
+        cache = OfflineCache(stateDirectory: stateDirectory)
+    }
+
+    func topics(_ reply: CommandReply<Command.Topics>) {
+        cached("topics", fetch: { backend async throws(BackendError) in try await backend.topics() }) { result in
+            reply(result.map { .init(topics: $0.value, stale: $0.stale, ageS: $0.age, error: $0.error) })
+        }
+    }
+
+    func profile(_ args: Command.Profile.Arguments, _ reply: CommandReply<Command.Profile>) {
+        let user = context.settings.userID
+        let done: @Sendable (Result<Cached<UserProfile>, ControlError>) -> Void = { result in
+            reply(result.map { .init(profile: $0.value, stale: $0.stale, ageS: $0.age, error: $0.error) })
+        }
+        switch args.action ?? .get {
+        case .get:
+            cached("profile", fetch: { backend async throws(BackendError) in try await backend.profile(userID: user) }, done)
+        case .evaluate:
+            cached("profile", offline: false, fetch: { backend async throws(BackendError) in try await backend.evaluate(userID: user) }, done)
+        case .learningGoal:
+            let goal = args.learningGoal
+            cached("profile", offline: false, fetch: { backend async throws(BackendError) in try await backend.setLearningGoal(userID: user, goal: goal) }, done)
+        }
+    }
+
+    /// A fresh answer, or the last one kept (stale, with its age and the error).
+    struct Cached<T: Sendable>: Sendable {
+        var value: T
+        var stale: Bool
+        var age: Double?
+        var error: String?
+    }
+
+    /// Asks the backend; keeps the answer per user; offline, answers the last one kept.
+    /// `offline: false` for calls that change something.
+    private func cached<T: Codable & Sendable>(_ name: String, offline: Bool = true,
+                                               fetch: @escaping @Sendable (any LearnerBackend) async throws(BackendError) -> T,
+                                               _ done: @escaping @Sendable (Result<Cached<T>, ControlError>) -> Void) {
+        let user = context.settings.userID
+        let cache = cache
+        context.call(backend(), fetch) { result in
+            switch result {
+            case .success(let value):
+                cache.store(ProtocolEncoder.encode(value), name: name, user: user)
+                done(.success(Cached(value: value, stale: false)))
+            case .failure(let error):
+                let unreachable = ControlError(error).code == .backendUnavailable
+                if offline, unreachable, let entry = cache.load(name: name, user: user),
+                   let value = try? ProtocolDecoder.decode(T.self, from: entry.value) {
+                    done(.success(Cached(value: value, stale: true, age: entry.age.rounded(), error: "\(error)")))
+                } else {
+                    done(.failure(ControlError(error)))
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,75 @@
+import AudioKernel
+import Dispatch
+import Foundation
+
+/// What a reply answers.
+enum ReplyKind: Sendable {
+    case greeting
+    case turn(TurnUpload)
+    case text(String)
+}
+
+/// A spooled turn as its upload needs it (``TurnDelivery`` makes one per attempt).
+struct TurnUpload: Sendable {
+    var id: String
+    var wav: Data
+    var attempt: Int
+    /// When the recorder ended the turn (uptime ns; nil for a resent turn), for the latency figures.
+    var recordedAt: UInt64?
+}
+
+/// One reply in flight: its stream, what has come, and the speaker's progress. Touched on
+/// the session's queue only (its ``ReplyFeed`` is the part the backend's queue touches).
+final class Reply: @unchecked Sendable {
+    let kind: ReplyKind
+    let feed: ReplyFeed
+    var stream: (any ReplyStreaming)?
+    var accepted = false
+    var transcript: String?
+    var responseText: String?
+    var textReleased = false
+    var soundStarted = false
+    var summary: ReplySummary?
+    var failure: BackendError?
+    var playback: PlaybackReport?
+    var void = false
+    var outcome: ReplyOutcome?
+    var unansweredPublished = false
+    var drainStartedAt: UInt64?
+    let requestedAt = DispatchTime.now().uptimeNanoseconds
+    var firstAudioAt: UInt64?
+    var soundAt: UInt64?
+    var streamEndedAt: UInt64?
+    var playbackEndedAt: UInt64?
+
+    init(kind: ReplyKind, feed: ReplyFeed) {
+        self.kind = kind
+        self.feed = feed
+    }
+
+    var turnID: String? { if case .turn(let upload) = kind { return upload.id } else { return nil } }
+    /// When the recorder ended the turn (nil for greetings, typed and resent turns).
+    var recordedAt: UInt64? { if case .turn(let upload) = kind { return upload.recordedAt } else { return nil } }
+    var isGreeting: Bool { if case .greeting = kind { return true } else { return false } }
+    var request: ReplyOutcome.Request {
+        switch kind {
+        case .greeting: return .greeting
+        case .turn: return .audioTurn
+        case .text: return .textTurn
+        }
+    }
+    var streamEnded: Bool { summary != nil || failure != nil }
+}
+
+/// What the backend's callback queue passes to the session queue about a reply.
+enum StreamNote: Sendable {
+    case retrying(attempt: Int, delay: Double, reason: String)
+    case uploadProgress(sent: Int64, total: Int64)
+    case accepted
+    case transcript(String)
+    case firstAudio(at: UInt64)
+    case response(String)
+    case timing(step: String, seconds: Double)
+    case malformed(type: String, reason: String)
+    case finished(Result<ReplySummary, BackendError>)
+}

@@ -1,0 +1,80 @@
+import Dispatch
+import Foundation
+
+/// The session on the backend, as every piece of the session sees it.
+struct ActiveSession: Sendable {
+    var id: String
+    var mode: SessionMode
+    var topicID: String?
+    /// Turns the backend accepted.
+    var turns = 0
+}
+
+/// What the pieces of the session (``TurnDelivery``, ``ReplyPlayback``, ``ReviewPolling``,
+/// ``LearnerData``) share, owned by ``SessionController``: the stage, the session's
+/// identity, the events. The pieces and the context run on `queue` only.
+protocol SessionContext: AnyObject, Sendable {
+    var queue: DispatchQueue { get }
+    var stage: SessionStage { get }
+    var active: ActiveSession? { get }
+    /// Bumped when a session ends or is closed: answers for an older epoch are dropped.
+    var epoch: Int { get }
+    var settings: SessionSettings { get }
+    var metrics: Metrics { get }
+    var logger: Logger { get }
+    /// Whether the daemon is stopping: nothing new starts.
+    var stopping: Bool { get }
+
+    /// Moves the stage (a move ``SessionStage`` does not allow is refused and logged).
+    func move(to next: SessionStage)
+    func publish(_ event: any ProtocolEvent)
+    /// Something `status` and `session.get` show changed.
+    func stateChanged()
+    /// The session cannot go on: activity stops, `session.failed`, stage `failed`.
+    func fail(_ reason: String, error: String)
+    /// The backend accepted a turn of the session.
+    func countAcceptedTurn()
+    /// Takes up the session of a turn from an earlier run (`spool.retry` from idle).
+    func resume(_ session: ActiveSession)
+}
+
+extension SessionContext {
+    /// Counts a turn by how it ended (the `practiced_turns_total` metric).
+    func countTurn(_ outcome: String) {
+        metrics.increment("practiced_turns_total", help: "Turns by outcome.", labels: "outcome=\"\(outcome)\"")
+    }
+
+    func observe(_ name: String, _ help: String, since start: UInt64, now: UInt64 = DispatchTime.now().uptimeNanoseconds) {
+        metrics.observe(name, help: help, seconds: Double(now &- start) / 1e9)
+    }
+
+    // The pieces hold their context unowned (it owns them); work they leave for later
+    // goes through these, which keep the context alive until it has run.
+
+    /// Runs `body` on the queue soon.
+    func async(_ body: @escaping @Sendable () -> Void) {
+        queue.async { [self] in
+            withExtendedLifetime(self) { body() }
+        }
+    }
+
+    /// Runs `body` on the queue after `delay` seconds.
+    func after(_ delay: Double, _ body: @escaping @Sendable () -> Void) {
+        queue.asyncAfter(deadline: .now() + delay) { [self] in
+            withExtendedLifetime(self) { body() }
+        }
+    }
+
+    /// Runs a backend call off the queue and hands its result back on the queue.
+    func call<Backend: Sendable, T: Sendable>(_ backend: Backend, _ body: @escaping @Sendable (Backend) async throws(BackendError) -> T,
+                                              then: @escaping @Sendable (Result<T, BackendError>) -> Void) {
+        Task { [self] in
+            let result: Result<T, BackendError>
+            do throws(BackendError) { result = .success(try await body(backend)) } catch { result = .failure(error) }
+            async { then(result) }
+        }
+    }
+}
+
+/// A figure rounded to three decimals, as the events report them.
+func rounded(_ value: Double) -> Double { (value * 1000).rounded() / 1000 }

@@ -1,0 +1,196 @@
+import AudioKernel
+import Dispatch
+import Foundation
+
+/// A recorded turn's way to the backend: into the spool (fsynced before anything is sent),
+/// out as an upload (``ReplyPlayback`` streams it and its reply), sent again with backoff
+/// while the backend cannot take it, and left in the spool, reported pending, when it
+/// never could. The spool's commands (`spool.list`, `spool.retry`, `spool.discard`) and the
+/// turns an earlier run left are here too. On the session's queue.
+final class TurnDelivery: @unchecked Sendable {
+    /// A spooled turn on its way (with retries).
+    struct Delivery {
+        var turn: SpooledTurn
+        var wav: Data
+        var attempt = 0
+        var firstFailure: UInt64?
+        /// When the recorder ended the turn (uptime ns), for the latency figures.
+        var recordedAt: UInt64?
+    }
+
+    private unowned let context: any SessionContext
+    let spool: TurnSpool?
+    /// Why there is no spool (turns then live in memory only), for `status` and every turn.
+    let spoolError: String?
+    /// The turn being sent.
+    private(set) var current: Delivery?
+    /// Starts an upload and its reply (wired to ``ReplyPlayback/start(_:)``).
+    var upload: (ReplyKind) -> Void = { _ in }
+
+    init(context: any SessionContext, spoolDirectory: String) {
+        self.context = context
+        do {
+            spool = try TurnSpool(directory: spoolDirectory)
+            spoolError = nil
+        } catch {
+            context.logger.error("turns cannot be kept on disk: \(error); they are sent from memory only")
+            spool = nil
+            spoolError = "\(error)"
+        }
+    }
+
+    /// The spool as `status` and `session.get` show it.
+    var state: SpoolState {
+        let usage = spool?.usage ?? (turns: 0, bytes: 0)
+        return SpoolState(turns: usage.turns, bytes: usage.bytes, durable: spool != nil, error: spoolError)
+    }
+
+    func entries() -> [SpoolEntry] { (spool?.list().turns ?? []).map(entry) }
+
+    private func entry(_ turn: SpooledTurn) -> SpoolEntry { SpoolEntry(turn, sending: current?.turn.id == turn.id) }
+
+    /// Reports the turns a previous run left in the spool (after a crash or a kill).
+    func recover() {
+        guard let spool else { return }
+        let (turns, unreadable) = spool.list()
+        for name in unreadable { context.logger.error("spool: \(name) cannot be read; left in place") }
+        guard !turns.isEmpty else { return }
+        context.logger.notice("spool: \(turns.count) turn(s) from an earlier run wait for delivery: \(turns.map(\.id).joined(separator: ", "))")
+        context.metrics.increment("practiced_turns_recovered_total", help: "Turns found in the spool at start.", by: Double(turns.count))
+        context.publish(Event.SpoolRecovered(turns: turns.map(entry)))
+        context.stateChanged()
+    }
+
+    // MARK: - A new turn
+
+    /// A turn with speech from the recorder: spooled, then sent (unless the daemon stops:
+    /// then it waits in the spool for the next start).
+    func take(wav: [UInt8], duration: Double, of session: ActiveSession, endedAt: UInt64) {
+        let spooled = SpooledTurn(sessionID: session.id, mode: session.mode, duration: duration, bytes: wav.count)
+        do {
+            guard let spool else { throw SpoolUnavailable(reason: spoolError ?? "no spool") }
+            try spool.store(spooled, wav: wav)
+            context.publish(Event.TurnSpooled(turnId: spooled.id, bytes: wav.count))
+        } catch {
+            // The disk failed us; the turn still goes out from memory.
+            context.logger.error("turn \(spooled.id) not spooled: \(error)")
+            context.publish(Event.TurnSpoolFailed(turnId: spooled.id, message: "\(error)"))
+        }
+        context.stateChanged()
+        if context.stopping {
+            context.logger.notice("turn \(spooled.id) spooled at shutdown; it is reported at the next start")
+            return
+        }
+        context.move(to: .uploading)
+        send(Delivery(turn: spooled, wav: Data(wav), recordedAt: endedAt))
+    }
+
+    private func send(_ next: Delivery) {
+        var next = next
+        next.attempt += 1
+        current = next
+        context.stateChanged()
+        upload(.turn(TurnUpload(id: next.turn.id, wav: next.wav, attempt: next.attempt, recordedAt: next.recordedAt)))
+    }
+
+    // MARK: - What became of it
+
+    /// The backend has the turn: it leaves the spool and is never sent again.
+    func accepted(_ id: String) {
+        do { try spool?.remove(id) } catch { context.logger.error("turn \(id) answered but not removed from the spool: \(error)") }
+        context.publish(Event.TurnAccepted(turnId: id, attempt: current?.turn.id == id ? current?.attempt ?? 1 : 1))
+        if current?.turn.id == id { current = nil }
+        context.countAcceptedTurn()
+        context.stateChanged()
+    }
+
+    /// An upload failed before the backend took the turn: sent again after a backoff,
+    /// refused for good (a 4xx), or left pending.
+    func failed(_ error: BackendError) {
+        guard var failed = current else { return }
+        let now = DispatchTime.now().uptimeNanoseconds
+        failed.firstFailure = failed.firstFailure ?? now
+        current = failed
+        let id = failed.turn.id
+        if error.isSessionGone {
+            current = nil
+            context.publish(Event.TurnPending(turnId: id, reason: .sessionGone, message: "\(error)"))
+            return context.fail("session_gone", error: "\(error)")
+        }
+        if let status = error.status, status >= 400 && status < 500 && status != 408 && status != 429 {
+            // The backend answered and refused the turn: sending it again cannot help.
+            try? spool?.remove(id)
+            current = nil
+            context.countTurn("rejected")
+            context.publish(Event.TurnRejected(turnId: id, message: "\(error)"))
+            context.stateChanged()
+            return context.move(to: .ready)
+        }
+        let settings = context.settings
+        let elapsed = Double(now - failed.firstFailure!) / 1e9
+        let delay = min(settings.turnRetryMaxDelay, settings.turnRetryInitialDelay * pow(2, Double(max(0, failed.attempt - 1))))
+        guard elapsed + delay <= settings.turnRetrySeconds, !context.stopping else {
+            current = nil
+            context.countTurn("pending")
+            context.logger.warning("turn \(id) not delivered after \(failed.attempt) attempts (\(error)); kept in the spool")
+            context.publish(Event.TurnPending(turnId: id, reason: .undelivered, message: "\(error)", attempts: failed.attempt))
+            context.stateChanged()
+            return context.move(to: .ready)
+        }
+        context.logger.warning("turn \(id) not delivered (\(error)); attempt \(failed.attempt + 1) in \(delay) s")
+        context.publish(Event.TurnRetrying(turnId: id, attempt: failed.attempt + 1, delayS: delay, message: "\(error)"))
+        let epoch = context.epoch
+        context.after(delay) { [self] in
+            guard epoch == context.epoch, let retry = current, retry.turn.id == id, context.stage == .uploading else { return }
+            send(retry)
+        }
+    }
+
+    /// A stopped reply's upload never got through: the turn stays in the spool.
+    func interrupted(_ id: String) {
+        context.publish(Event.TurnPending(turnId: id, reason: .interrupted, message: "the learner spoke again before it was sent"))
+    }
+
+    /// The session closed or the daemon stops: the turn being sent stays in the spool.
+    func abandon() {
+        if context.stopping, let current { context.logger.notice("turn \(current.turn.id) stays in the spool for the next start") }
+        current = nil
+    }
+
+    // MARK: - The spool's commands
+
+    /// `spool.retry`: sends a kept turn again (resuming its session from idle).
+    func retry(_ id: String) throws(ControlError) {
+        guard let spool else { throw ControlError(.fileError, "there is no spool") }
+        let loaded: (turn: SpooledTurn, wav: Data)
+        do { loaded = try spool.load(id) } catch { throw ControlError(.badArguments, "\(error)") }
+        if let session = context.active {
+            guard session.id == loaded.turn.sessionID else {
+                throw ControlError(.invalidState, "turn \(id) belongs to session \(loaded.turn.sessionID); close this session first")
+            }
+        } else {
+            // A turn from an earlier run: the conversation it belongs to goes on.
+            context.resume(ActiveSession(id: loaded.turn.sessionID, mode: loaded.turn.mode, topicID: nil))
+            context.logger.notice("resuming session \(loaded.turn.sessionID) to deliver turn \(id)")
+            context.publish(Event.SessionResumed(sessionId: loaded.turn.sessionID, mode: loaded.turn.mode))
+        }
+        context.move(to: .uploading)
+        send(Delivery(turn: loaded.turn, wav: loaded.wav))
+    }
+
+    /// `spool.discard`: drops a kept turn (not the one being sent).
+    func discard(_ id: String) throws(ControlError) {
+        guard current?.turn.id != id else { throw ControlError(.invalidState, "turn \(id) is being sent now") }
+        guard let spool, spool.contains(id) else { throw ControlError(.badArguments, "no turn \(id) in the spool") }
+        do { try spool.remove(id) } catch { throw ControlError(.fileError, "\(error)") }
+        context.logger.notice("spool: turn \(id) discarded by a client")
+        context.publish(Event.SpoolDiscarded(turnId: id))
+        context.stateChanged()
+    }
+}
+
+/// The daemon runs without a spool (`spool.required = false`): every turn says so.
+struct SpoolUnavailable: Error, CustomStringConvertible {
+    var reason: String
+    var description: String { "no spool (\(reason)); the turn is sent from memory only and is lost if the daemon stops" }
+}

@@ -1,0 +1,120 @@
+import AudioKernel
+import Foundation
+@testable import PracticeKit
+import TestSupport
+import XCTest
+
+/// ``ReplyPlayback`` alone: the backend's streams, the speaker and the player's events in memory.
+final class ReplyPlaybackInMemoryTests: XCTestCase {
+    private var context: SessionTestContext!
+    private var backend: MemoryBackend!
+    private var audio: MemoryAudio!
+    private var replies: ReplyPlayback!
+
+    override func setUp() {
+        context = SessionTestContext()
+        context.settings.drainTimeout = 0.3
+        backend = MemoryBackend()
+        audio = MemoryAudio()
+        let backend = backend!
+        replies = ReplyPlayback(context: context, backend: { backend }, audio: audio)
+    }
+
+    private func upload(_ id: String) -> ReplyKind { .turn(TurnUpload(id: id, wav: Data(count: 44), attempt: 1, recordedAt: nil)) }
+
+    func testAReplysTextWaitsForItsSoundAndTheReplyFinishesWhenBothEnded() throws {
+        context.run { context.stage = .uploading; replies.start(upload("t1")) }
+        let stream = try XCTUnwrap(backend.streams.first)
+        XCTAssertEqual(stream.request, .turn("t1"))
+        stream.send(.accepted)
+        stream.send(.transcript("I went to Paris"))
+        stream.send(.response("How was it?"))
+        stream.sendAudio(bytes: 4_800)
+        XCTAssertNotNil(context.event("transcript"))
+        context.settle()
+        XCTAssertEqual(context.stage, .replying)
+        XCTAssertFalse(context.names.contains("reply.text"), "no text before the sound")
+        XCTAssertEqual(audio.snapshot.begun, [1])
+        XCTAssertEqual(audio.snapshot.bytes, 4_800, "audio goes to the speaker without the session's queue")
+        context.run { replies.playerEvent(.started(latencyFrames: 960, reply: 1), at: DispatchTime.now().uptimeNanoseconds) }
+        XCTAssertEqual(context.event("reply.text")?["text"], "How was it?")
+        stream.end(transcript: "I went to Paris")
+        context.settle()
+        XCTAssertFalse(context.names.contains("reply.finished"), "the speaker still plays")
+        XCTAssertEqual(audio.snapshot.ended, [1])
+        context.run { replies.playerEvent(.finished(PlaybackReport(playedSeconds: 0.1, interrupted: false, underruns: 0, reply: 1)),
+                                          at: DispatchTime.now().uptimeNanoseconds) }
+        let finished = try XCTUnwrap(context.event("reply.finished"))
+        XCTAssertEqual(finished["outcome"], "answered")
+        XCTAssertEqual(finished["complete"], true)
+        XCTAssertEqual(context.stage, .ready)
+        XCTAssertFalse(context.run { replies.isActive })
+    }
+
+    func testAnEmptyTranscriptStopsTheSoundAtOnceAndIsToldAsUnanswered() throws {
+        context.run { context.stage = .uploading; replies.start(upload("t1")) }
+        let stream = try XCTUnwrap(backend.streams.first)
+        stream.send(.accepted)
+        stream.sendAudio(bytes: 960)
+        stream.send(.transcript(""))
+        stream.sendAudio(bytes: 960)
+        XCTAssertEqual(context.event("turn.unanswered")?["outcome"], "empty_transcript")
+        XCTAssertEqual(audio.snapshot.stopped, [1], "stopped on the stream's own queue")
+        XCTAssertEqual(audio.snapshot.bytes, 960, "no chunk after the empty transcript reaches the speaker")
+        stream.end(transcript: "", audioBytes: 1_920)
+        XCTAssertEqual(context.event("reply.finished")?["outcome"], "empty_transcript")
+    }
+
+    func testABargeInDrainsTheStoppedStreamBeforeTheNextUpload() throws {
+        context.run { context.stage = .uploading; replies.start(upload("t1")) }
+        let first = try XCTUnwrap(backend.streams.first)
+        first.send(.accepted)
+        first.sendAudio(bytes: 960)
+        context.settle()
+        context.run { replies.bargeIn() }
+        XCTAssertEqual(context.event("reply.finished")?["outcome"], "interrupted")
+        XCTAssertFalse(first.cancelled, "the stopped stream is read to its end, not hung up")
+        context.run { replies.start(upload("t2")) }
+        XCTAssertEqual(context.event("reply.waiting")?["turn_id"], "t2")
+        XCTAssertEqual(backend.streams.count, 1, "the next upload waits for the drain")
+        first.end()
+        XCTAssertEqual(context.event("reply.drained")?["timed_out"], false)
+        XCTAssertTrue(context.events.wait(timeout: 5) { _ in self.backend.streams.count == 2 })
+        XCTAssertEqual(backend.streams.last?.request, .turn("t2"))
+    }
+
+    func testADrainPastItsDeadlineIsHungUpAndTheNextTurnIsMarked() throws {
+        context.run { context.stage = .greeting; replies.start(.greeting) }
+        let greeting = try XCTUnwrap(backend.streams.first)
+        context.run { replies.bargeIn() }
+        context.run { context.stage = .uploading; replies.start(upload("t1")) }
+        XCTAssertEqual(context.event("reply.drained", timeout: 5)?["timed_out"], true)
+        XCTAssertTrue(greeting.cancelled)
+        XCTAssertTrue(context.events.wait(timeout: 5) { _ in self.backend.streams.count == 2 })
+        let next = try XCTUnwrap(backend.streams.last)
+        next.send(.accepted)
+        next.end(transcript: "hi", audioBytes: 0)
+        XCTAssertEqual(context.event("turn.unanswered")?["after_interruption"], true, "an empty answer after a hang-up says why")
+    }
+
+    func testAStreamThatBreaksAfterTheTurnWasTakenIsIncompleteAndNotSentAgain() throws {
+        var failures: [BackendError] = []
+        var accepted: [String] = []
+        replies.onUploadFailed = { failures.append($0) }
+        replies.onTurnAccepted = { accepted.append($0) }
+        context.run { context.stage = .uploading; replies.start(upload("t1")) }
+        let stream = try XCTUnwrap(backend.streams.first)
+        stream.send(.accepted)
+        stream.finish(.failure(.transport(code: 104, message: "reset", sentNothing: false)))
+        XCTAssertNotNil(context.event("reply.incomplete"))
+        context.run {
+            XCTAssertEqual(accepted, ["t1"])
+            XCTAssertTrue(failures.isEmpty, "a taken turn is never uploaded again")
+        }
+        // Before the backend took it, the same break is the delivery's to retry.
+        context.run { replies.start(upload("t2")) }
+        backend.streams.last?.finish(.failure(.transport(code: 111, message: "refused", sentNothing: true)))
+        context.settle()
+        context.run { XCTAssertEqual(failures.count, 1) }
+    }
+}
