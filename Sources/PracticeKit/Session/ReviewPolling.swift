@@ -27,6 +27,24 @@ final class ReviewPolling: @unchecked Sendable {
         self.backend = backend
     }
 
+    /// A backend call for the session in progress, answering `reply`: refused without a
+    /// session; the stage moves first when `moving` is given; with `dropsLateAnswers`, an
+    /// answer that comes after the session was closed is refused instead of acted on.
+    private func sessionCall<C: ControlCommand, T: Sendable>(
+        _ reply: CommandReply<C>, moving stage: SessionStage? = nil, dropsLateAnswers: Bool = true,
+        _ body: @escaping @Sendable (any ReviewBackend, String) async throws(BackendError) -> T,
+        then: @escaping @Sendable (Result<T, BackendError>, ActiveSession) -> Void
+    ) {
+        guard let session = context.active else { return reply.fail(Self.noSession) }
+        if let stage { context.move(to: stage) }
+        let epoch = context.epoch
+        let id = session.id
+        context.call(backend(), { backend async throws(BackendError) in try await body(backend, id) }) { [self] result in
+            if dropsLateAnswers, epoch != context.epoch { return reply.fail(Self.closedMeanwhile) }
+            then(result, session)
+        }
+    }
+
     /// Stops polling (a poll in flight is dropped when it answers).
     func stop() { token += 1 }
 
@@ -39,11 +57,7 @@ final class ReviewPolling: @unchecked Sendable {
     // MARK: - Ending the talk
 
     func endTalk(_ reply: CommandReply<Command.SessionEnd>) {
-        guard let session = context.active else { return reply.fail(Self.noSession) }
-        context.move(to: .ending)
-        let epoch = context.epoch
-        context.call(backend(), { backend async throws(BackendError) in try await backend.endTalk(sessionID: session.id) }) { [self] result in
-            guard epoch == context.epoch else { return reply.fail(Self.closedMeanwhile) }
+        sessionCall(reply, moving: .ending, { backend, id async throws(BackendError) in try await backend.endTalk(sessionID: id) }) { [self] result, session in
             switch result {
             case .success(let ended):
                 context.publish(Event.SessionEnded(sessionId: session.id, status: "\(ended.status)", mode: session.mode))
@@ -134,8 +148,7 @@ final class ReviewPolling: @unchecked Sendable {
     // MARK: - Reading and correcting
 
     func fetch(_ reply: CommandReply<Command.ReviewGet>) {
-        guard let session = context.active else { return reply.fail(Self.noSession) }
-        context.call(backend(), { backend async throws(BackendError) in try await backend.review(sessionID: session.id) }) { [self] result in
+        sessionCall(reply, dropsLateAnswers: false, { backend, id async throws(BackendError) in try await backend.review(sessionID: id) }) { [self] result, session in
             switch result {
             case .success(let fetched):
                 if session.id == context.active?.id { review = fetched }
@@ -151,9 +164,10 @@ final class ReviewPolling: @unchecked Sendable {
     }
 
     func askCorrection(segment: Int, message: String, _ reply: CommandReply<Command.CorrectionAsk>) {
-        guard let session = context.active else { return reply.fail(Self.noSession) }
         let request = CorrectionRequest(segmentId: segment, userMessage: message)
-        context.call(backend(), { backend async throws(BackendError) in try await backend.requestCorrection(sessionID: session.id, request) }) { [self] result in
+        sessionCall(reply, dropsLateAnswers: false, { backend, id async throws(BackendError) in
+            try await backend.requestCorrection(sessionID: id, request)
+        }) { [self] result, _ in
             switch result {
             case .success(let correction):
                 context.publish(Event.CorrectionAdded(correction: correction))
@@ -168,11 +182,7 @@ final class ReviewPolling: @unchecked Sendable {
     // MARK: - Finishing
 
     func finish(_ reply: CommandReply<Command.ReviewFinish>) {
-        guard let session = context.active else { return reply.fail(Self.noSession) }
-        context.move(to: .finishing)
-        let epoch = context.epoch
-        context.call(backend(), { backend async throws(BackendError) in try await backend.endSession(sessionID: session.id) }) { [self] result in
-            guard epoch == context.epoch else { return reply.fail(Self.closedMeanwhile) }
+        sessionCall(reply, moving: .finishing, { backend, id async throws(BackendError) in try await backend.endSession(sessionID: id) }) { [self] result, _ in
             switch result {
             case .success(let ended):
                 reply.succeed(.init(status: "\(ended.status)", note: nil))
@@ -205,10 +215,7 @@ final class ReviewPolling: @unchecked Sendable {
     /// `POST /end` was refused (400): if the session is completed on the server, it is
     /// completed here too; otherwise the finish failed and can be tried again.
     private func confirmCompletion(after refusal: BackendError, _ reply: CommandReply<Command.ReviewFinish>) {
-        guard let session = context.active else { return reply.fail(Self.noSession) }
-        let epoch = context.epoch
-        context.call(backend(), { backend async throws(BackendError) in try await backend.review(sessionID: session.id) }) { [self] result in
-            guard epoch == context.epoch else { return reply.fail(Self.closedMeanwhile) }
+        sessionCall(reply, { backend, id async throws(BackendError) in try await backend.review(sessionID: id) }) { [self] result, session in
             switch result {
             case .success(let fetched) where fetched.status == .completed:
                 context.logger.notice("session \(session.id) is already completed on the server (\(refusal))")
