@@ -16,6 +16,8 @@ let package = Package(
         .executable(name: "practice-sim", targets: ["practice-sim"]),
         .executable(name: "practiced", targets: ["practiced"]),
         .executable(name: "practicectl", targets: ["practicectl"]),
+        // Not shipped: the spectrum the resampler's tests and benchmarks measure with.
+        .library(name: "AudioMeasurement", targets: ["AudioMeasurement"]),
     ],
     targets: [
         // The system's audio libraries, found with pkg-config.
@@ -76,6 +78,7 @@ let package = Package(
 
         // What the test targets share: child processes, waiting on a condition with a
         // deadline, practice-sim on a loopback port.
+        .target(name: "AudioMeasurement", path: "Tests/AudioMeasurement"),
         .target(name: "TestSupport", dependencies: ["AudioKernel", "PracticeKit", "SimulatorKit"], path: "Tests/TestSupport"),
         .testTarget(
             name: "PracticeKitTests",
@@ -87,7 +90,7 @@ let package = Package(
         .testTarget(name: "PracticedTests", dependencies: ["PracticeKit", "SimulatorKit", "TestSupport"]),
         .testTarget(
             name: "AudioKernelTests",
-            dependencies: ["AudioKernel", "TestSupport"],
+            dependencies: ["AudioKernel", "AudioMeasurement", "TestSupport"],
             exclude: ["Fixtures"]  // read by path: inputs kept from fuzzing runs
         ),
     ],

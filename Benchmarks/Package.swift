@@ -46,6 +46,20 @@ let package = Package(
             path: "Benchmarks/EngineBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // libsoxr, speexdsp and libsamplerate, the references of the resampler benchmark.
+        .systemLibrary(name: "CResamplers", path: "Sources/CResamplers",
+                       providers: [.apt(["libsoxr-dev", "libspeexdsp-dev", "libsamplerate0-dev"])]),
+        .executableTarget(
+            name: "ResamplerBenchmarks",
+            dependencies: [
+                .product(name: "AudioKernel", package: "practiced"),
+                .product(name: "AudioMeasurement", package: "practiced"),
+                .product(name: "Benchmark", package: "benchmark"),
+                "CResamplers",
+            ],
+            path: "Benchmarks/ResamplerBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
         .executableTarget(
             name: "SSEBenchmarks",
             dependencies: [

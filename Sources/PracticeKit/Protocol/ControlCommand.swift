@@ -4,7 +4,7 @@ import Foundation
 /// request's `args` by ``ProtocolDecoder``) and its result (the reply's `result`, written
 /// by ``ProtocolEncoder``). Every command the daemon answers is one of
 /// ``ProtocolCatalog/commands``.
-public protocol ControlCommand {
+public protocol ControlCommand: Sendable {
     associatedtype Arguments: Codable & Sendable
     associatedtype Result: Codable & Sendable
     static var name: String { get }

@@ -1,0 +1,150 @@
+import AudioKernel
+import AudioMeasurement
+@preconcurrency import Benchmark
+import CResamplers
+import Foundation
+
+// The built-in resampler beside the established ones, in one run:
+// - "AudioKernel-medium" / "-high": AudioKernel's Resampler (100 / 125 dB promised);
+// - "soxr-MQ" / "soxr-HQ": libsoxr's medium and high recipes;
+// - "speex-3" / "speex-8": speexdsp at quality 3 (PulseAudio's default) and 8;
+// - "src-sinc-fastest": libsamplerate's SRC_SINC_FASTEST.
+// One operation converts one second of audio in 20 ms blocks, so the throughput is how many
+// times faster than real time the converter runs. Mallocs are counted per operation.
+// With RESAMPLER_REJECTION set, each converter's rejection is measured with the same test
+// signal (a tone at 0.8 × the lower Nyquist frequency, ConverterProbe) and printed:
+//   RESAMPLER_REJECTION=1 swift package benchmark --target ResamplerBenchmarks --filter 'Resample.24000-48000.mono.soxr-MQ'
+
+
+/// A converter of interleaved Float32 frames, fed a block at a time.
+protocol Converter: AnyObject {
+    /// Converts `frames` frames of `input` into `output` (room for `capacity` frames);
+    /// returns the frames written.
+    func convert(_ input: UnsafePointer<Float>, frames: Int, into output: UnsafeMutablePointer<Float>, capacity: Int) -> Int
+}
+
+final class AudioKernelConverter: Converter {
+    let resampler: Resampler
+    init(_ input: Int, _ output: Int, _ channels: Int, _ quality: Resampler.Quality) {
+        resampler = try! Resampler(inputRate: input, outputRate: output, channels: channels, quality: quality, maximumInputFrames: 8_192)
+    }
+    func convert(_ input: UnsafePointer<Float>, frames: Int, into output: UnsafeMutablePointer<Float>, capacity: Int) -> Int {
+        resampler.process(UnsafeBufferPointer(start: input, count: frames * resampler.channels),
+                          into: UnsafeMutableBufferPointer(start: output, count: capacity * resampler.channels))
+    }
+}
+
+final class SoxrConverter: Converter {
+    let handle: soxr_t
+    init(_ input: Int, _ output: Int, _ channels: Int, recipe: UInt) {
+        var io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I)
+        var quality = soxr_quality_spec(recipe, 0)
+        var error: soxr_error_t?
+        handle = soxr_create(Double(input), Double(output), UInt32(channels), &error, &io, &quality, nil)!
+    }
+    deinit { soxr_delete(handle) }
+    func convert(_ input: UnsafePointer<Float>, frames: Int, into output: UnsafeMutablePointer<Float>, capacity: Int) -> Int {
+        var used = 0, made = 0
+        _ = soxr_process(handle, input, frames, &used, output, capacity, &made)
+        return made
+    }
+}
+
+final class SpeexConverter: Converter {
+    let state: OpaquePointer
+    init(_ input: Int, _ output: Int, _ channels: Int, quality: Int32) {
+        var error: Int32 = 0
+        state = speex_resampler_init(UInt32(channels), UInt32(input), UInt32(output), quality, &error)
+    }
+    deinit { speex_resampler_destroy(state) }
+    func convert(_ input: UnsafePointer<Float>, frames: Int, into output: UnsafeMutablePointer<Float>, capacity: Int) -> Int {
+        var inFrames = UInt32(frames), outFrames = UInt32(capacity)
+        _ = speex_resampler_process_interleaved_float(state, input, &inFrames, output, &outFrames)
+        return Int(outFrames)
+    }
+}
+
+final class SRCConverter: Converter {
+    let state: OpaquePointer
+    let ratio: Double
+    init(_ input: Int, _ output: Int, _ channels: Int) {
+        var error: Int32 = 0
+        state = src_new(Int32(SRC_SINC_FASTEST), Int32(channels), &error)
+        ratio = Double(output) / Double(input)
+    }
+    deinit { src_delete(state) }
+    func convert(_ input: UnsafePointer<Float>, frames: Int, into output: UnsafeMutablePointer<Float>, capacity: Int) -> Int {
+        var data = SRC_DATA(data_in: input, data_out: output, input_frames: frames, output_frames: capacity, input_frames_used: 0,
+                            output_frames_gen: 0, end_of_input: 0, src_ratio: ratio)
+        _ = src_process(state, &data)
+        return data.output_frames_gen
+    }
+}
+
+let converters: [(name: String, make: @Sendable (Int, Int, Int) -> any Converter)] = [
+    ("AudioKernel-medium", { AudioKernelConverter($0, $1, $2, .medium) }),
+    ("AudioKernel-high", { AudioKernelConverter($0, $1, $2, .high) }),
+    ("soxr-MQ", { SoxrConverter($0, $1, $2, recipe: practiced_soxr_mq) }),
+    ("soxr-HQ", { SoxrConverter($0, $1, $2, recipe: practiced_soxr_hq) }),
+    ("speex-3", { SpeexConverter($0, $1, $2, quality: 3) }),
+    ("speex-8", { SpeexConverter($0, $1, $2, quality: 8) }),
+    ("src-sinc-fastest", { SRCConverter($0, $1, $2) }),
+]
+
+let pairs = [(24_000, 48_000), (48_000, 24_000), (44_100, 24_000), (24_000, 44_100)]
+
+/// Each converter's rejection on the same tone, printed once before the benchmarks run.
+func printRejections() {
+    for (input, output) in pairs {
+        let tone = 0.4 * Double(min(input, output))
+        for converter in converters {
+            let instance = converter.make(input, output, 1)
+            var out = [Float](repeating: 0, count: 4_096)
+            let worst = ConverterProbe.worstSpur(inputRate: input, outputRate: output, tone: tone) { block in
+                let n = block.withUnsafeBufferPointer { source in
+                    out.withUnsafeMutableBufferPointer { instance.convert(source.baseAddress!, frames: block.count, into: $0.baseAddress!, capacity: 4_096) }
+                }
+                return Array(out[0..<n])
+            }
+            print(String(format: "rejection: %6d -> %6d Hz  %-18@ %7.1f dB (worst at %.0f Hz, tone %.0f Hz)", input, output, converter.name as NSString,
+                         worst.level, worst.frequency, tone))
+        }
+    }
+}
+
+let benchmarks: @Sendable () -> Void = {
+    // The tool swallows what a benchmark prints, and starts this process once per benchmark
+    // and once to list them: the table is printed at registration, when asked for.
+    if ProcessInfo.processInfo.environment["RESAMPLER_REJECTION"] != nil { printRejections() }
+    for (input, output) in pairs {
+        for channels in [1, 2] {
+            for converter in converters {
+                let name = "Resample.\(input)-\(output).\(channels == 1 ? "mono" : "stereo").\(converter.name)"
+                // CI gates the built-in resampler on allocations: none, per period or per second.
+                let gate: [BenchmarkMetric: BenchmarkThresholds]? = converter.name.hasPrefix("AudioKernel")
+                    ? [.mallocCountTotal: .init(absolute: [.p0: 0, .p25: 0, .p50: 0, .p75: 0, .p90: 0, .p99: 0, .p100: 0])] : nil
+                let configuration = Benchmark.Configuration(metrics: [.wallClock, .throughput, .mallocCountTotal], timeUnits: .microseconds,
+                                                            warmupIterations: 3, maxDuration: .seconds(1), maxIterations: 1_000, thresholds: gate)
+                Benchmark(name, configuration: configuration) { benchmark in
+                    let instance = converter.make(input, output, channels)
+                    let block = input / 50
+                    let signal = (0..<(input * channels)).map { Float(0.5 * sin(Double($0 / channels) * 0.0613)) }
+                    let capacity = output / 50 + 64
+                    let out = UnsafeMutablePointer<Float>.allocate(capacity: capacity * channels)
+                    defer { out.deallocate() }
+                    benchmark.startMeasurement()
+                    for _ in benchmark.scaledIterations {
+                        signal.withUnsafeBufferPointer { all in
+                            var offset = 0
+                            while offset < input {
+                                blackHole(instance.convert(all.baseAddress! + offset * channels, frames: block, into: out, capacity: capacity))
+                                offset += block
+                            }
+                        }
+                    }
+                    benchmark.stopMeasurement()
+                }
+            }
+        }
+    }
+}
