@@ -161,9 +161,6 @@ public final class Resampler {
                     let past = history + channel * historyCapacity + newest - span
                     destination[produced &* channels &+ channel] = Self.dot(set, past, taps)
                 }
-                numerator += step
-                newest += numerator / denominator
-                numerator %= denominator
             } else {
                 // The position between two tabulated phases, blended linearly.
                 let position = Double(numerator) / Double(denominator) * Double(phases)
@@ -175,10 +172,10 @@ public final class Resampler {
                     let a = Self.dot(lowerSet, past, taps), b = Self.dot(upperSet, past, taps)
                     destination[produced &* channels &+ channel] = a + (b - a) * weight
                 }
-                numerator += step
-                newest += numerator / denominator
-                numerator %= denominator
             }
+            numerator += step
+            newest += numerator / denominator
+            numerator %= denominator
             produced += 1
         }
 

@@ -89,28 +89,20 @@ private struct KeyedReader<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func contains(_ key: Key) -> Bool { member(key) != nil }
     func decodeNil(forKey key: Key) throws -> Bool { member(key) == nil }
 
-    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        guard let value = member(key) else { throw ControlError(.badArguments, "'\(child(key, .null).name)' is required") }
-        return try child(key, value).read(T.self)
-    }
-
-    func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
-        guard let value = member(key) else { return nil }
-        return try child(key, value).read(T.self)
-    }
-
-    // The primitive overloads go through the generic ones (the protocol's defaults would
-    // not use this type's messages).
-    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try decode(type as Bool.Type, key) }
-    func decode(_ type: String.Type, forKey key: Key) throws -> String { try decode(type as String.Type, key) }
-    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try decode(type as Double.Type, key) }
-    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try decode(type as Int.Type, key) }
+    // Every overload goes through `required` or `optional`: the protocol's default
+    // primitive overloads would not give this type's messages.
+    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T { try required(type, key) }
+    func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? { try optional(type, key) }
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try required(type, key) }
+    func decode(_ type: String.Type, forKey key: Key) throws -> String { try required(type, key) }
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try required(type, key) }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try required(type, key) }
     func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? { try optional(type, key) }
     func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? { try optional(type, key) }
     func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? { try optional(type, key) }
     func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try optional(type, key) }
 
-    private func decode<T: Decodable>(_ type: T.Type, _ key: Key) throws -> T {
+    private func required<T: Decodable>(_ type: T.Type, _ key: Key) throws -> T {
         guard let value = member(key) else { throw ControlError(.badArguments, "'\(child(key, .null).name)' is required") }
         return try child(key, value).read(T.self)
     }
