@@ -87,7 +87,7 @@ let package = Package(
         ),
         .testTarget(name: "SimulatorKitTests", dependencies: ["SimulatorKit", "PracticeKit"]),
         // The daemon as a real process, with real clients on its socket.
-        .testTarget(name: "PracticedTests", dependencies: ["PracticeKit", "SimulatorKit", "TestSupport"]),
+        .testTarget(name: "PracticedTests", dependencies: ["PracticeKit", "SimulatorKit", "TestSupport", "AudioMeasurement"]),
         .testTarget(
             name: "AudioKernelTests",
             dependencies: ["AudioKernel", "AudioMeasurement", "TestSupport"],

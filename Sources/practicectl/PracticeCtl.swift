@@ -30,8 +30,10 @@ struct PracticeCtl {
           close                leave the session, whatever its stage
           spool [retry ID | discard ID]
                                turns waiting for delivery; send one again; drop one
-          play PATH            play a WAV file (PCM16, 24 kHz, mono) through the speaker
+          play [--mix] PATH    play a PCM WAV file (8-192 kHz, 1-8 channels, 16/24/32-bit or
+                               float) through the speaker; --mix mixes it over what plays
           stop                 stop playback (barge-in on a reply)
+          volume [LEVEL]       the speaker's volume; LEVEL sets it: 0 to 1, 50%, or -6dB
           level                a live input level bar (Ctrl-C to end)
           events [TOPIC ...]   follow events (all topics when none are named)
           config               the daemon's configuration
@@ -82,7 +84,7 @@ struct PracticeCtl {
         }
         guard let command = arguments.first else { usageError("no command") }
         let rest = Array(arguments.dropFirst())
-        let known = ["ping", "status", "devices", "topics", "config", "metrics", "play", "stop", "call", "events", "level"]
+        let known = ["ping", "status", "devices", "topics", "config", "metrics", "play", "stop", "volume", "call", "events", "level"]
         let session = sessionCommand(command, rest)
         guard known.contains(command) || session != nil else { usageError("unknown command '\(command)'") }
         do {
@@ -102,11 +104,31 @@ struct PracticeCtl {
                 let result = try client.request(name, timeout: timeout)
                 output(result, json: json, command: command)
             case "play":
-                guard rest.count == 1 else { usageError("play needs one path") }
-                let path = rest[0].hasPrefix("/") ? rest[0] : FileManager.default.currentDirectoryPath + "/" + rest[0]
-                output(try client.request("play", ["path": .string(path)], timeout: timeout), json: json, command: command)
+                let mix = rest.first == "--mix"
+                let paths = mix ? Array(rest.dropFirst()) : rest
+                guard paths.count == 1 else { usageError("play needs one path") }
+                let path = paths[0].hasPrefix("/") ? paths[0] : FileManager.default.currentDirectoryPath + "/" + paths[0]
+                var args: [(String, JSONValue)] = [("path", .string(path))]
+                if mix { args.append(("mix", .bool(true))) }
+                output(try client.request("play", .object(args), timeout: timeout), json: json, command: command)
             case "stop":
                 output(try client.request("playback.stop", timeout: timeout), json: json, command: command)
+            case "volume":
+                guard rest.count <= 1 else { usageError("volume takes one level at most") }
+                guard let text = rest.first else {
+                    output(try client.request("volume.get", timeout: timeout), json: json, command: command)
+                    break
+                }
+                let lowered = text.lowercased().replacingOccurrences(of: " ", with: "")
+                let argument: (String, Double)
+                if lowered.hasSuffix("db"), let decibels = Double(lowered.dropLast(2)) {
+                    argument = ("db", decibels)  // the daemon checks the range and says so
+                } else if let level = VolumeLevel.parse(text) {
+                    argument = ("level", level)
+                } else {
+                    usageError("volume LEVEL: a gain from 0 to 1, a percentage such as 50%, or dB from -100 to 0 such as -6dB")
+                }
+                output(try client.request("volume.set", .object([(argument.0, .double(argument.1))]), timeout: timeout), json: json, command: command)
             case "call":
                 guard let name = rest.first else { usageError("call needs a command") }
                 var args = JSONValue.object([])
@@ -264,6 +286,10 @@ struct PracticeCtl {
             print(result["text"]?.stringValue ?? "", terminator: "")
         case "ping":
             print("pong (up \(result["uptime_s"]?.doubleValue ?? 0) s)")
+        case "volume":
+            let level = result["level"]?.doubleValue ?? 0
+            let decibels = result["db"]?.doubleValue.map { String(format: "%.1f dB", $0) } ?? "silent"
+            print("volume \(String(format: "%.3f", level)) (\(decibels))")
         case "devices":
             for direction in ["capture", "playback"] {
                 print("\(direction):")

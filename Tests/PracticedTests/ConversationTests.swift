@@ -1,3 +1,4 @@
+import AudioKernel
 import Foundation
 import PracticeKit
 import SimulatorKit
@@ -16,6 +17,75 @@ final class ConversationTests: XCTestCase {
 
     func testAConversationFromGreetingToSummary() throws {
         rig = try KioskRig()
+        try converse()
+    }
+
+    /// The same conversation on a USB speaker (48 kHz stereo float32) and microphone (48 kHz
+    /// stereo s16): the daemon opens both at their own format and converts. The turn the
+    /// backend receives is the learner's voice at 24 kHz mono (through the microphone's
+    /// 24 → 48 kHz and the daemon's 48 → 24 kHz, both band-limited: SNR over 60 dB).
+    func testAConversationOnA48kHzStereoSpeakerAndMicrophone() throws {
+        rig = try KioskRig(hardware: .usb48kStereo)
+        try converse()
+        let status = try rig.daemon.client().request("status")
+        XCTAssertEqual(status["devices"]?["playback"]?["format"], "float 48000 Hz stereo")
+        XCTAssertEqual(status["devices"]?["capture"]?["format"], "s16 48000 Hz stereo")
+        // The last turn sent was push-to-talk with learner-2: find it in the upload.
+        let upload = try XCTUnwrap(rig.sim.simulator.lastTurnAudio)
+        let turn = try WAVDecoder.decode(upload)
+        XCTAssertEqual(turn.format, .speech)
+        // The daemon's capture may start on either sample of a 48 kHz pair, so the turn is the
+        // words delayed by a whole or a half sample: both references are tried.
+        let spoken = KioskRig.learner2
+        let snr = try [spoken, Self.halfSampleLater(spoken)].map { reference -> Double in
+            let lag = try XCTUnwrap(Self.bestLag(of: reference, in: turn.samples), "the learner's words are not in the turn")
+            var error = 0.0, signal = 0.0
+            for (i, s) in reference.enumerated() where lag + i < turn.samples.count {
+                let d = Double(turn.samples[lag + i]) - Double(s)
+                error += d * d
+                signal += Double(s) * Double(s)
+            }
+            return 10 * log10(signal / max(error, 1))
+        }.max()!
+        print("figures: 48 kHz stereo microphone → 24 kHz mono turn: SNR \(String(format: "%.1f", snr)) dB against the words spoken")
+        XCTAssertGreaterThan(snr, 60)
+    }
+
+    /// `samples` delayed by half a sample, band-limited: up to 48 kHz, then the odd samples.
+    static func halfSampleLater(_ samples: [Int16]) throws -> [Int16] {
+        let resampler = try Resampler(inputRate: 24_000, outputRate: 48_000, quality: .high, maximumInputFrames: samples.count + 512)
+        var input = [Float](repeating: 0, count: samples.count + 512)
+        SampleConverter.int16ToFloat32(samples, into: &input)
+        var up = [Float](repeating: 0, count: resampler.maximumOutputFrames(forInputFrames: input.count))
+        let produced = input.withUnsafeBufferPointer { i in up.withUnsafeMutableBufferPointer { resampler.process(i, into: $0) } }
+        let delay = Int(resampler.delay)
+        // Output frame 2n + delay is input sample n; 2n - 1 + delay lies half a sample before it.
+        return (0..<samples.count).map { n in
+            let index = 2 * n - 1 + delay
+            guard index >= 0, index < produced else { return 0 }
+            return Int16(clamping: Int((up[index] * 32_768).rounded()))
+        }
+    }
+
+    /// Where `template` sits in `samples`: the lag of the largest correlation, searched
+    /// coarsely around the onsets, then sample by sample.
+    static func bestLag(of template: [Int16], in samples: [Int16]) -> Int? {
+        guard let onset = samples.firstIndex(where: { abs(Int($0)) > 300 }),
+              let templateOnset = template.firstIndex(where: { abs(Int($0)) > 300 }) else { return nil }
+        let guess = onset - templateOnset
+        var best: (lag: Int, score: Double)?
+        let window = min(4_800, template.count)
+        for lag in max(0, guess - 480)...max(0, guess + 480) where lag + window <= samples.count {
+            var score = 0.0
+            for i in 0..<window { score += Double(template[i]) * Double(samples[lag + i]) }
+            if best == nil || score > best!.score { best = (lag, score) }
+        }
+        return best?.lag
+    }
+
+    /// Greeting, a hands-free turn, a silent turn, a push-to-talk turn, the review with a
+    /// correction, the summary.
+    private func converse() throws {
         let watcher = try rig.watcher()
         let control = try rig.daemon.client()
 

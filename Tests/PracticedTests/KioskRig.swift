@@ -10,6 +10,15 @@ import XCTest
 /// monitor the rig records), practice-sim on loopback TCP, and `practiced` as a process
 /// using both, driven by clients on its socket.
 final class KioskRig {
+    /// What sound hardware the kiosk has.
+    enum Hardware {
+        /// The engine's own format: a 24 kHz mono speaker and microphone (nothing converted).
+        case speech
+        /// A USB speaker at 48 kHz stereo float32 and a USB microphone at 48 kHz stereo s16:
+        /// the engine converts both ways.
+        case usb48kStereo
+    }
+
     let pulse: PulseAudioServer
     private(set) var microphone: MicrophoneFeeder
     let sim: SimulatorHarness
@@ -23,16 +32,22 @@ final class KioskRig {
     static let learner: [Int16] = try! WAVDecoder.decode(contentsOfFile: SimulatorHarness.samplesDirectory + "/learner-1.wav").samples
     static let learner2: [Int16] = try! WAVDecoder.decode(contentsOfFile: SimulatorHarness.samplesDirectory + "/learner-2.wav").samples
 
-    init(arguments: [String] = [], _ configure: (inout SimulatorConfiguration) -> Void = { _ in }) throws {
+    let hardware: Hardware
+    private var sinkName: String { hardware == .speech ? "kiosk" : "usbspeaker" }
+
+    init(arguments: [String] = [], hardware: Hardware = .speech, _ configure: (inout SimulatorConfiguration) -> Void = { _ in }) throws {
         ProtocolConformance.install()
+        self.hardware = hardware
         pulse = try PulseAudioServer()
         try pulse.start()
-        microphone = try Self.plugMicrophone(pulse)
+        try Self.plugSpeaker(pulse, hardware)
+        microphone = try Self.plugMicrophone(pulse, hardware)
         sim = try SimulatorHarness(configure)
         directory = DaemonHarness.makeDirectory()
         var stream = AudioStreamConfiguration()
         stream.pulseServer = pulse.address
-        speaker = try CaptureDevice(name: AudioDeviceName(parsing: "pulse:kiosk.monitor"), configuration: stream)
+        // The rig hears the speaker's monitor at 24 kHz mono, whatever the sink runs.
+        speaker = try CaptureDevice(name: AudioDeviceName(parsing: "pulse:\(hardware == .speech ? "kiosk" : "usbspeaker").monitor"), configuration: stream)
         let heard = heard
         try speaker.start(onPeriod: { period in
             let loud = period.reduce(0) { $0 + (abs(Int($1)) > 500 ? 1 : 0) }
@@ -48,18 +63,26 @@ final class KioskRig {
     /// Starts (or restarts, after a kill) the daemon on the same directory and spool.
     func startDaemon() throws {
         daemon = try DaemonHarness(backend: sim.baseURL, arguments: [
-            "--capture-device", "pulse:mic", "--playback-device", "pulse:kiosk", "--review-poll-ms", "200", "--turn-retry-s", "20",
+            "--capture-device", "pulse:mic", "--playback-device", "pulse:\(sinkName)", "--review-poll-ms", "200", "--turn-retry-s", "20",
         ] + extraArguments, environment: ["PULSE_SERVER": pulse.address], directory: directory)
         daemon.keepsDirectory = true
     }
 
     /// The microphone: a pipe source `mic` and its feeder.
-    private static func plugMicrophone(_ pulse: PulseAudioServer) throws -> MicrophoneFeeder {
+    /// The USB speaker, a null sink of its own (the server's `kiosk` is 24 kHz mono).
+    private static func plugSpeaker(_ pulse: PulseAudioServer, _ hardware: Hardware) throws {
+        guard hardware == .usb48kStereo else { return }
+        _ = try pulse.pactl(["load-module", "module-null-sink", "sink_name=usbspeaker", "format=float32le", "rate=48000", "channels=2",
+                             "norewinds=1"])
+    }
+
+    private static func plugMicrophone(_ pulse: PulseAudioServer, _ hardware: Hardware) throws -> MicrophoneFeeder {
         let fifo = pulse.directory.appendingPathComponent("mic.fifo").path
         // PulseAudio 16 refuses a FIFO it did not create, and a killed server leaves its own.
         unlink(fifo)
-        try pulse.pactl(["load-module", "module-pipe-source", "source_name=mic", "file=\(fifo)", "format=s16le", "rate=24000", "channels=1"])
-        return try MicrophoneFeeder(fifo: fifo)
+        let (rate, channels) = hardware == .speech ? (24_000, 1) : (48_000, 2)
+        try pulse.pactl(["load-module", "module-pipe-source", "source_name=mic", "file=\(fifo)", "format=s16le", "rate=\(rate)", "channels=\(channels)"])
+        return try MicrophoneFeeder(fifo: fifo, rate: rate, channels: channels)
     }
 
     /// Both devices gone at once, as when the sound server crashes (SIGKILL).
@@ -69,7 +92,8 @@ final class KioskRig {
     func restartAudioServer() throws {
         microphone.stop()
         try pulse.start()
-        microphone = try Self.plugMicrophone(pulse)
+        try Self.plugSpeaker(pulse, hardware)
+        microphone = try Self.plugMicrophone(pulse, hardware)
     }
 
     func stop() {

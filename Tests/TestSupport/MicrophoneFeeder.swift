@@ -1,9 +1,14 @@
+import AudioKernel
 import Foundation
 import Synchronization
 
 /// A virtual microphone for PulseAudio's `module-pipe-source`, which has no clock of its
 /// own: a thread writes PCM16 into the FIFO at the real-time rate, 10 ms at a time,
 /// silence unless a test has queued speech with ``say(_:)``.
+///
+/// Speech is queued as PCM16 24 kHz mono; a microphone of another rate or channel count (a
+/// USB microphone's 48 kHz stereo) gets it resampled (AudioKernel's resampler, `.high`) and
+/// copied to every channel, as a real microphone would deliver the same voice.
 public final class MicrophoneFeeder: @unchecked Sendable {
     private let fd: Int32
     /// NSLock, not Synchronization's Mutex: ThreadSanitizer does not see the futex under a
@@ -18,7 +23,12 @@ public final class MicrophoneFeeder: @unchecked Sendable {
     public let written = Awaitable(0)
 
     /// Opens the FIFO the pipe source reads (the module keeps it open, so this does not block).
-    public init(fifo: String) throws {
+    private let rate: Int
+    private let channels: Int
+
+    public init(fifo: String, rate: Int = 24_000, channels: Int = 1) throws {
+        self.rate = rate
+        self.channels = channels
         // Non-blocking: when nothing records from the source (the daemon closed its idle
         // devices), PulseAudio suspends it and stops reading; a full FIFO then drops the
         // block, as a microphone nobody listens to would, instead of blocking this thread.
@@ -49,6 +59,11 @@ public final class MicrophoneFeeder: @unchecked Sendable {
         let block = 240  // 10 ms at 24 kHz
         var buffer = [Int16](repeating: 0, count: block)
         var next = DispatchTime.now().uptimeNanoseconds
+        // A converted microphone: 10 ms at its rate and channels per block.
+        let resampler = rate == 24_000 ? nil : try? Resampler(inputRate: 24_000, outputRate: rate, quality: .high, maximumInputFrames: block)
+        var floats = [Float](repeating: 0, count: block)
+        var resampled = [Float](repeating: 0, count: resampler?.maximumOutputFrames(forInputFrames: block) ?? block)
+        var device: [Int16] = []
         while running.load(ordering: .relaxed) {
             let taken: Int = lock.withLock {
                 let n = min(block, queued.count)
@@ -57,7 +72,25 @@ public final class MicrophoneFeeder: @unchecked Sendable {
                 return n
             }
             for i in taken..<block { buffer[i] = 0 }
-            _ = buffer.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if resampler == nil, channels == 1 {
+                _ = buffer.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            } else {
+                SampleConverter.int16ToFloat32(buffer, into: &floats)
+                var frames = block
+                if let resampler {
+                    frames = floats.withUnsafeBufferPointer { input in
+                        resampled.withUnsafeMutableBufferPointer { resampler.process(input, into: $0) }
+                    }
+                } else {
+                    resampled = floats
+                }
+                device.removeAll(keepingCapacity: true)
+                for f in 0..<frames {
+                    let sample = Int16(clamping: Int((resampled[f] * 32_768).rounded()))
+                    for _ in 0..<channels { device.append(sample) }
+                }
+                _ = device.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            }
             if taken > 0 { spoken.update { $0 += taken } }
             written.update { $0 += block }
             // Real-time pacing against an absolute clock, so the rate does not drift.

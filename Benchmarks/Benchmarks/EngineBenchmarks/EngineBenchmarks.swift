@@ -8,7 +8,14 @@ import Foundation
 // Offline (no device; CI gates their allocations at 0):
 // - "Recorder.listening": 100 periods (1 s) of a noisy room through `Recorder.process`
 //   while listening: wall time per second of audio, mallocs.
-// - "Player.enqueueRender": 100 chunks of 10 ms enqueued and rendered: wall time, mallocs.
+// - "Player.enqueueRender": 100 chunks of 10 ms enqueued and rendered (Int16 to Float32,
+//   the ring, the volume): wall time, mallocs.
+// - "Player.toDevice.<format>": the same, each period then through the device's converter
+//   (resampling, channel mapping, the device's sample format, dither): the whole render
+//   path as a USB speaker (48 kHz stereo float) or a CD-rate sink (44.1 kHz stereo s16)
+//   gets it, 1 s of audio per iteration.
+// - "Capture.fromDevice.48k-stereo-s16": 1 s of a USB microphone's periods converted to the
+//   recorder's PCM16 24 kHz mono.
 //
 // On PulseAudio (needs PULSE_SERVER, e.g. `bash .ci/with-pulse swift package benchmark
 // --target EngineBenchmarks`):
@@ -84,7 +91,7 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark("Player.enqueueRender", configuration: .init(metrics: [.wallClock, .mallocCountTotal], timeUnits: .microseconds,
                                                           warmupIterations: 3, maxDuration: .seconds(3), thresholds: zeroMallocs)) { b in
         let player = StreamingPlayer { event in blackHole(event) }
-        let out = UnsafeMutableBufferPointer<Int16>.allocate(capacity: 240)
+        let out = UnsafeMutableBufferPointer<Float>.allocate(capacity: 240)
         defer { out.deallocate() }
         player.beginReply()
         chunk.withUnsafeBytes { bytes in
@@ -96,6 +103,45 @@ let benchmarks: @Sendable () -> Void = {
                 player.enqueue(bytes)
                 player.render(into: out)
             }
+            b.stopMeasurement()
+        }
+    }
+
+    for device in [StreamFormat(sampleRate: 48_000, channels: 2, sampleFormat: .float),
+                   StreamFormat(sampleRate: 44_100, channels: 2, sampleFormat: .s16)] {
+        let name = "Player.toDevice.\(device.sampleRate / 1000)k-stereo-\(device.sampleFormat)"
+        Benchmark(name, configuration: .init(metrics: [.wallClock, .mallocCountTotal], timeUnits: .microseconds,
+                                             warmupIterations: 3, maxDuration: .seconds(3), thresholds: zeroMallocs)) { b in
+            let player = StreamingPlayer { event in blackHole(event) }
+            player.volume = 0.8
+            let periodFrames = device.sampleRate / 100
+            let converter = try OutputConverter(sourceRate: 24_000, sourceChannels: 1, device: device, periodFrames: periodFrames)
+            let out = UnsafeMutableRawPointer.allocate(byteCount: converter.periodBytes, alignment: 16)
+            defer { out.deallocate() }
+            player.beginReply()
+            chunk.withUnsafeBytes { bytes in
+                for _ in 0..<8 { player.enqueue(bytes) }
+                converter.render(into: out) { player.render(into: $0) }
+                b.startMeasurement()
+                for _ in 0..<100 {
+                    player.enqueue(bytes)
+                    converter.render(into: out) { player.render(into: $0) }
+                }
+                b.stopMeasurement()
+                blackHole(out.load(as: UInt8.self))
+            }
+        }
+    }
+
+    Benchmark("Capture.fromDevice.48k-stereo-s16", configuration: .init(metrics: [.wallClock, .mallocCountTotal], timeUnits: .microseconds,
+                                                                       warmupIterations: 3, maxDuration: .seconds(3), thresholds: zeroMallocs)) { b in
+        let device = StreamFormat(sampleRate: 48_000, channels: 2, sampleFormat: .s16)
+        let converter = try InputConverter(source: device, maximumFrames: 480, targetRate: 24_000, targetChannels: 1)
+        let period = (0..<960).map { Int16(truncatingIfNeeded: $0 &* 37) }
+        period.withUnsafeBytes { bytes in
+            blackHole(converter.convertToPCM16(bytes.baseAddress!, frames: 480).count)
+            b.startMeasurement()
+            for _ in 0..<100 { blackHole(converter.convertToPCM16(bytes.baseAddress!, frames: 480).count) }
             b.stopMeasurement()
         }
     }

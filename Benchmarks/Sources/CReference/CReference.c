@@ -13,8 +13,9 @@ void cref_float_to_int16(const float *restrict src, int16_t *restrict dst, size_
     for (size_t i = 0; i < count; i++) {
         float v = src[i];
         if (v != v) v = 0.0f;
-        v = v > 1.0f ? 1.0f : (v < -1.0f ? -1.0f : v);
-        dst[i] = (int16_t)lrintf(v * 32767.0f);
+        v *= 32768.0f;
+        v = v > 32767.0f ? 32767.0f : (v < -32768.0f ? -32768.0f : v);
+        dst[i] = (int16_t)lrintf(v);
     }
 }
 

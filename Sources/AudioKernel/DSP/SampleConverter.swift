@@ -12,8 +12,10 @@ public enum SampleConverter {
     /// The scale of Int16 → Float32: full scale `Int16.min` maps to exactly -1.0.
     public static let int16ToFloatScale: Float = 1.0 / 32768.0
 
-    /// The scale of Float32 → Int16: ±1.0 maps to ±32767, so the result never wraps.
-    public static let floatToInt16Scale: Float = 32767.0
+    /// The scale of Float32 → Int16, the inverse of ``int16ToFloatScale``: a PCM16 sample
+    /// that goes to Float32 and back is unchanged (a reply at unit gain reaches an S16
+    /// device bit for bit). +1.0 clips to 32767, as PulseAudio's and PipeWire's converters do.
+    public static let floatToInt16Scale: Float = 32768.0
 
     /// Converts PCM16 samples to Float32 in [-1, 1) by multiplying with 1/32768.
     ///
@@ -35,10 +37,10 @@ public enum SampleConverter {
         }
     }
 
-    /// Converts Float32 samples to PCM16: clips to [-1, 1], scales by 32767 and rounds to the
-    /// nearest integer (ties to even, as the FPU does by default).
+    /// Converts Float32 samples to PCM16: scales by 32768, rounds to the nearest integer
+    /// (ties to even, as the FPU does by default) and clips to [-32768, 32767].
     ///
-    /// NaN becomes 0 and ±infinity clips to ±32767: a bad sample from a decoder or a filter
+    /// NaN becomes 0 and ±infinity clips to 32767 / -32768: a bad sample from a decoder or a filter
     /// must never trap on the audio thread.
     ///
     /// - Parameters:
@@ -54,7 +56,7 @@ public enum SampleConverter {
         guard count > 0, let src = source.baseAddress, let dst = destination.baseAddress else { return }
         var i = 0
         while i < count {
-            dst[i] = roundToInt16(src[i] * floatToInt16Scale, lowerBound: -32767, upperBound: 32767)
+            dst[i] = roundToInt16(src[i] * floatToInt16Scale, lowerBound: -32768, upperBound: 32767)
             i &+= 1
         }
     }

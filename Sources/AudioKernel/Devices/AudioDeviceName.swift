@@ -29,10 +29,14 @@ public enum AudioDeviceName: Hashable, Sendable, CustomStringConvertible {
         switch scheme {
         case "alsa":
             guard !rest.isEmpty else { throw invalid("an ALSA PCM name is required after 'alsa:'") }
-            guard !rest.contains(where: { $0.isWhitespace || $0 == "\0" }) else { throw invalid("an ALSA PCM name cannot contain spaces") }
+            guard !rest.contains(where: { $0.isWhitespace || $0 == "\0" || $0 == "?" }) else {
+                throw invalid("an ALSA PCM name cannot contain spaces or '?' (a format query is read by AudioDeviceURI)")
+            }
             self = .alsa(pcm: rest)
         case "pulse":
-            guard !rest.contains(where: { $0.isWhitespace || $0 == "\0" }) else { throw invalid("a PulseAudio device name cannot contain spaces") }
+            guard !rest.contains(where: { $0.isWhitespace || $0 == "\0" || $0 == "?" }) else {
+                throw invalid("a PulseAudio device name cannot contain spaces or '?' (a format query is read by AudioDeviceURI)")
+            }
             self = .pulse(device: rest.isEmpty ? nil : rest)
         case "file":
             var path = rest

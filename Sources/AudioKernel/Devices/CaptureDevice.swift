@@ -1,20 +1,22 @@
-/// A capture stream on a named device (see ``AudioDeviceName``): PCM16 periods delivered on
-/// a dedicated I/O thread.
+/// A capture stream on a named device (see ``AudioDeviceName``): the device runs its own
+/// format, and each period is converted (``InputConverter``: decoded, mixed down, resampled)
+/// to PCM16 in the engine's rate and channels, delivered on a dedicated I/O thread.
 ///
 /// `start` opens the device at once, so a bad name or a missing device fails fast; after
 /// that, xruns are recovered and counted, and a device that vanishes is reopened with
-/// backoff, each reported as an ``AudioDeviceEvent``. The period buffer is allocated once;
-/// nothing on the per-period path allocates.
+/// backoff, each reported as an ``AudioDeviceEvent``. The converter and its buffers are
+/// made when the device opens; nothing on the per-period path allocates.
 public final class CaptureDevice: @unchecked Sendable {
     public let name: AudioDeviceName
     public let configuration: AudioStreamConfiguration
-    private let runner: DeviceRunner<any CaptureBackend>
+    private let runner: DeviceRunner<CapturePath>
+    private let opened = Locked<StreamFormat?>(nil)
 
     public init(name: AudioDeviceName, configuration: AudioStreamConfiguration = AudioStreamConfiguration()) throws(AudioError) {
         try configuration.validate()
         self.name = name
         self.configuration = configuration
-        self.runner = try DeviceRunner(periodSamples: configuration.periodSamples, common: { $0 })
+        self.runner = try DeviceRunner(common: { $0 })
     }
 
     deinit { stop() }
@@ -22,21 +24,27 @@ public final class CaptureDevice: @unchecked Sendable {
     /// Opens the device and starts delivering periods.
     ///
     /// - Parameters:
-    ///   - onPeriod: called on the I/O thread with each period; the buffer is reused, so copy
-    ///     what must outlive the call, and return quickly (a stall causes an overrun).
+    ///   - onPeriod: called on the I/O thread with each period's PCM16 frames in the engine's
+    ///     rate and channels (a period's duration; the count varies by a frame when the
+    ///     rates do not divide); the buffer is reused, so copy what must outlive the call,
+    ///     and return quickly (a stall causes an overrun).
     ///   - onEvent: called on the I/O thread with xruns, losses and restorations.
     public func start(
         onPeriod: @escaping @Sendable (UnsafeBufferPointer<Int16>) -> Void,
         onEvent: @escaping @Sendable (AudioDeviceEvent) -> Void = { _ in }
     ) throws(AudioError) {
-        let (name, configuration, buffer, wake) = (self.name, self.configuration, runner.buffer, runner.wake)
+        let (name, configuration, wake, opened) = (self.name, self.configuration, runner.wake, self.opened)
         try runner.start(
             label: "capture on \(name)",
             framesPerPeriod: configuration.periodFrames,
-            open: { () throws(AudioError) -> any CaptureBackend in try DeviceBackends.openCapture(name, configuration) },
-            step: { backend throws(AudioError) -> DeviceIOResult in
-                let result = try backend.read(into: buffer, wake: wake)
-                if result == .transferred || result == .transferredAfterXrun { onPeriod(UnsafeBufferPointer(buffer)) }
+            open: { () throws(AudioError) -> CapturePath in
+                let path = try CapturePath(backend: DeviceBackends.openCapture(name, configuration), configuration: configuration)
+                opened.withLock { $0 = path.backend.format }
+                return path
+            },
+            step: { path throws(AudioError) -> DeviceIOResult in
+                let result = try path.backend.read(into: path.buffer, wake: wake)
+                if result == .transferred || result == .transferredAfterXrun { onPeriod(path.converter.convertToPCM16(path.buffer, frames: path.backend.periodFrames)) }
                 return result
             },
             onEvent: onEvent
@@ -48,9 +56,47 @@ public final class CaptureDevice: @unchecked Sendable {
         runner.stop()
     }
 
+    /// The format the device runs at, once opened (after a reopen, the new one).
+    public var deviceFormat: StreamFormat? { opened.withLock { $0 } }
+
     /// Whether the stream is running.
     public var isRunning: Bool { runner.isRunning }
 
     /// The stream's counters.
     public var statistics: AudioDeviceStatistics { runner.currentStatistics }
+}
+
+/// An open capture backend with its converter and the period buffer in the device's format.
+final class CapturePath: DeviceBackend {
+    let backend: any CaptureBackend
+    let converter: InputConverter
+    let buffer: UnsafeMutableRawPointer
+    private let engineRate: Int
+
+    init(backend: any CaptureBackend, configuration: AudioStreamConfiguration) throws(AudioError) {
+        do {
+            converter = try InputConverter(source: backend.format, maximumFrames: backend.periodFrames,
+                                           targetRate: configuration.sampleRate, targetChannels: configuration.channels)
+        } catch {
+            backend.close()
+            throw error
+        }
+        self.backend = backend
+        engineRate = configuration.sampleRate
+        buffer = .allocate(byteCount: converter.maximumBytes, alignment: 16)
+        buffer.initializeMemory(as: UInt8.self, repeating: 0, count: converter.maximumBytes)
+    }
+
+    deinit { buffer.deallocate() }
+
+    var format: StreamFormat { backend.format }
+    var periodFrames: Int { backend.periodFrames }
+    var reachedEnd: Bool { backend.reachedEnd }
+    func close() { backend.close() }
+
+    /// In the engine's frames: the device's latency plus the resampler's delay.
+    func latencyFrames() -> Int? {
+        guard let device = backend.latencyFrames() else { return nil }
+        return device * engineRate / backend.format.sampleRate + Int(converter.delayFrames)
+    }
 }

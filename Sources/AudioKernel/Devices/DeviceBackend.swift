@@ -14,6 +14,10 @@ enum DeviceIOResult: Equatable {
 /// The device-specific half of a stream. Every method runs on the device's I/O thread
 /// except `close` (and a playback drain or flush), which run after that thread has ended.
 protocol DeviceBackend: AnyObject {
+    /// The format the device was opened at (what was asked, native where nothing was).
+    var format: StreamFormat { get }
+    /// Frames per period at the device's rate, as granted.
+    var periodFrames: Int { get }
     /// The latency in frames when the device reports one: for playback, how long a sample
     /// written now takes to be heard.
     func latencyFrames() -> Int?
@@ -28,9 +32,9 @@ extension DeviceBackend {
 
 /// The device-specific half of a capture stream.
 protocol CaptureBackend: DeviceBackend {
-    /// Reads exactly one period into `buffer`, blocking until it is there, the wake signal
-    /// is set, or an xrun happens.
-    func read(into buffer: UnsafeMutableBufferPointer<Int16>, wake: EventSignal) throws(AudioError) -> DeviceIOResult
+    /// Reads exactly one period (``DeviceBackend/periodFrames`` frames of ``DeviceBackend/format``)
+    /// into `buffer`, blocking until it is there, the wake signal is set, or an xrun happens.
+    func read(into buffer: UnsafeMutableRawPointer, wake: EventSignal) throws(AudioError) -> DeviceIOResult
 }
 
 /// The device-specific half of a playback stream. The loop waits for room first and renders
@@ -39,8 +43,9 @@ protocol CaptureBackend: DeviceBackend {
 protocol PlaybackBackend: DeviceBackend {
     /// Blocks until the device can take a whole period (or the wake signal is set).
     func waitForRoom(wake: EventSignal) throws(AudioError) -> DeviceIOResult
-    /// Writes exactly one period from `buffer`, blocking while the device buffer is full.
-    func write(_ buffer: UnsafeBufferPointer<Int16>, wake: EventSignal) throws(AudioError) -> DeviceIOResult
+    /// Writes exactly one period (in the device's format) from `buffer`, blocking while the
+    /// device buffer is full.
+    func write(_ buffer: UnsafeRawPointer, wake: EventSignal) throws(AudioError) -> DeviceIOResult
     /// Blocks until everything written has been played.
     func drain(wake: EventSignal) throws(AudioError)
     /// Discards what is queued but not yet played.

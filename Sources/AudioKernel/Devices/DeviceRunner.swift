@@ -25,20 +25,12 @@ final class DeviceRunner<Backend>: @unchecked Sendable {
     static var initialBackoffNanoseconds: Int64 { 50_000_000 }
     static var maximumBackoffNanoseconds: Int64 { 2_000_000_000 }
 
-    /// The buffer of one period, allocated once and reused by every step.
-    let buffer: UnsafeMutableBufferPointer<Int16>
-
-    init(periodSamples: Int, common: @escaping (Backend) -> any DeviceBackend) throws(AudioError) {
+    init(common: @escaping (Backend) -> any DeviceBackend) throws(AudioError) {
         self.wake = try EventSignal()
         self.common = common
-        buffer = .allocate(capacity: periodSamples)
-        buffer.initialize(repeating: 0)
     }
 
-    deinit {
-        stop()
-        buffer.deallocate()
-    }
+    deinit { stop() }
 
     var isRunning: Bool { thread != nil }
 

@@ -157,6 +157,9 @@ public final class Recorder: @unchecked Sendable {
     /// The capture device's counters.
     public var deviceStatistics: AudioDeviceStatistics? { device?.statistics }
 
+    /// The format the device runs at, once opened (the recorder gets PCM16 24 kHz mono whatever it is).
+    public var deviceFormat: StreamFormat? { device?.deviceFormat }
+
     /// Samples processed so far (read it on the capture thread, e.g. in an event handler).
     public var samplesProcessed: Int { detector.position }
 

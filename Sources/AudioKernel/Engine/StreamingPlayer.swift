@@ -17,6 +17,9 @@ public struct StreamingPlayerConfiguration: Hashable, Sendable {
     /// The most audio queued ahead of the device; a reply arriving faster than real time
     /// is held up to this much.
     public var capacitySeconds: Int = 120
+    /// How long a volume change takes: a step in gain clicks ("zipper noise"); a ramp this
+    /// long is heard as a smooth change.
+    public var volumeRampMilliseconds: Int = 30
 
     public init() {}
 }
@@ -49,13 +52,20 @@ public enum PlayerEvent: Equatable, Sendable {
     case underrun(total: Int)
     /// The device has played the reply's last sample (or the fade after `stop`).
     case finished(PlaybackReport)
+    /// A clip mixed over whatever plays (``StreamingPlayer/beginMix()``) reached the device.
+    case mixStarted(mix: Int)
+    /// The mixed clip ended, played out or stopped; `reply` in the report is its mix number.
+    case mixFinished(PlaybackReport)
 }
 
 /// Plays a reply's PCM16 audio as its chunks arrive from the network.
 ///
 /// The network side calls ``beginReply()``, then ``enqueue(_:)`` with chunks of any size (an
-/// odd trailing byte is carried to the next chunk), then ``endReply()``. Samples cross to the
-/// device thread through a lock-free ring. The device thread starts a reply after a small
+/// odd trailing byte is carried to the next chunk), then ``endReply()``. Each chunk is
+/// converted to Float32 by the vectorised kernel as it arrives; everything after that is
+/// Float32: the ring, the fade, and on the device thread the device's converter
+/// (resampling, channel mapping, the device's sample format). Samples cross to the device
+/// thread through a lock-free ring. The device thread starts a reply after a small
 /// prebuffer, fills an underrun with silence (counted and reported) and continues when data
 /// comes, and reports `finished` only once the device has drained the last sample.
 /// ``stop()`` (barge-in, void turn) takes effect within one period with a short linear
@@ -67,11 +77,12 @@ public final class StreamingPlayer: @unchecked Sendable {
     public let format: WAVFormat
     private let device: PlaybackDevice?
     private let onEvent: @Sendable (PlayerEvent) -> Void
-    private let ring: RingBuffer<Int16>
+    private let ring: RingBuffer<Float>
 
     // Producer side (the network thread).
     private var carry: UInt8?
     private let scratch: UnsafeMutableBufferPointer<Int16>
+    private let floats: UnsafeMutableBufferPointer<Float>
 
     // Shared flags.
     private let replyOpen = Atomic<Bool>(false)
@@ -91,6 +102,29 @@ public final class StreamingPlayer: @unchecked Sendable {
     private var fade: GainRamp?
     private let prebufferSamples: Int
     private let fadeSamples: Int
+
+    // Volume: the level clients set (bits of a Float) and, on the device thread, the gain
+    // applied now and the ramp toward the level.
+    private let volumeBits = Atomic<UInt32>(Float(1).bitPattern)
+    private var gain: Float = 1
+    private var volumeRamp: GainRamp?
+    private let volumeRampSamples: Int
+
+    // The mix layer: a clip mixed over the reply (or over silence), with its own ring and
+    // life cycle, summed in Float32 and passed through a soft limiter.
+    private let mixRing: RingBuffer<Float>
+    private let mixScratch: UnsafeMutableBufferPointer<Float>
+    private let mixGeneration = Atomic<Int>(0)
+    private let mixOpen = Atomic<Bool>(false)
+    private let mixEnded = Atomic<Bool>(false)
+    private let mixStopRequested = Atomic<Bool>(false)
+    private let mixActive = Atomic<Bool>(false)
+    private var seenMix = 0
+    private var mixPlaying = false
+    private var mixPlayed = 0
+    private var mixFade: GainRamp?
+    /// Samples still to render after the mix's last one before it has been heard.
+    private var mixDrainLeft: Int?
     private let drainFallbackSamples: Int
 
     /// A player on a playback device; call ``start()`` to open it.
@@ -118,14 +152,22 @@ public final class StreamingPlayer: @unchecked Sendable {
         let perMillisecond = format.sampleRate * format.channels / 1000
         prebufferSamples = configuration.prebufferMilliseconds * perMillisecond
         fadeSamples = max(1, configuration.fadeMilliseconds * perMillisecond)
+        volumeRampSamples = max(1, configuration.volumeRampMilliseconds * perMillisecond)
         drainFallbackSamples = drainFallback * format.channels
         ring = RingBuffer(minimumCapacity: configuration.capacitySeconds * 1000 * perMillisecond)
         scratch = .allocate(capacity: 8_192)
+        floats = .allocate(capacity: 8_192)
+        // Clips are streamed from disk as the ring has room: a few seconds suffice.
+        mixRing = RingBuffer(minimumCapacity: 8 * 1000 * perMillisecond)
+        mixScratch = .allocate(capacity: 16_384)
+        mixScratch.initialize(repeating: 0)
     }
 
     deinit {
         device?.stop()
         scratch.deallocate()
+        floats.deallocate()
+        mixScratch.deallocate()
     }
 
     /// Opens the device; it plays silence until a reply comes.
@@ -136,12 +178,28 @@ public final class StreamingPlayer: @unchecked Sendable {
     /// Closes the device at once.
     public func shutdown() { device?.stop() }
 
+    /// The format the device runs at, once opened.
+    public var deviceFormat: StreamFormat? { device?.deviceFormat }
+
     /// The playback device's counters.
     public var deviceStatistics: AudioDeviceStatistics? { device?.statistics }
 
-    /// Whether a reply is being played (from its first sample to `finished`): the recorder's
-    /// half-duplex switch.
-    public var isActive: Bool { active.load(ordering: .relaxed) }
+    /// Whether a reply or a mixed clip is being played (from its first sample to `finished`):
+    /// the recorder's half-duplex switch.
+    public var isActive: Bool { active.load(ordering: .relaxed) || mixActive.load(ordering: .relaxed) }
+
+    /// Whether a reply (not a mixed clip) is being played.
+    public var isReplyActive: Bool { active.load(ordering: .relaxed) }
+
+    /// The volume, a linear gain from 0 to 1 applied to everything played (replies and
+    /// clips); a change is ramped over ``StreamingPlayerConfiguration/volumeRampMilliseconds``.
+    public var volume: Float {
+        get { Float(bitPattern: volumeBits.load(ordering: .relaxed)) }
+        set {
+            let level = newValue.isNaN ? 1 : min(max(newValue, 0), 1)
+            volumeBits.store(level.bitPattern, ordering: .releasing)
+        }
+    }
 
     /// Seconds of the current (or last) reply handed to the device.
     public var position: Double { Double(playedSamples.load(ordering: .relaxed)) / Double(format.sampleRate * format.channels) }
@@ -183,8 +241,8 @@ public final class StreamingPlayer: @unchecked Sendable {
         if let first = carry {
             // The odd byte of the previous chunk is the low byte of this sample.
             let sample = Int16(bitPattern: UInt16(first) | UInt16(input[0]) << 8)
-            scratch[0] = sample
-            complete = ring.write(UnsafeBufferPointer(rebasing: scratch[0..<1])) == 1 && complete
+            floats[0] = Float(sample) * SampleConverter.int16ToFloatScale
+            complete = ring.write(UnsafeBufferPointer(rebasing: floats[0..<1])) == 1 && complete
             carry = nil
             input = UnsafeRawBufferPointer(rebasing: input[1...])
         }
@@ -195,7 +253,9 @@ public final class StreamingPlayer: @unchecked Sendable {
             #if _endian(big)
             for i in 0..<n { scratch[i] = Int16(littleEndian: scratch[i]) }
             #endif
-            if ring.write(UnsafeBufferPointer(rebasing: scratch[0..<n])) < n { complete = false }
+            let converted = UnsafeMutableBufferPointer(rebasing: floats[0..<n])
+            SampleConverter.int16ToFloat32(UnsafeBufferPointer(rebasing: scratch[0..<n]), into: converted)
+            if ring.write(UnsafeBufferPointer(converted)) < n { complete = false }
             input = UnsafeRawBufferPointer(rebasing: input[(n * 2)...])
         }
         if input.count == 1 { carry = input[0] }
@@ -205,6 +265,16 @@ public final class StreamingPlayer: @unchecked Sendable {
     /// Queues a chunk of PCM16 little-endian bytes.
     @discardableResult
     public func enqueue(_ bytes: [UInt8]) -> Bool { bytes.withUnsafeBytes { enqueue($0) } }
+
+    /// Queues Float32 samples already in the player's format (a clip converted from its
+    /// file's format by an ``InputConverter``).
+    ///
+    /// - Returns: false when the queue was full and some audio was dropped.
+    @discardableResult
+    public func enqueue(samples: UnsafeBufferPointer<Float>) -> Bool {
+        guard replyOpen.load(ordering: .acquiring), !samples.isEmpty else { return true }
+        return ring.write(samples) == samples.count
+    }
 
     /// No more chunks for this reply: `finished` follows when the device has played it all.
     public func endReply() {
@@ -220,8 +290,133 @@ public final class StreamingPlayer: @unchecked Sendable {
 
     // MARK: Device side
 
-    /// Fills one period for the device.
-    public func render(into buffer: UnsafeMutableBufferPointer<Int16>) {
+    /// Fills `buffer` with the next Float32 samples for the device (any length; the device's
+    /// converter asks for about one period at a time): the reply, the mixed clip over it,
+    /// at the volume.
+    public func render(into buffer: UnsafeMutableBufferPointer<Float>) {
+        renderReply(into: buffer)
+        renderMix(over: buffer)
+        applyVolume(to: buffer)
+    }
+
+    // MARK: The mix layer
+
+    /// Starts a clip mixed over whatever plays (a reply, or silence); a mixed clip still
+    /// playing is stopped first. Feed it with ``enqueueMix(samples:)``, end it with
+    /// ``endMix()``.
+    ///
+    /// - Returns: the mix's number, which its `mixStarted` and `mixFinished` carry.
+    @discardableResult
+    public func beginMix() -> Int {
+        if mixActive.load(ordering: .acquiring), device?.isRunning ?? false {
+            stopMix()
+            let deadline = Monotonic.now() + 500_000_000
+            while mixActive.load(ordering: .acquiring), Monotonic.now() < deadline { usleep(1_000) }
+        }
+        mixEnded.store(false, ordering: .relaxed)
+        mixStopRequested.store(false, ordering: .relaxed)
+        let number = mixGeneration.add(1, ordering: .releasing).newValue
+        mixOpen.store(true, ordering: .releasing)
+        return number
+    }
+
+    /// Samples the mix layer can take now.
+    public var mixQueueSpace: Int { mixRing.availableToWrite }
+
+    /// Queues samples of the mixed clip (in the player's format).
+    @discardableResult
+    public func enqueueMix(samples: UnsafeBufferPointer<Float>) -> Bool {
+        guard mixOpen.load(ordering: .acquiring), !samples.isEmpty else { return true }
+        return mixRing.write(samples) == samples.count
+    }
+
+    /// No more samples for the mixed clip: `mixFinished` follows when it has played.
+    public func endMix() { mixEnded.store(true, ordering: .releasing) }
+
+    /// Stops the mixed clip within a period, with the stop fade.
+    public func stopMix() {
+        mixOpen.store(false, ordering: .releasing)
+        mixStopRequested.store(true, ordering: .releasing)
+    }
+
+    /// Adds the mixed clip to `buffer`; where it plays, the sum goes through the limiter.
+    private func renderMix(over buffer: UnsafeMutableBufferPointer<Float>) {
+        let generation = mixGeneration.load(ordering: .acquiring)
+        if generation != seenMix {
+            if mixPlaying { finishMix(interrupted: true) }
+            seenMix = generation
+            mixPlaying = false
+            mixPlayed = 0
+            mixFade = nil
+            mixDrainLeft = nil
+        }
+        if let left = mixDrainLeft {
+            // The last sample is on its way to the speaker.
+            let remaining = left - buffer.count
+            if remaining <= 0 { finishMix(interrupted: false) } else { mixDrainLeft = remaining }
+            return
+        }
+        guard mixOpen.load(ordering: .acquiring) || mixRing.availableToRead > 0 || mixPlaying || mixStopRequested.load(ordering: .acquiring) else {
+            return
+        }
+        let scratch = UnsafeMutableBufferPointer(rebasing: mixScratch[0..<min(buffer.count, mixScratch.count)])
+        if mixStopRequested.load(ordering: .acquiring), mixFade == nil {
+            if mixPlaying { mixFade = GainRamp(from: 1, to: 0, length: fadeSamples) } else {
+                mixRing.discard()
+                mixStopRequested.store(false, ordering: .relaxed)
+                return
+            }
+        }
+        let n = mixRing.read(into: scratch)
+        if n > 0, !mixPlaying {
+            mixPlaying = true
+            mixActive.store(true, ordering: .relaxed)
+            onEvent(.mixStarted(mix: seenMix))
+        }
+        guard mixPlaying else { return }
+        if n < scratch.count { UnsafeMutableBufferPointer(rebasing: scratch[n...]).update(repeating: 0) }
+        if var ramp = mixFade {
+            ramp.apply(to: scratch)
+            mixFade = ramp
+        }
+        mixPlayed += n
+        SoftLimiter.mix(UnsafeBufferPointer(scratch), into: buffer)
+        if let ramp = mixFade, ramp.isFinished {
+            mixRing.discard()
+            mixFade = nil
+            mixStopRequested.store(false, ordering: .relaxed)
+            finishMix(interrupted: true)
+        } else if n < scratch.count, mixEnded.load(ordering: .acquiring), mixRing.availableToRead == 0 {
+            let left = drainSamples() - (scratch.count - n)
+            if left <= 0 { finishMix(interrupted: false) } else { mixDrainLeft = left }
+        }
+    }
+
+    private func finishMix(interrupted: Bool) {
+        mixDrainLeft = nil
+        mixPlaying = false
+        mixActive.store(false, ordering: .relaxed)
+        let seconds = Double(mixPlayed) / Double(format.sampleRate * format.channels)
+        onEvent(.mixFinished(PlaybackReport(playedSeconds: seconds, interrupted: interrupted, underruns: 0, reply: seenMix)))
+    }
+
+    /// Moves the gain toward the volume along a ramp, then applies it.
+    private func applyVolume(to buffer: UnsafeMutableBufferPointer<Float>) {
+        let level = Float(bitPattern: volumeBits.load(ordering: .acquiring))
+        if level != (volumeRamp?.target ?? gain) {
+            // A new level, even mid-ramp: a new ramp from the gain reached so far.
+            volumeRamp = GainRamp(from: volumeRamp?.gain ?? gain, to: level, length: volumeRampSamples)
+        }
+        if var ramp = volumeRamp {
+            ramp.apply(to: buffer)
+            gain = ramp.gain
+            volumeRamp = ramp.isFinished ? nil : ramp
+        } else if gain != 1 {
+            Gain.apply(gain, to: buffer)
+        }
+    }
+
+    private func renderReply(into buffer: UnsafeMutableBufferPointer<Float>) {
         let currentGeneration = generation.load(ordering: .acquiring)
         if currentGeneration != seenGeneration {
             // A new reply: whatever was left of the old one is dropped.
@@ -285,7 +480,7 @@ public final class StreamingPlayer: @unchecked Sendable {
         }
     }
 
-    private func play(into buffer: UnsafeMutableBufferPointer<Int16>) {
+    private func play(into buffer: UnsafeMutableBufferPointer<Float>) {
         let n = ring.read(into: buffer)
         if n > 0 {
             playedSamples.add(n, ordering: .relaxed)
@@ -310,7 +505,7 @@ public final class StreamingPlayer: @unchecked Sendable {
     }
 
     /// Samples to render after the last one before it has been heard: the device's reported
-    /// latency, or its buffer when it reports none.
+    /// latency (in the engine's frames, converter included), or its buffer when it reports none.
     private func drainSamples() -> Int {
         if let latency = device?.statistics.latencyFrames { return max(latency * format.channels, 1) }
         return drainFallbackSamples

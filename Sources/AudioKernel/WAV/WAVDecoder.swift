@@ -12,7 +12,7 @@ public struct WAVLayout: Equatable, Sendable {
     public var isStreamed: Bool
 
     /// The number of interleaved samples.
-    public var sampleCount: Int { dataByteCount / 2 }
+    public var sampleCount: Int { dataByteCount / format.sampleFormat.bytesPerSample }
     /// The number of frames (samples per channel).
     public var frameCount: Int { dataByteCount / format.bytesPerFrame }
     /// The duration in seconds.
@@ -21,7 +21,8 @@ public struct WAVLayout: Equatable, Sendable {
     public var dataRange: Range<Int> { dataOffset..<(dataOffset + dataByteCount) }
 }
 
-/// A decoded WAV file: its format and its interleaved PCM16 samples.
+/// A decoded WAV file: its format and its interleaved PCM16 samples (a file of another
+/// sample format is converted to PCM16; its `format` then says PCM16).
 public struct DecodedWAV: Equatable, Sendable {
     public var format: WAVFormat
     public var samples: [Int16]
@@ -107,10 +108,12 @@ public enum WAVDecoder {
         return WAVLayout(format: format, dataOffset: data.offset, dataByteCount: wholeFrames, isStreamed: data.streamed)
     }
 
-    /// Decodes the WAV file in `bytes` into its format and samples.
+    /// Decodes the WAV file in `bytes` into its format and PCM16 samples.
     public static func decode(_ bytes: UnsafeRawBufferPointer) throws(WAVError) -> DecodedWAV {
         let layout = try parse(bytes)
-        return DecodedWAV(format: layout.format, samples: samples(of: bytes, layout: layout))
+        var format = layout.format
+        format.sampleFormat = .s16
+        return DecodedWAV(format: format, samples: samples(of: bytes, layout: layout))
     }
 
     /// Decodes the WAV file in `bytes` into its format and samples.
@@ -129,10 +132,22 @@ public enum WAVDecoder {
         }
     }
 
-    /// Copies the samples that `layout` locates in `bytes` (any alignment) into a new array.
+    /// Copies the samples that `layout` locates in `bytes` (any alignment) into a new array,
+    /// converted to PCM16 when the file holds another sample format (rounded, clipped).
     public static func samples(of bytes: UnsafeRawBufferPointer, layout: WAVLayout) -> [Int16] {
         let count = layout.sampleCount
         precondition(layout.dataRange.upperBound <= bytes.count, "layout does not belong to these bytes")
+        guard layout.format.sampleFormat == .s16 else {
+            var floats = [Float](repeating: 0, count: count)
+            floats.withUnsafeMutableBufferPointer { f in
+                if count > 0 {
+                    SampleCodec.decode(bytes.baseAddress! + layout.dataOffset, format: layout.format.sampleFormat, count: count, into: f.baseAddress!)
+                }
+            }
+            var samples = [Int16](repeating: 0, count: count)
+            SampleConverter.float32ToInt16(floats, into: &samples)
+            return samples
+        }
         return [Int16](unsafeUninitializedCapacity: count) { buffer, initialized in
             if count > 0 {
                 UnsafeMutableRawBufferPointer(buffer).copyMemory(
@@ -168,12 +183,22 @@ public enum WAVDecoder {
         guard channels > 0 else { throw .zeroChannels }
         guard channels <= maxChannels else { throw .tooManyChannels(channels) }
         guard sampleRate > 0 else { throw .zeroSampleRate }
-        guard tag == 1 else { throw .unsupportedEncoding(formatTag: tag) }
-        guard bits == 16 else { throw .unsupportedBitDepth(bits) }
-        guard blockAlign == channels * 2 else {
-            throw .inconsistentBlockAlign(declared: blockAlign, expected: channels * 2)
+        // The valid bits of WAVE_FORMAT_EXTENSIBLE tell 24-bit samples in 32-bit containers
+        // from 32-bit ones.
+        let validBits = chunk.count >= 20 && u16(chunk, at: 0) == 0xFFFE ? Int(u16(chunk, at: 18)) : bits
+        let sampleFormat: SampleFormat
+        switch (tag, bits) {
+        case (1, 16): sampleFormat = .s16
+        case (1, 24): sampleFormat = .s24_3
+        case (1, 32): sampleFormat = validBits == 24 ? .s24 : .s32
+        case (3, 32): sampleFormat = .float
+        case (1, _), (3, _): throw .unsupportedBitDepth(bits)
+        default: throw .unsupportedEncoding(formatTag: tag)
         }
-        return WAVFormat(sampleRate: sampleRate, channels: channels)
+        guard blockAlign == channels * sampleFormat.bytesPerSample else {
+            throw .inconsistentBlockAlign(declared: blockAlign, expected: channels * sampleFormat.bytesPerSample)
+        }
+        return WAVFormat(sampleRate: sampleRate, channels: channels, sampleFormat: sampleFormat)
     }
 
     // MARK: - Bounds-checked little-endian reads (every caller has checked the length)

@@ -48,6 +48,7 @@ public enum WAVEncoder {
     public static func encode(
         _ samples: UnsafeBufferPointer<Int16>, format: WAVFormat, into destination: UnsafeMutableRawBufferPointer
     ) throws(WAVError) -> Int {
+        guard format.sampleFormat == .s16 else { throw .unsupportedBitDepth(format.bitsPerSample) }
         let dataBytes = samples.count * 2
         guard dataBytes <= maxDataByteCount else { throw .tooLarge(byteCount: dataBytes) }
         let total = headerSize + dataBytes
@@ -68,6 +69,7 @@ public enum WAVEncoder {
     /// Encodes `samples` as a new WAV file image: one allocation, one copy of the samples.
     public static func encode(_ samples: UnsafeBufferPointer<Int16>, format: WAVFormat = .speech) throws(WAVError) -> [UInt8] {
         let size = encodedSize(sampleCount: samples.count)
+        guard format.sampleFormat == .s16 else { throw .unsupportedBitDepth(format.bitsPerSample) }
         guard samples.count * 2 <= maxDataByteCount else { throw .tooLarge(byteCount: samples.count * 2) }
         return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
             // Cannot fail: the size was checked above.

@@ -19,10 +19,11 @@ public enum WAVError: Error, Equatable, Sendable, CustomStringConvertible {
     case missingDataChunk
     /// A `data` chunk appears before the `fmt ` chunk it depends on, with its size unknown.
     case dataBeforeFormat
-    /// The encoding is not integer PCM (e.g. 3 = IEEE float, 6 = A-law, or an extensible
-    /// sub-format other than PCM).
+    /// The encoding is neither integer PCM nor IEEE float (e.g. 2 = ADPCM, 6 = A-law, 0x55 =
+    /// MP3, or an extensible sub-format other than those two).
     case unsupportedEncoding(formatTag: Int)
-    /// Integer PCM of a bit depth other than 16.
+    /// PCM of a depth other than 16, 24 or 32 bits, or float of other than 32 (8-bit
+    /// unsigned, 64-bit float).
     case unsupportedBitDepth(Int)
     /// The format declares zero channels.
     case zeroChannels
@@ -30,7 +31,7 @@ public enum WAVError: Error, Equatable, Sendable, CustomStringConvertible {
     case tooManyChannels(Int)
     /// The format declares a sample rate of zero.
     case zeroSampleRate
-    /// `blockAlign` does not equal channels × 2.
+    /// `blockAlign` does not equal channels × bytes per sample.
     case inconsistentBlockAlign(declared: Int, expected: Int)
     /// A size does not fit the 32-bit fields of a WAV header (over 4 GiB).
     case tooLarge(byteCount: Int)
@@ -49,13 +50,13 @@ public enum WAVError: Error, Equatable, Sendable, CustomStringConvertible {
         case .missingFormatChunk: return "no 'fmt ' chunk"
         case .missingDataChunk: return "no 'data' chunk"
         case .dataBeforeFormat: return "'data' chunk of unknown size comes before the 'fmt ' chunk"
-        case .unsupportedEncoding(let tag): return "unsupported encoding (format tag \(tag)); only integer PCM is supported"
-        case .unsupportedBitDepth(let bits): return "unsupported bit depth \(bits); only 16-bit PCM is supported"
+        case .unsupportedEncoding(let tag): return "unsupported encoding (format tag \(tag)); integer PCM and IEEE float are supported, compressed encodings are not"
+        case .unsupportedBitDepth(let bits): return "unsupported bit depth \(bits); 16, 24 and 32-bit integer and 32-bit float PCM are supported"
         case .zeroChannels: return "format declares zero channels"
         case .tooManyChannels(let n): return "format declares \(n) channels, at most \(WAVDecoder.maxChannels) are supported"
         case .zeroSampleRate: return "format declares a sample rate of 0"
         case .inconsistentBlockAlign(let declared, let expected):
-            return "block align is \(declared), expected \(expected) for 16-bit PCM"
+            return "block align is \(declared), expected \(expected) for the declared channels and sample size"
         case .tooLarge(let n): return "\(n) bytes do not fit a WAV file's 32-bit sizes"
         case .io(let e, let op): return "\(op) failed: \(e)"
         }

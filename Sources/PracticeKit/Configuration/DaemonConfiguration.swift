@@ -9,9 +9,12 @@ public struct DaemonConfiguration: Equatable, Sendable {
     /// when not given.
     public var userID: String?
     public var userName: String?
-    public var captureDevice = AudioDeviceName.automatic
-    public var playbackDevice = AudioDeviceName.automatic
+    public var captureDevice = AudioDeviceURI.automatic
+    public var playbackDevice = AudioDeviceURI.automatic
     public var periodMilliseconds = 10
+    /// The speaker's volume at first start, a gain from 0 to 1 (a level a client set with
+    /// `volume.set` is kept in the state directory and wins at later starts).
+    public var volume = 1.0
     public var prebufferMilliseconds = 50
     /// Devices nothing needs (no session, no sound, no level watcher) are closed after this
     /// long; 0 keeps them open.
@@ -88,10 +91,12 @@ public struct DaemonConfiguration: Equatable, Sendable {
         }
     }
 
-    /// The stream settings the devices open with.
-    public var stream: AudioStreamConfiguration {
+    /// The stream settings the devices open with: the engine's side (PCM16 24 kHz mono), the
+    /// period, and what the device's URI asks of its format (native by default).
+    public func stream(for device: AudioDeviceURI) -> AudioStreamConfiguration {
         var stream = AudioStreamConfiguration()
         stream.periodFrames = stream.sampleRate * periodMilliseconds / 1000
+        stream.device = device.format
         return stream
     }
 
@@ -145,10 +150,10 @@ struct ConfigurationKey: Sendable {
                          }, current: { $0[keyPath: keyPath] })
     }
 
-    static func device(_ name: String, help: String, _ keyPath: WritableKeyPath<DaemonConfiguration, AudioDeviceName> & Sendable) -> ConfigurationKey {
-        ConfigurationKey(name: name, allowed: AudioDeviceName.acceptedForms, help: help,
+    static func device(_ name: String, help: String, _ keyPath: WritableKeyPath<DaemonConfiguration, AudioDeviceURI> & Sendable) -> ConfigurationKey {
+        ConfigurationKey(name: name, allowed: AudioDeviceURI.acceptedForms, help: help,
                          apply: { configuration, text in
-                             guard let device = try? AudioDeviceName(parsing: text) else { return false }
+                             guard let device = try? AudioDeviceURI(parsing: text) else { return false }
                              configuration[keyPath: keyPath] = device
                              return true
                          }, current: { "\($0[keyPath: keyPath])" })
@@ -187,6 +192,13 @@ struct ConfigurationKey: Sendable {
         .text("user.name", help: "the learner's name, sent with new sessions", \.userName),
         .device("capture.device", help: "the microphone", \.captureDevice),
         .device("playback.device", help: "the speaker", \.playbackDevice),
+        ConfigurationKey(name: "audio.volume", allowed: "a gain from 0 to 1, a percentage such as 50%, or dB from -100 to 0 such as -6dB",
+                         help: "the speaker's volume at first start (volume.set keeps a new one across restarts)",
+                         apply: { configuration, text in
+                             guard let level = VolumeLevel.parse(text) else { return false }
+                             configuration.volume = level
+                             return true
+                         }, current: { String(format: "%g", $0.volume) }),
         .integer("audio.period_ms", 5...100, unit: "milliseconds", help: "device period", \.periodMilliseconds),
         .integer("audio.prebuffer_ms", 0...2000, unit: "milliseconds", help: "reply audio buffered before playback starts", \.prebufferMilliseconds),
         .integer("audio.idle_close_s", 0...86_400, unit: "seconds",

@@ -26,11 +26,12 @@ final class ClipPlayer: @unchecked Sendable {
         self.deadlines = deadlines
     }
 
-    /// Plays the file at `path` for `client`, if it is a WAV in `format` the client may
-    /// read (see ``ClipFile`` for what is refused). The answer goes out when the file is
-    /// open and checked, or after `play.timeout_ms` as an error even if the filesystem
-    /// still hangs.
-    func play(path: String, client: ControlClientInfo, format: WAVFormat, configuration: DaemonConfiguration,
+    /// Plays the file at `path` for `client`, if it is a PCM WAV (8-192 kHz, 1-8 channels,
+    /// 16/24/32-bit integer or 32-bit float) the client may read (see ``ClipFile`` for what
+    /// is refused), converted on the fly to the player's `format`. The answer goes out when
+    /// the file is open and checked, or after `play.timeout_ms` as an error even if the
+    /// filesystem still hangs.
+    func play(path: String, mixed: Bool, client: ControlClientInfo, format: WAVFormat, configuration: DaemonConfiguration,
               _ reply: CommandReply<Command.Play>) throws(ControlError) {
         guard path.hasPrefix("/") else { throw ControlError(.badArguments, "'path' must be absolute") }
         let reserved = filesInUse.withLock { count in
@@ -61,38 +62,57 @@ final class ClipPlayer: @unchecked Sendable {
                 _ = once.send(.failure(error))
                 return
             }
-            guard clip.layout.format == format else {
-                _ = once.send(.failure(ControlError(.fileError, "\(path) is \(clip.layout.format); the player plays \(format)")))
+            let source = clip.layout.format
+            guard (8_000...192_000).contains(source.sampleRate), (1...8).contains(source.channels) else {
+                _ = once.send(.failure(ControlError(.fileError, "\(path) is \(source); play takes 8,000 to 192,000 Hz and 1 to 8 channels")))
                 return
             }
-            guard !once.isSent, let number = audio.beginClip() else { return }
+            let converter: InputConverter
+            do throws(AudioError) {
+                converter = try InputConverter(source: source.streamFormat, maximumFrames: Self.chunkBytes / source.bytesPerFrame,
+                                               targetRate: format.sampleRate, targetChannels: format.channels)
+            } catch {
+                _ = once.send(.failure(ControlError(.fileError, "\(path): \(error.message)")))
+                return
+            }
+            guard !once.isSent, let target = audio.beginClip(mixed: mixed) else { return }
             _ = once.send(.success(ProtocolEncoder.encode(Command.Play.Result(path: path, durationS: (clip.layout.duration * 1000).rounded() / 1000))))
-            Self.stream(clip, to: audio, reply: number)
+            Self.stream(clip, through: converter, to: audio, clip: target)
         }
         thread.name = "practiced-play"
         thread.stackSize = 1 << 18
         thread.start()
     }
 
-    /// Feeds a clip to the player in 64 KiB pieces as it has room: constant memory for any
-    /// length. Ends when the file does, or when the clip is stopped or replaced.
-    private static func stream(_ clip: ClipFile, to audio: KioskAudio, reply: Int) {
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16)
+    /// The file is read in pieces of at most this much.
+    static let chunkBytes = 65_536
+
+    /// Feeds a clip to the player in pieces of whole frames as it has room, each converted
+    /// (decoded, mixed down, resampled) on the way: constant memory for any length. Ends
+    /// when the file does, or when the clip is stopped or replaced.
+    private static func stream(_ file: ClipFile, through converter: InputConverter, to audio: KioskAudio, clip: KioskAudio.Clip) {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkBytes, alignment: 16)
         defer { buffer.deallocate() }
+        let layout = file.layout
+        let frameBytes = layout.format.bytesPerFrame
+        // Output samples per input frame; the filter may give a few more on a call.
+        let outputPerFrame = Double(converter.targetRate * converter.targetChannels) / Double(layout.format.sampleRate)
         var offset = 0
-        while offset < clip.layout.dataByteCount {
-            guard let space = audio.space(for: reply) else { return }  // stopped
-            let bytes = min(buffer.count, space * 2) & ~1
-            guard bytes >= 4_096 || bytes >= clip.layout.dataByteCount - offset else {
+        while offset < layout.dataByteCount {
+            guard let space = audio.space(for: clip) else { return }  // stopped
+            let frames = min(converter.maximumFrames, Int(Double(space - 64) / outputPerFrame))
+            let wanted = min(frames * frameBytes, layout.dataByteCount - offset)
+            guard frames >= 1_024 || wanted == layout.dataByteCount - offset, wanted > 0 else {
                 usleep(20_000)  // the player drains a period at a time
                 continue
             }
-            let n = clip.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<bytes]), at: offset)
-            guard n > 0 else { break }  // the file shrank or failed: play what came
-            audio.enqueue(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), reply: reply)
-            offset += n
+            let n = file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<wanted]), at: offset)
+            let whole = n - n % frameBytes
+            guard whole > 0 else { break }  // the file shrank or failed: play what came
+            audio.enqueue(samples: converter.convert(buffer.baseAddress!, frames: whole / frameBytes), clip: clip)
+            offset += whole
         }
-        audio.endReply(reply)
+        audio.endClip(clip)
     }
 }
 

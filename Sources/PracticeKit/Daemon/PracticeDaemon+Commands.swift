@@ -41,16 +41,38 @@ extension PracticeDaemon {
                 // Off the control queue: it asks the session's queue whether a reply plays,
                 // and the control queue must never wait on another queue (one client's
                 // request would delay every other client's).
-                let path = try request.arguments(Command.Play.self).path
+                let arguments = try request.arguments(Command.Play.self)
                 let answer = CommandReply<Command.Play>(reply)
                 workQueue.async { [self] in
-                    do throws(ControlError) { try play(path: path, client: client, answer) } catch { answer.fail(error) }
+                    do throws(ControlError) { try play(path: arguments.path, mixed: arguments.mix ?? false, client: client, answer) } catch { answer.fail(error) }
                 }
             case Command.PlaybackStop.name:
                 // Barge-in on a reply drains its stream; otherwise a clip stops.
                 workQueue.async { [self] in
                     let stopped = session.stopPlayback() || audio.stopAll()
                     CommandReply<Command.PlaybackStop>(reply).succeed(.init(stopped: stopped))
+                }
+            case Command.VolumeGet.name:
+                CommandReply<Command.VolumeGet>(reply).succeed(VolumeLevel(level: lock.withLock { volume }))
+            case Command.VolumeSet.name:
+                let arguments = try request.arguments(Command.VolumeSet.self)
+                let level: Double
+                switch (arguments.level, arguments.db) {
+                case (let value?, nil):
+                    guard value.isFinite, (0...1).contains(value) else { throw ControlError(.badArguments, "'level' must be from 0 to 1") }
+                    level = value
+                case (nil, let decibels?):
+                    guard decibels.isFinite, (VolumeLevel.minimumDecibels...0).contains(decibels) else {
+                        throw ControlError(.badArguments, "'db' must be from -100 to 0")
+                    }
+                    level = VolumeLevel.gain(decibels: decibels)
+                default:
+                    throw ControlError(.badArguments, "give exactly one of 'level' (0 to 1) and 'db' (-100 to 0)")
+                }
+                // Off the control queue: keeping the level syncs a file.
+                let answer = CommandReply<Command.VolumeSet>(reply)
+                workQueue.async { [self] in
+                    do throws(ControlError) { answer.succeed(try setVolume(level)) } catch { answer.fail(error) }
                 }
             case Command.LevelWatch.name:
                 let enabled = try request.arguments(Command.LevelWatch.self).enabled ?? true
@@ -106,14 +128,15 @@ extension PracticeDaemon {
     func currentStatus() -> DaemonStatus {
         let (configuration, probe, capture, playback, user) = lock.withLock { (self.configuration, backendProbe, captureState, playbackState, userID) }
         let control = server?.statisticsSnapshot ?? ControlServerStatistics()
-        func device(_ name: AudioDeviceName, _ state: DeviceState, _ statistics: AudioDeviceStatistics?) -> DaemonStatus.Device {
-            DaemonStatus.Device(name: "\(name)", state: "\(state)", periods: statistics?.periods, xruns: statistics?.xruns, reopens: statistics?.reopens)
+        func device(_ name: AudioDeviceURI, _ state: DeviceState, _ format: StreamFormat?, _ statistics: AudioDeviceStatistics?) -> DaemonStatus.Device {
+            DaemonStatus.Device(name: "\(name)", state: "\(state)", format: format.map { "\($0)" },
+                                periods: statistics?.periods, xruns: statistics?.xruns, reopens: statistics?.reopens)
         }
         return DaemonStatus(
             version: Self.version, protocol: ControlProtocol.identifier, pid: Int(getpid()), uptimeS: uptime, userId: user,
             backend: .init(url: configuration.backendURL.absoluteString, reachable: probe.reachable, error: probe.error),
-            devices: .init(capture: device(configuration.captureDevice, capture, recorder?.deviceStatistics),
-                           playback: device(configuration.playbackDevice, playback, player?.deviceStatistics)),
+            devices: .init(capture: device(configuration.captureDevice, capture, recorder?.deviceFormat, recorder?.deviceStatistics),
+                           playback: device(configuration.playbackDevice, playback, player?.deviceFormat, player?.deviceStatistics)),
             playback: .init(active: player?.isActive ?? false, positionS: ((player?.position ?? 0) * 1000).rounded() / 1000),
             session: session?.snapshot ?? .idle,
             clients: control.clients,
@@ -148,15 +171,41 @@ extension PracticeDaemon {
         return .init(capture: list(.capture), playback: list(.playback), errors: listing.errors.map(\.description))
     }
 
-    /// `play`: refused while the speaker is not open or a reply owns it; otherwise the
-    /// ``ClipPlayer`` opens, checks and streams the file.
-    func play(path: String, client: ControlClientInfo, _ reply: CommandReply<Command.Play>) throws(ControlError) {
+    /// `play`: refused while the speaker is not open, or while a reply owns it unless the
+    /// clip is mixed over it; otherwise the ``ClipPlayer`` opens, checks, converts and
+    /// streams the file.
+    func play(path: String, mixed: Bool, client: ControlClientInfo, _ reply: CommandReply<Command.Play>) throws(ControlError) {
         guard let player else {
             let state = lock.withLock { playbackState }
             throw ControlError(.deviceError, "the playback device is not open (\(state))", retryable: true)
         }
-        guard session.speakerIsFree else { throw ControlError(.invalidState, "a reply is playing; playback.stop first", retryable: true) }
-        try clips.play(path: path, client: client, format: player.format, configuration: lock.withLock { configuration }, reply)
+        guard mixed || session.speakerIsFree else {
+            throw ControlError(.invalidState, "a reply is playing; playback.stop first, or play with mix: true", retryable: true)
+        }
+        try clips.play(path: path, mixed: mixed, client: client, format: player.format, configuration: lock.withLock { configuration }, reply)
+    }
+
+    /// Sets the speaker's volume: applied at once with the player's ramp, kept in the state
+    /// directory, told to clients. A level that cannot be kept is still applied, and the
+    /// error says it will not survive a restart.
+    func setVolume(_ level: Double) throws(ControlError) -> VolumeLevel {
+        let (store, changed) = lock.withLock { () -> (VolumeStore, Bool) in
+            defer { volume = level }
+            return (VolumeStore(stateDirectory: configuration.stateDirectory), volume != level)
+        }
+        player?.volume = Float(level)
+        let result = VolumeLevel(level: level)
+        if changed {
+            logger.info("volume \(String(format: "%.3f", level))\(result.db.map { String(format: " (%.1f dB)", $0) } ?? " (silent)")")
+            server?.publish(Event.VolumeChanged(result))
+        }
+        do {
+            try store.save(level)
+        } catch {
+            logger.error("volume \(level) applied but not kept in \(store.path): \(error)")
+            throw ControlError(.internalError, "the volume is applied but could not be kept for the next start (\(store.path): \(error))")
+        }
+        return result
     }
 
     func metricsText() -> String {

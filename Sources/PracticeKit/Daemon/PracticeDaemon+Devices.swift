@@ -65,7 +65,7 @@ extension PracticeDaemon {
 
     func openCapture(_ configuration: DaemonConfiguration) {
         do {
-            let recorder = try Recorder(device: configuration.captureDevice, stream: configuration.stream, configuration: configuration.recorder) { [weak self] event in
+            let recorder = try Recorder(device: configuration.captureDevice.name, stream: configuration.stream(for: configuration.captureDevice), configuration: configuration.recorder) { [weak self] event in
                 self?.recorderEvent(event)
             }
             try recorder.start { [weak self] event in self?.deviceEvent(event, direction: .capture) }
@@ -80,9 +80,10 @@ extension PracticeDaemon {
 
     func openPlayback(_ configuration: DaemonConfiguration) {
         do {
-            let player = try StreamingPlayer(device: configuration.playbackDevice, stream: configuration.stream, configuration: configuration.player) { [weak self] event in
+            let player = try StreamingPlayer(device: configuration.playbackDevice.name, stream: configuration.stream(for: configuration.playbackDevice), configuration: configuration.player) { [weak self] event in
                 self?.playerEvent(event)
             }
+            player.volume = Float(lock.withLock { volume })
             try player.start { [weak self] event in self?.deviceEvent(event, direction: .playback) }
             lock.withLock { openPlayer = player }
             audio.attach(player: player)
@@ -146,9 +147,11 @@ extension PracticeDaemon {
         case .underrun(let total):
             metrics.increment("practiced_playback_underruns_total", help: "Replies that ran dry before their end.")
             server?.publish(Event.PlaybackUnderrun(total: total))
-        case .finished(let report):
+        case .finished(let report), .mixFinished(let report):
             server?.publish(Event.PlaybackFinished(playedS: (report.playedSeconds * 1000).rounded() / 1000, interrupted: report.interrupted,
                                                    underruns: report.underruns))
+        case .mixStarted:
+            server?.publish(Event.PlaybackStarted(latencyMs: (player?.deviceStatistics?.latencyFrames ?? 0) * 1000 / 24_000))
         }
     }
 

@@ -50,6 +50,8 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     var deviceKeeper: DispatchSourceTimer?
     var watchdogTimer: DispatchSourceTimer?
     var backendProbe = BackendProbe()
+    /// The speaker's volume, 0 to 1 (under `lock`); applied to each player as it opens.
+    var volume = 1.0
 
     /// The newest input level, written on the capture thread; the control queue publishes
     /// it when `levelSignal` fires (coalesced: a slow control queue sees the latest only).
@@ -89,6 +91,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     /// Device failures do not stop the daemon: they are reported and retried.
     public func start() throws {
         userID = try ConfigurationLoader.userID(for: configuration)
+        volume = VolumeStore(stateDirectory: configuration.stateDirectory).load() ?? configuration.volume
         let group: UInt32?
         if let name = configuration.socketGroup {
             guard let gid = PeerCredentials.groupID(name) else {
@@ -168,6 +171,11 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         if let id = try? ConfigurationLoader.userID(for: newConfiguration) { lock.withLock { userID = id } }
         session?.update(settings: sessionSettings(newConfiguration))
         server?.update(limits: limits(newConfiguration))
+        if old.volume != newConfiguration.volume {
+            do throws(ControlError) { _ = try setVolume(newConfiguration.volume) } catch {
+                logger.error("audio.volume \(newConfiguration.volume): \(error.message)")
+            }
+        }
         if old.socketPath != newConfiguration.socketPath || old.socketGroup != newConfiguration.socketGroup {
             logger.warning("socket.path and socket.group change only on restart")
         }

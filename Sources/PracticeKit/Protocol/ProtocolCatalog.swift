@@ -9,6 +9,7 @@ public enum ProtocolCatalog {
         Command.Hello.self, Command.Subscribe.self, Command.Unsubscribe.self,
         // The daemon.
         Command.Ping.self, Command.Status.self, Command.Devices.self, Command.Play.self, Command.PlaybackStop.self,
+        Command.VolumeGet.self, Command.VolumeSet.self,
         Command.LevelWatch.self, Command.ConfigGet.self, Command.Metrics.self,
         // The session.
         Command.SessionStart.self, Command.SessionEnd.self, Command.SessionClose.self, Command.SessionGet.self,
@@ -35,7 +36,7 @@ public enum ProtocolCatalog {
         Event.CorrectionAdded.self, Event.CorrectionFailed.self,
         // Audio.
         Event.Level.self, Event.SpeechStarted.self, Event.SpeechStopped.self, Event.PlaybackStarted.self, Event.PlaybackUnderrun.self,
-        Event.PlaybackFinished.self, Event.DeviceState.self, Event.DeviceXrun.self, Event.DeviceLost.self, Event.DeviceRestored.self,
+        Event.PlaybackFinished.self, Event.VolumeChanged.self, Event.DeviceState.self, Event.DeviceXrun.self, Event.DeviceLost.self, Event.DeviceRestored.self,
         // Daemon.
         Event.ConfigReloaded.self, Event.ConfigReloadFailed.self,
     ]

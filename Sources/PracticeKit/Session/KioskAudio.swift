@@ -38,6 +38,9 @@ public final class KioskAudio: SessionAudio, @unchecked Sendable {
     /// The last reply begun, and whether it may still queue chunks (not stopped or ended).
     private var current: Int?
     private var open = false
+    /// The last clip mixed over the speaker, and whether it may still queue samples.
+    private var currentMix: Int?
+    private var mixOpen = false
 
     public init() {}
 
@@ -45,6 +48,8 @@ public final class KioskAudio: SessionAudio, @unchecked Sendable {
             self.player = player
             current = nil
             open = false
+            currentMix = nil
+            mixOpen = false
         } }
     public func attach(recorder: Recorder?) { lock.withLock { self.recorder = recorder } }
 
@@ -85,22 +90,71 @@ public final class KioskAudio: SessionAudio, @unchecked Sendable {
     public func stopAll() -> Bool {
         lock.withLock {
             guard let player else { return false }
-            let playing = player.isActive || open
+            let playing = player.isActive || open || mixOpen
             player.stop()
+            player.stopMix()
             open = false
+            mixOpen = false
             return playing
         }
     }
 
-    /// Starts a clip streamed in pieces (the `play` command); feed it with
-    /// ``enqueue(_:reply:)`` and end it with ``endReply(_:)``.
-    public func beginClip() -> Int? { beginReply() }
+    /// A clip being streamed (the `play` command): played as a reply of its own, or mixed
+    /// over whatever plays.
+    public struct Clip: Sendable, Equatable {
+        public let number: Int
+        public let mixed: Bool
+    }
 
-    /// Samples the player can take now; nil without a player or when `reply` was stopped.
-    public func space(for reply: Int) -> Int? {
+    /// Starts a clip streamed in pieces; feed it with ``enqueue(samples:clip:)`` and end it
+    /// with ``endClip(_:)``.
+    public func beginClip(mixed: Bool) -> Clip? {
         lock.withLock {
-            guard open, current == reply, let player else { return nil }
-            return player.queueSpace
+            guard let player else { return nil }
+            if mixed {
+                let number = player.beginMix()
+                currentMix = number
+                mixOpen = true
+                return Clip(number: number, mixed: true)
+            }
+            let reply = player.beginReply()
+            current = reply
+            open = true
+            return Clip(number: reply, mixed: false)
+        }
+    }
+
+    /// Samples the clip's queue can take now; nil without a player or when the clip was
+    /// stopped or replaced.
+    public func space(for clip: Clip) -> Int? {
+        lock.withLock {
+            guard let player else { return nil }
+            if clip.mixed { return mixOpen && currentMix == clip.number ? player.mixQueueSpace : nil }
+            return open && current == clip.number ? player.queueSpace : nil
+        }
+    }
+
+    /// Queues a clip's samples, converted to the player's format.
+    public func enqueue(samples: UnsafeBufferPointer<Float>, clip: Clip) {
+        lock.withLock {
+            guard let player else { return }
+            if clip.mixed {
+                guard mixOpen, currentMix == clip.number else { return }
+                player.enqueueMix(samples: samples)
+            } else {
+                guard open, current == clip.number else { return }
+                player.enqueue(samples: samples)
+            }
+        }
+    }
+
+    /// The clip's last samples are queued.
+    public func endClip(_ clip: Clip) {
+        guard clip.mixed else { return endReply(clip.number) }
+        lock.withLock {
+            guard mixOpen, currentMix == clip.number, let player else { return }
+            player.endMix()
+            mixOpen = false
         }
     }
 

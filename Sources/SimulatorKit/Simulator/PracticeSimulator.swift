@@ -16,6 +16,7 @@ public final class PracticeSimulator: @unchecked Sendable {
     var sessions: [String: SimulatedSession] = [:]
     var profiles: [String: SimulatedProfile] = [:]
     var loggedRequests: [JSONValue] = []
+    var lastUploadedAudio: [UInt8]?
     /// Per `Idempotency-Key`: requests seen and segments (delivered turns) made. A key that
     /// already made a segment makes no second one: a resent turn is answered again but
     /// counted once, the way an idempotent proxy in front of the server would behave.
@@ -45,6 +46,10 @@ public final class PracticeSimulator: @unchecked Sendable {
         get { lock.withLock { configuration.faults } }
         set { lock.withLock { configuration.faults = newValue } }
     }
+
+    /// The audio file of the last turn uploaded to `/chat`, as it arrived (tests compare it
+    /// with what the microphone heard).
+    public var lastTurnAudio: [UInt8]? { lock.withLock { lastUploadedAudio } }
 
     /// Every request answered so far (method, path, status, sizes, idempotency key), as
     /// `GET /_sim/log` shows it.
@@ -225,6 +230,7 @@ public final class PracticeSimulator: @unchecked Sendable {
             return respondValidation(writer, field: "audio", message: "Field required", request)
         }
         guard !audio.body.isEmpty else { return respondDetail(writer, 400, "Empty audio file", request) }
+        lock.withLock { lastUploadedAudio = audio.body }
         // The server forwards the bytes as they are: the model hears silence, noise or a
         // broken file as nothing, and audio under 100 ms is not even transcribed.
         let decoded = try? WAVDecoder.decode(audio.body)

@@ -8,7 +8,7 @@ final class SampleConverterTests: XCTestCase {
     func referenceToInt16(_ f: [Float]) -> [Int16] {
         f.map { v in
             guard !v.isNaN else { return 0 }
-            return Int16((min(max(v, -1), 1) * 32767).rounded(.toNearestOrEven))
+            return Int16(min(max(v * 32768, -32768), 32767).rounded(.toNearestOrEven))
         }
     }
 
@@ -50,7 +50,7 @@ final class SampleConverterTests: XCTestCase {
 
     func testFloatToInt16ClipsNaNAndInfinityWithoutTrapping() {
         let specials: [Float] = [.nan, .infinity, -.infinity, 1, -1, 2, -2, .greatestFiniteMagnitude,
-                                 -.greatestFiniteMagnitude, .leastNonzeroMagnitude, -0.0, 0.5 / 32767, 1.5 / 32767,
+                                 -.greatestFiniteMagnitude, .leastNonzeroMagnitude, -0.0, 0.5 / 32768, 1.5 / 32768,
                                  -.nan, .signalingNaN]
         for n in [1, 15, 16, 17, 33, 64] {
             let input = (0..<n).map { specials[$0 % specials.count] }
@@ -61,22 +61,26 @@ final class SampleConverterTests: XCTestCase {
         var out = [Int16](repeating: 99, count: 16)
         SampleConverter.float32ToInt16([Float](repeating: .nan, count: 8) + [Float](repeating: .infinity, count: 4)
                                        + [Float](repeating: -.infinity, count: 4), into: &out)
-        XCTAssertEqual(out, [Int16](repeating: 0, count: 8) + [Int16](repeating: 32767, count: 4) + [Int16](repeating: -32767, count: 4))
+        XCTAssertEqual(out, [Int16](repeating: 0, count: 8) + [Int16](repeating: 32767, count: 4) + [Int16](repeating: -32768, count: 4))
     }
 
     func testRoundsToNearestEven() {
         // 0.5 and 1.5 LSB are ties: to even gives 0 and 2.
         var out = [Int16](repeating: 99, count: 2)
-        SampleConverter.float32ToInt16([0.5 / 32767, 1.5 / 32767], into: &out)
+        SampleConverter.float32ToInt16([0.5 / 32768, 1.5 / 32768], into: &out)
         XCTAssertEqual(out, [0, 2])
     }
 
-    func testRoundTripIsWithinOneStep() {
+    func testRoundTripIsExact() {
         let input = TestSignals.randomInt16(4097, seed: 9)
         var floats = [Float](repeating: 0, count: input.count)
         var back = [Int16](repeating: 0, count: input.count)
         SampleConverter.int16ToFloat32(input, into: &floats)
         SampleConverter.float32ToInt16(floats, into: &back)
-        for (a, b) in zip(input, back) { XCTAssertLessThanOrEqual(abs(Int(a) - Int(b)), 1) }
+        // One scale each way: every PCM16 value survives Float32 unchanged, the extremes included.
+        XCTAssertEqual(back, input)
+        var extremes = [Int16](repeating: 0, count: 3)
+        SampleConverter.float32ToInt16([-1, 1, 32767.0 / 32768.0], into: &extremes)
+        XCTAssertEqual(extremes, [-32768, 32767, 32767])
     }
 }

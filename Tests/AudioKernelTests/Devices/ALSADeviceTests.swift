@@ -47,7 +47,7 @@ final class ALSADeviceTests: XCTestCase {
             """
         let device = try PlaybackDevice(name: .alsa(pcm: "recorder"), configuration: config)
         let source = SignalSource(signal)
-        try device.start(render: { source.render(into: $0) })
+        try device.start(renderPCM16: { source.render(into: $0) })
         XCTAssertTrue(source.wait(timeout: 10) { $0 >= signal.count + 240 * 4 }, "playback did not consume the signal")
         device.stop(drain: true)
         XCTAssertEqual(device.statistics.xruns, 0)

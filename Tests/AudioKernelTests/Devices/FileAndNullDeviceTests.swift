@@ -1,5 +1,7 @@
 import AudioKernel
+import AudioMeasurement
 import TestSupport
+import Foundation
 import XCTest
 
 final class FileAndNullDeviceTests: XCTestCase {
@@ -22,12 +24,44 @@ final class FileAndNullDeviceTests: XCTestCase {
         XCTAssertTrue(captured[2_400...].allSatisfy { $0 == 0 })
     }
 
-    func testFileCaptureRejectsAnotherFormat() throws {
+    func testA48kHzStereoFileMicrophoneIsDeliveredAs24kHzMono() throws {
+        // A USB microphone's format: 48 kHz stereo. Left carries a 1 kHz tone at 0.5, right
+        // the same tone at 0.3: the engine's mono is their average, a 0.4 tone at 24 kHz.
+        let frames = 48_000
+        var stereo = [Int16](repeating: 0, count: frames * 2)
+        for i in 0..<frames {
+            let x = sin(2 * Double.pi * 1_000 * Double(i) / 48_000)
+            stereo[2 * i] = Int16((0.5 * 32_768 * x).rounded())
+            stereo[2 * i + 1] = Int16((0.3 * 32_768 * x).rounded())
+        }
+        let path = dir.appendingPathComponent("usb-mic.wav").path
+        try Data(WAVEncoder.encode(stereo, format: WAVFormat(sampleRate: 48_000, channels: 2))).write(to: URL(fileURLWithPath: path))
+        let device = try CaptureDevice(name: .file(path: path, realTime: false))
+        let probe = DeviceProbe()
+        try device.start(onPeriod: { probe.append($0) })
+        XCTAssertTrue(probe.wait(timeout: 5) { $0.samples.count >= 24_000 })
+        device.stop()
+        XCTAssertEqual(device.deviceFormat, StreamFormat(sampleRate: 48_000, channels: 2, sampleFormat: .s16))
+        let captured = probe.snapshot().samples
+        // One second in, 24,000 frames out (a period of 480 frames gives 240 each time).
+        XCTAssertTrue(probe.snapshot().periodSizes.allSatisfy { $0 == 240 }, "\(Set(probe.snapshot().periodSizes))")
+        let steady = captured[4_096..<20_480].map { Double($0) / 32_768 }
+        let spectrum = Spectrum(steady, rate: 24_000)
+        XCTAssertEqual(spectrum.amplitude(at: 1_000), 0.4, accuracy: 0.001)
+        let thdN = spectrum.thdPlusNoise(fundamental: 1_000)
+        XCTAssertLessThan(thdN, -85, "THD+N of the converted microphone \(thdN) dB (PCM16's own floor is about -98 dB)")
+    }
+
+    func testFileCaptureRefusesAForcedFormatItIsNotAndAMissingFile() throws {
         let path = dir.appendingPathComponent("stereo.wav").path
         try Data(WAVEncoder.encode([1, 2, 3, 4], format: WAVFormat(sampleRate: 48_000, channels: 2))).write(to: URL(fileURLWithPath: path))
-        let device = try CaptureDevice(name: .file(path: path, realTime: false))
+        let forced = try AudioDeviceURI(parsing: "file:\(path)?rate=44100")
+        var stream = AudioStreamConfiguration()
+        stream.device = forced.format
+        let device = try CaptureDevice(name: forced.name, configuration: stream)
         XCTAssertThrowsError(try device.start(onPeriod: { _ in })) { error in
             XCTAssertEqual((error as? AudioError)?.kind, .unsupportedFormat)
+            XCTAssertTrue("\(error)".contains("44100"), "\(error)")
         }
         let missing = try CaptureDevice(name: .file(path: dir.appendingPathComponent("none.wav").path, realTime: false))
         XCTAssertThrowsError(try missing.start(onPeriod: { _ in })) { error in
@@ -41,7 +75,7 @@ final class FileAndNullDeviceTests: XCTestCase {
         let device = try PlaybackDevice(name: .file(path: path, realTime: true))
         let source = SignalSource(signal)
         let start = Date()
-        try device.start(render: { source.render(into: $0) })
+        try device.start(renderPCM16: { source.render(into: $0) })
         XCTAssertTrue(source.wait(timeout: 5) { $0 >= 24_000 })  // 1 s of periods
         let elapsed = Date().timeIntervalSince(start)
         device.stop(drain: true)

@@ -14,7 +14,7 @@ final class PulseDeviceTests: PulseAudioTestCase {
         let playback = try PlaybackDevice(name: .pulse(device: "kiosk"), configuration: stream)
         let source = SignalSource(signal)
         let start = Date()
-        try playback.start(render: { source.render(into: $0) })
+        try playback.start(renderPCM16: { source.render(into: $0) })
         // Once the period after the signal is asked for, the whole signal has been written.
         XCTAssertTrue(source.wait(timeout: Double(signal.count) / 24_000 + 5) { $0 > signal.count + self.stream.periodSamples })
         playback.stop(drain: true)
@@ -117,7 +117,7 @@ final class PulseDeviceTests: PulseAudioTestCase {
     func testMissingSinkFailsFast() throws {
         let start = Date()
         let device = try PlaybackDevice(name: .pulse(device: "no-such-sink"), configuration: stream)
-        XCTAssertThrowsError(try device.start(render: { $0.update(repeating: 0) })) { error in
+        XCTAssertThrowsError(try device.start(render: { (buffer: UnsafeMutableBufferPointer<Float>) in buffer.update(repeating: 0) })) { error in
             guard let error = error as? AudioError else { return XCTFail("\(error)") }
             XCTAssertEqual(error.kind, .openFailed)
             XCTAssertTrue(error.description.contains("no-such-sink"), error.description)
@@ -154,7 +154,7 @@ final class PulseDeviceTests: PulseAudioTestCase {
         let source = SignalSource(Loopback.signal(count: 24_000 * 3))
         source.stall = (period: 30, microseconds: 300_000)
         let probe = DeviceProbe()
-        try device.start(render: { source.render(into: $0) }, onEvent: { if case .xrun(let n) = $0 { probe.record(.xrun(n)) } })
+        try device.start(renderPCM16: { source.render(into: $0) }, onEvent: { if case .xrun(let n) = $0 { probe.record(.xrun(n)) } })
         XCTAssertTrue(probe.wait(timeout: 5) { $0.events.contains(.xrun(1)) }, "no xrun reported")
         let after = source.position
         XCTAssertTrue(source.wait(timeout: 5) { $0 >= after + 24_000 / 2 }, "playback did not go on after the xrun")
@@ -172,7 +172,7 @@ final class PulseDeviceTests: PulseAudioTestCase {
         let device = try PlaybackDevice(name: .alsa(pcm: "kioskpulse"), configuration: alsa)
         let source = SignalSource(Loopback.signal(count: 24_000 * 20))
         let probe = DeviceProbe()
-        try device.start(render: { source.render(into: $0) }, onEvent: { event in
+        try device.start(renderPCM16: { source.render(into: $0) }, onEvent: { event in
             switch event {
             case .deviceLost(let error): probe.record(.lost(error.operation))
             case .deviceRestored(let attempts): probe.record(.restored(attempts))

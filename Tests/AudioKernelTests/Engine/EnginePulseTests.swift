@@ -132,7 +132,7 @@ final class EnginePulseTests: PulseAudioTestCase {
         burst.speech(ms: 500, amplitude: 6000)
         let script = BurstScript()
         let playback = try PlaybackDevice(name: .pulse(device: "kiosk"), configuration: stream)
-        try playback.start(render: { buffer in
+        try playback.start(renderPCM16: { buffer in
             if script.render(into: buffer) {
                 let latency = Double(playback.statistics.latencyFrames ?? 0) / 24_000
                 script.markSpeechEnd(Date().addingTimeInterval(latency))

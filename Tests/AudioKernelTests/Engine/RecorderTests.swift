@@ -144,7 +144,7 @@ final class RecorderTests: XCTestCase {
         // The player is playing a reply (its first period was rendered).
         player.beginReply()
         player.enqueue([UInt8](repeating: 1, count: 48_000))
-        var period = [Int16](repeating: 0, count: 240)
+        var period = [Float](repeating: 0, count: 240)
         period.withUnsafeMutableBufferPointer { player.render(into: $0) }
         XCTAssertTrue(player.isActive)
         recorder.listen()

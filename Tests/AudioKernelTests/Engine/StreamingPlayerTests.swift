@@ -3,11 +3,14 @@ import XCTest
 
 final class StreamingPlayerTests: XCTestCase {
     func render(_ player: StreamingPlayer, periods: Int) -> [Int16] {
+        // The player renders Float32; one scale each way makes PCM16 → Float32 → PCM16 exact.
         var out: [Int16] = []
-        var buffer = [Int16](repeating: 0, count: 240)
+        var buffer = [Float](repeating: 0, count: 240)
+        var samples = [Int16](repeating: 0, count: 240)
         for _ in 0..<periods {
             buffer.withUnsafeMutableBufferPointer { player.render(into: $0) }
-            out += buffer
+            SampleConverter.float32ToInt16(buffer, into: &samples)
+            out += samples
         }
         return out
     }
@@ -105,5 +108,150 @@ final class StreamingPlayerTests: XCTestCase {
         }
         XCTAssertEqual(finished.map(\.reply), [first, second])
         XCTAssertEqual(finished.map(\.interrupted), [true, false])
+    }
+}
+
+/// The volume: applied to everything played, changed along a ramp. Zipper noise is a step in
+/// the gain; it shows as a jump between neighbouring samples of a steady input, which the
+/// ramp spreads over 30 ms.
+final class StreamingPlayerVolumeTests: XCTestCase {
+    /// Renders a reply of constant samples (16,384, half scale), changing the volume to 0.25
+    /// after `changeAfter` periods; returns the rendered samples as Float32 × 32,768.
+    private func render(rampMilliseconds: Int, changeAfter: Int = 10, periods: Int = 20) -> [Float] {
+        var configuration = StreamingPlayerConfiguration()
+        configuration.prebufferMilliseconds = 0
+        configuration.volumeRampMilliseconds = rampMilliseconds
+        let player = StreamingPlayer(configuration: configuration) { _ in }
+        player.beginReply()
+        player.enqueue(WAVBuilder.samples([Int16](repeating: 16_384, count: 240 * (periods + 2))))
+        var out: [Float] = []
+        var buffer = [Float](repeating: 0, count: 240)
+        for period in 0..<periods {
+            if period == changeAfter { player.volume = 0.25 }
+            buffer.withUnsafeMutableBufferPointer { player.render(into: $0) }
+            out += buffer.map { $0 * 32_768 }
+        }
+        return out
+    }
+
+    /// The largest change between neighbouring samples once the reply plays.
+    private func largestStep(_ samples: [Float]) -> Float {
+        let playing = samples.drop { $0 == 0 }
+        return zip(playing, playing.dropFirst()).map { abs($1 - $0) }.max() ?? 0
+    }
+
+    func testAVolumeChangeIsRampedWithoutZipperNoise() {
+        let ramped = render(rampMilliseconds: 30)
+        // Before the change: full level; after the ramp: a quarter.
+        XCTAssertEqual(ramped[2_000], 16_384, accuracy: 0.5)
+        XCTAssertEqual(ramped.last!, 4_096, accuracy: 0.5)
+        // 30 ms at 24 kHz is 720 samples: 12,288 down over 720 is about 17 per sample.
+        let step = largestStep(ramped)
+        XCTAssertLessThan(step, 18, "a ramped change moves at most 12,288 / 720 per sample")
+        let rampSamples = ramped.filter { $0 < 16_383.5 && $0 > 4_096.5 }.count
+        XCTAssertEqual(rampSamples, 719, accuracy: 2, "the change spans 30 ms")
+        // The measure itself: without a ramp the same change is one step of 12,288.
+        XCTAssertGreaterThan(largestStep(render(rampMilliseconds: 0)), 12_000)
+    }
+
+    func testTheVolumeAppliesToSilenceAndIsClampedToZeroToOne() {
+        let player = StreamingPlayer { _ in }
+        player.volume = 2
+        XCTAssertEqual(player.volume, 1)
+        player.volume = -1
+        XCTAssertEqual(player.volume, 0)
+        player.volume = .nan
+        XCTAssertEqual(player.volume, 1)
+        player.volume = 0
+        var configuration = StreamingPlayerConfiguration()
+        configuration.prebufferMilliseconds = 0
+        let quiet = StreamingPlayer(configuration: configuration) { _ in }
+        quiet.volume = 0
+        quiet.beginReply()
+        quiet.enqueue(WAVBuilder.samples([Int16](repeating: 20_000, count: 4_800)))
+        var buffer = [Float](repeating: 1, count: 240)
+        var heard: [Float] = []
+        for _ in 0..<19 {
+            buffer.withUnsafeMutableBufferPointer { quiet.render(into: $0) }
+            heard += buffer
+        }
+        // The first period ramps from 1 to 0 (the player starts at full level); then silence.
+        XCTAssertTrue(heard[720...].allSatisfy { $0 == 0 }, "at volume 0 nothing is heard once the ramp has run")
+    }
+}
+
+/// The mix layer: a clip summed over the reply in Float32, through the soft limiter.
+final class StreamingPlayerMixTests: XCTestCase {
+    final class Events: @unchecked Sendable {
+        let lock = NSLock()
+        var all: [PlayerEvent] = []
+        func append(_ e: PlayerEvent) { lock.withLock { all.append(e) } }
+        var snapshot: [PlayerEvent] { lock.withLock { all } }
+    }
+
+    func testAMixIsSummedOverTheReplyExactlyBelowTheKneeAndHeldActive() {
+        var configuration = StreamingPlayerConfiguration()
+        configuration.prebufferMilliseconds = 0
+        let events = Events()
+        let player = StreamingPlayer(configuration: configuration) { events.append($0) }
+        player.beginReply()
+        player.enqueue(WAVBuilder.samples([Int16](repeating: 8_192, count: 2_400)))  // 0.25
+        player.endReply()
+        let mix = player.beginMix()
+        let clip = [Float](repeating: 0.125, count: 480)
+        clip.withUnsafeBufferPointer { _ = player.enqueueMix(samples: $0) }
+        player.endMix()
+        var buffer = [Float](repeating: 0, count: 240)
+        buffer.withUnsafeMutableBufferPointer { player.render(into: $0) }
+        XCTAssertTrue(buffer.allSatisfy { $0 == 0.375 }, "0.25 + 0.125 below the knee is exact")
+        XCTAssertTrue(player.isActive)
+        buffer.withUnsafeMutableBufferPointer { player.render(into: $0) }
+        XCTAssertEqual(buffer[0], 0.375)
+        // The mix has ended: the reply alone, bit for bit.
+        buffer.withUnsafeMutableBufferPointer { player.render(into: $0) }
+        XCTAssertTrue(buffer.allSatisfy { $0 == 0.25 })
+        XCTAssertTrue(events.snapshot.contains(.mixStarted(mix: mix)))
+        XCTAssertTrue(events.snapshot.contains { if case .mixFinished(let r) = $0 { return r.reply == mix && !r.interrupted } else { return false } })
+    }
+
+    func testTheLimiterNeverWrapsAndIsContinuous() {
+        // A sweep of sums from -4 to 4 through the knee: bounded below 1, monotonic, no jumps.
+        var previous = SoftLimiter.limit(-4)
+        for i in 1...8_000 {
+            let x = -4 + Float(i) / 1_000
+            let y = SoftLimiter.limit(x)
+            XCTAssertLessThanOrEqual(abs(y), 1, "never past full scale")
+            XCTAssertGreaterThanOrEqual(y, previous)
+            XCTAssertLessThan(y - previous, 0.0011)
+            previous = y
+        }
+        XCTAssertEqual(SoftLimiter.limit(.nan), 0)
+        XCTAssertEqual(SoftLimiter.limit(.infinity), 1)
+        XCTAssertEqual(SoftLimiter.limit(0.5), 0.5)
+    }
+
+    func testStoppingTheMixFadesItAndLeavesTheReply() {
+        var configuration = StreamingPlayerConfiguration()
+        configuration.prebufferMilliseconds = 0
+        let events = Events()
+        let player = StreamingPlayer(configuration: configuration) { events.append($0) }
+        let mix = player.beginMix()
+        let clip = [Float](repeating: 0.5, count: 24_000)
+        clip.withUnsafeBufferPointer { _ = player.enqueueMix(samples: $0) }
+        var buffer = [Float](repeating: 0, count: 240)
+        buffer.withUnsafeMutableBufferPointer { player.render(into: $0) }
+        XCTAssertTrue(player.isActive, "a mix alone holds the half-duplex switch")
+        XCTAssertFalse(player.isReplyActive)
+        player.stopMix()
+        var faded: [Float] = []
+        for _ in 0..<4 {
+            buffer.withUnsafeMutableBufferPointer { player.render(into: $0) }
+            faded += buffer
+        }
+        XCTAssertEqual(faded[0], 0.5, accuracy: 0.01)
+        XCTAssertTrue(zip(faded, faded.dropFirst()).allSatisfy { $1 <= $0 + 1e-6 }, "a fade, not a cut")
+        XCTAssertEqual(faded.last!, 0)
+        XCTAssertFalse(player.isActive)
+        XCTAssertTrue(events.snapshot.contains { if case .mixFinished(let r) = $0 { return r.reply == mix && r.interrupted } else { return false } })
     }
 }

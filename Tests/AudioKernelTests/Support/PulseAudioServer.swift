@@ -10,6 +10,8 @@ final class DeviceProbe: @unchecked Sendable {
         var samples: [Int16] = []
         var events: [AudioKernelEventCopy] = []
         var periods = 0
+        /// Frames (samples, for the engine's mono) of each period delivered.
+        var periodSizes: [Int] = []
     }
 
     enum AudioKernelEventCopy: Equatable {
@@ -22,6 +24,7 @@ final class DeviceProbe: @unchecked Sendable {
         shared.update { state in
             state.samples.append(contentsOf: buffer)
             state.periods += 1
+            state.periodSizes.append(buffer.count)
         }
     }
 

@@ -75,11 +75,17 @@ final class WAVEncoderTests: XCTestCase {
         XCTAssertGreaterThan(taggedBytes.count, WAVEncoder.encodedSize(sampleCount: mono.count))
         XCTAssertEqual(try WAVDecoder.decode(taggedBytes), DecodedWAV(format: .speech, samples: mono))
 
-        // sox writes float with a 'fact' chunk and an 18-byte fmt: a clear error, not noise.
-        let float = dir.appendingPathComponent("float.wav").path
-        try runTool("sox", [plain, "-e", "floating-point", float])
-        XCTAssertThrowsError(try WAVDecoder.decode(contentsOfFile: float)) { error in
-            XCTAssertEqual(error as? WAVError, .unsupportedEncoding(formatTag: 3))
+        // sox writes float with a 'fact' chunk and an 18-byte fmt, 24 and 32 bits as plain PCM
+        // (extensible above two channels): each is read as what it is, and PCM16 that went
+        // through it comes back exactly.
+        for (name, arguments, format) in [("float", ["-e", "floating-point"], SampleFormat.float), ("24bit", ["-b", "24"], .s24_3),
+                                          ("32bit", ["-b", "32"], .s32)] {
+            let converted = dir.appendingPathComponent("\(name).wav").path
+            try runTool("sox", [plain] + arguments + [converted])
+            let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: converted)))
+            let layout = try bytes.withUnsafeBytes { try WAVDecoder.parse($0) }
+            XCTAssertEqual(layout.format, WAVFormat(sampleRate: 24_000, channels: 1, sampleFormat: format), name)
+            XCTAssertEqual(try WAVDecoder.decode(bytes), DecodedWAV(format: .speech, samples: mono), name)
         }
 
         // More than two channels make sox write WAVE_FORMAT_EXTENSIBLE.

@@ -28,8 +28,8 @@ final class ConfigurationLoaderTests: XCTestCase {
         XCTAssertEqual(c.userName, "Ann Lee", "quotes removed")
         XCTAssertEqual(c.maxClients, 12, "environment over file")
         XCTAssertEqual(c.periodMilliseconds, 5, "flag over environment")
-        XCTAssertEqual(c.captureDevice, .alsa(pcm: "plughw:1,0"))
-        XCTAssertEqual(c.stream.periodFrames, 120)
+        XCTAssertEqual(c.captureDevice, AudioDeviceURI(.alsa(pcm: "plughw:1,0")))
+        XCTAssertEqual(c.stream(for: c.captureDevice).periodFrames, 120)
         XCTAssertEqual(c.recorder.detector.gateThreshold, 300)
     }
 
@@ -89,7 +89,7 @@ final class ConfigurationLoaderTests: XCTestCase {
 
     func testEveryKeyAppearsInHelpAndDescription() {
         let described = ConfigurationLoader.describe(DaemonConfiguration(environment: [:])).map(\.key)
-        XCTAssertEqual(described.count, 30)
+        XCTAssertEqual(described.count, 31)
         for key in described { XCTAssertTrue(ConfigurationLoader.usage.contains(key), key) }
     }
 }

@@ -7,7 +7,7 @@
 /// dst[i] = src[i] / 32768, the loop a C programmer writes.
 void cref_int16_to_float(const int16_t *src, float *dst, size_t count);
 
-/// Clip to [-1, 1], scale by 32767, round to nearest (lrintf), NaN to 0.
+/// Scale by 32768, clip to [-32768, 32767], round to nearest (lrintf), NaN to 0.
 void cref_float_to_int16(const float *src, int16_t *dst, size_t count);
 
 /// The exact sum of squares, accumulated in integers.

@@ -4,9 +4,11 @@ import Glibc
 #endif
 
 /// An open ALSA PCM, set up the way mature engines do it:
-/// - hardware parameters set explicitly: interleaved S16_LE at the stream's rate and
-///   channels, period and buffer near the requested sizes; a rate the device cannot run is an
-///   error that points at `plughw:`/`plug` rather than a silent mismatch;
+/// - hardware parameters set explicitly, with alsa-lib's resampling off: each of rate,
+///   channels and sample format is the one forced by the stream, else the engine's own when
+///   the device runs it, else the device's nearest rate and channels and its best format
+///   (float, S32, S24, S24_3, S16); the engine converts; period and buffer are near the
+///   requested duration at the granted rate;
 /// - software parameters: playback starts after two periods, the stop threshold is the
 ///   boundary (an underrun never stops the stream) and the played area is refilled with
 ///   silence, so a late period is heard as silence rather than as stale audio;
@@ -20,8 +22,9 @@ final class ALSAPCM: CaptureBackend, PlaybackBackend {
     private var config: OpaquePointer?
     private let isCapture: Bool
     private let pcmName: String
-    private let channels: Int
-    private let periodFrames: Int
+    let format: StreamFormat
+    let periodFrames: Int
+    private let bytesPerFrame: Int
     /// The buffer size the device granted, in frames.
     let bufferFrames: Int
     /// The period size the device granted, in frames.
@@ -33,8 +36,6 @@ final class ALSAPCM: CaptureBackend, PlaybackBackend {
     init(name: String, capture: Bool, configuration: AudioStreamConfiguration) throws(AudioError) {
         self.isCapture = capture
         self.pcmName = name
-        self.channels = configuration.channels
-        self.periodFrames = configuration.periodFrames
         let direction = capture ? "capture" : "playback"
         func fail(_ kind: AudioError.Kind, _ code: Int32, _ doing: String) -> AudioError {
             AudioError(kind, code: code, message: String(cString: snd_strerror(code)), operation: "\(doing) ALSA PCM '\(name)' for \(direction)")
@@ -57,30 +58,58 @@ final class ALSAPCM: CaptureBackend, PlaybackBackend {
         pcm = handle
         config = localConfig
 
-        // Hardware parameters.
+        // Hardware parameters. alsa-lib's own resampling is switched off (`plug` would
+        // interpolate linearly): a rate the hardware does not run is converted by the engine.
         var hw: OpaquePointer?
         snd_pcm_hw_params_malloc(&hw)
         defer { snd_pcm_hw_params_free(hw) }
-        var rate = UInt32(configuration.sampleRate)
-        var period = snd_pcm_uframes_t(configuration.periodFrames)
-        var buffer = snd_pcm_uframes_t(configuration.bufferFrames)
+        func refuse(_ err: Int32, _ what: String) -> AudioError {
+            snd_pcm_close(handle)
+            if let localConfig { snd_config_delete(localConfig) }
+            return AudioError(.unsupportedFormat, code: err, message: "\(String(cString: snd_strerror(err))); \(what)",
+                              operation: "setting hardware parameters of ALSA PCM '\(name)'")
+        }
         err = snd_pcm_hw_params_any(handle, hw)
+        if err >= 0 { err = snd_pcm_hw_params_set_rate_resample(handle, hw, 0) }
         if err >= 0 { err = snd_pcm_hw_params_set_access(handle, hw, SND_PCM_ACCESS_RW_INTERLEAVED) }
-        if err >= 0 { err = snd_pcm_hw_params_set_format(handle, hw, SND_PCM_FORMAT_S16_LE) }
-        if err >= 0 { err = snd_pcm_hw_params_set_channels(handle, hw, UInt32(configuration.channels)) }
-        if err >= 0 { err = snd_pcm_hw_params_set_rate_near(handle, hw, &rate, nil) }
-        if err < 0 {
-            snd_pcm_close(handle)
-            if let localConfig { snd_config_delete(localConfig) }
-            throw AudioError(.unsupportedFormat, code: err, message: "\(String(cString: snd_strerror(err))); the device cannot run S16_LE \(configuration.channels) ch, use a plughw: or plug PCM",
-                             operation: "setting hardware parameters of ALSA PCM '\(name)'")
+        if err < 0 { throw refuse(err, "the device offers no interleaved read/write access") }
+        let request = configuration.device
+        let engine = configuration.engineFormat
+        // Each field: the forced value; else the engine's own when the device runs it (nothing
+        // to convert); else the device's nearest (rate, channels) or best (format).
+        let sampleFormat: SampleFormat
+        if let forced = request.sampleFormat {
+            sampleFormat = forced
+        } else if snd_pcm_hw_params_test_format(handle, hw, Self.alsaFormat(engine.sampleFormat)) == 0 {
+            sampleFormat = engine.sampleFormat
+        } else if let best = [SampleFormat.float, .s32, .s24, .s24_3, .s16].first(where: { snd_pcm_hw_params_test_format(handle, hw, Self.alsaFormat($0)) == 0 }) {
+            sampleFormat = best
+        } else {
+            throw refuse(-EINVAL, "the device runs none of S16_LE, S24_LE, S24_3LE, S32_LE, FLOAT_LE")
         }
-        guard rate == UInt32(configuration.sampleRate) else {
-            snd_pcm_close(handle)
-            if let localConfig { snd_config_delete(localConfig) }
-            throw AudioError(.unsupportedFormat, message: "the device runs at \(rate) Hz, not \(configuration.sampleRate) Hz; use a plughw: or plug PCM to resample",
-                             operation: "setting hardware parameters of ALSA PCM '\(name)'")
+        err = snd_pcm_hw_params_set_format(handle, hw, Self.alsaFormat(sampleFormat))
+        if err < 0 { throw refuse(err, "the device cannot run \(sampleFormat)") }
+        var channelCount = UInt32(request.channels ?? engine.channels)
+        err = request.channels != nil ? snd_pcm_hw_params_set_channels(handle, hw, channelCount)
+                                      : snd_pcm_hw_params_set_channels_near(handle, hw, &channelCount)
+        if err < 0 { throw refuse(err, "the device cannot run \(channelCount) channels") }
+        var rate = UInt32(request.sampleRate ?? engine.sampleRate)
+        if request.sampleRate != nil {
+            err = snd_pcm_hw_params_set_rate(handle, hw, rate, 0)
+        } else if snd_pcm_hw_params_test_rate(handle, hw, rate, 0) == 0 {
+            err = snd_pcm_hw_params_set_rate(handle, hw, rate, 0)
+        } else {
+            rate = 48_000
+            err = snd_pcm_hw_params_set_rate_near(handle, hw, &rate, nil)
         }
+        if err < 0 { throw refuse(err, "the device cannot run \(rate) Hz") }
+        guard (8_000...192_000).contains(Int(rate)), (1...8).contains(Int(channelCount)) else {
+            throw refuse(-EINVAL, "the device runs \(rate) Hz, \(channelCount) channels, outside 8-192 kHz and 1-8 channels")
+        }
+        let granted = StreamFormat(sampleRate: Int(rate), channels: Int(channelCount), sampleFormat: sampleFormat)
+        let wantedPeriod = configuration.periodFrames(atRate: granted.sampleRate)
+        var period = snd_pcm_uframes_t(wantedPeriod)
+        var buffer = snd_pcm_uframes_t(wantedPeriod * configuration.periods)
         err = snd_pcm_hw_params_set_period_size_near(handle, hw, &period, nil)
         if err >= 0 { err = snd_pcm_hw_params_set_buffer_size_near(handle, hw, &buffer) }
         if err >= 0 { err = snd_pcm_hw_params(handle, hw) }
@@ -91,8 +120,12 @@ final class ALSAPCM: CaptureBackend, PlaybackBackend {
             if let localConfig { snd_config_delete(localConfig) }
             throw fail(.unsupportedFormat, err, "setting period and buffer of")
         }
+        format = granted
+        // The engine moves its own period size; the device's granted period only sets wakeups.
+        periodFrames = wantedPeriod
         grantedPeriodFrames = Int(period)
         bufferFrames = Int(buffer)
+        bytesPerFrame = granted.bytesPerFrame
 
         // Software parameters.
         var sw: OpaquePointer?
@@ -101,9 +134,9 @@ final class ALSAPCM: CaptureBackend, PlaybackBackend {
         var boundary: snd_pcm_uframes_t = 0
         err = snd_pcm_sw_params_current(handle, sw)
         if err >= 0 { err = snd_pcm_sw_params_get_boundary(sw, &boundary) }
-        if err >= 0 { err = snd_pcm_sw_params_set_avail_min(handle, sw, snd_pcm_uframes_t(configuration.periodFrames)) }
+        if err >= 0 { err = snd_pcm_sw_params_set_avail_min(handle, sw, snd_pcm_uframes_t(wantedPeriod)) }
         if err >= 0 {
-            let start = capture ? 1 : min(buffer, 2 * snd_pcm_uframes_t(configuration.periodFrames))
+            let start = capture ? 1 : min(buffer, 2 * snd_pcm_uframes_t(wantedPeriod))
             err = snd_pcm_sw_params_set_start_threshold(handle, sw, start)
         }
         if err >= 0 { err = snd_pcm_sw_params_set_stop_threshold(handle, sw, boundary) }
@@ -178,15 +211,26 @@ final class ALSAPCM: CaptureBackend, PlaybackBackend {
 
     // MARK: I/O
 
-    func read(into buffer: UnsafeMutableBufferPointer<Int16>, wake: EventSignal) throws(AudioError) -> DeviceIOResult {
+    func read(into buffer: UnsafeMutableRawPointer, wake: EventSignal) throws(AudioError) -> DeviceIOResult {
         try transfer(wake: wake) { pcm, offset, frames in
-            snd_pcm_readi(pcm, buffer.baseAddress! + offset * channels, snd_pcm_uframes_t(frames))
+            snd_pcm_readi(pcm, buffer + offset * bytesPerFrame, snd_pcm_uframes_t(frames))
         }
     }
 
-    func write(_ buffer: UnsafeBufferPointer<Int16>, wake: EventSignal) throws(AudioError) -> DeviceIOResult {
+    func write(_ buffer: UnsafeRawPointer, wake: EventSignal) throws(AudioError) -> DeviceIOResult {
         try transfer(wake: wake) { pcm, offset, frames in
-            snd_pcm_writei(pcm, buffer.baseAddress! + offset * channels, snd_pcm_uframes_t(frames))
+            snd_pcm_writei(pcm, buffer + offset * bytesPerFrame, snd_pcm_uframes_t(frames))
+        }
+    }
+
+    /// ALSA's little-endian format for `format`.
+    static func alsaFormat(_ format: SampleFormat) -> snd_pcm_format_t {
+        switch format {
+        case .s16: return SND_PCM_FORMAT_S16_LE
+        case .s24_3: return SND_PCM_FORMAT_S24_3LE
+        case .s24: return SND_PCM_FORMAT_S24_LE
+        case .s32: return SND_PCM_FORMAT_S32_LE
+        case .float: return SND_PCM_FORMAT_FLOAT_LE
         }
     }
 

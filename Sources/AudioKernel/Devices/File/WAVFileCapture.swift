@@ -1,42 +1,53 @@
 /// Capture from a WAV file: the file's samples, period by period, then silence (a
-/// microphone in a quiet room), optionally paced in real time. The file must be in the
-/// stream's format; it is read whole at open, so reading never touches the disk.
+/// microphone in a quiet room), optionally paced in real time. The file's rate, channels and
+/// sample format (any the WAV decoder reads) are the device's native format, which the
+/// engine converts; the file is read whole at open, so reading never touches the disk.
 final class WAVFileCapture: CaptureBackend {
-    private let samples: [Int16]
+    let format: StreamFormat
+    let periodFrames: Int
+    /// The file's sample bytes.
+    private let data: [UInt8]
     private var position = 0
     private var pacer: RealTimePacer?
 
     init(path: String, realTime: Bool, configuration: AudioStreamConfiguration) throws(AudioError) {
-        let decoded: DecodedWAV
-        do {
-            decoded = try WAVDecoder.decode(contentsOfFile: path)
-        } catch {
-            let kind: AudioError.Kind
-            if case .io = error { kind = .openFailed } else { kind = .unsupportedFormat }
-            throw AudioError(kind, message: error.description, operation: "opening WAV file '\(path)' for capture")
+        func refuse(_ kind: AudioError.Kind, _ message: String) -> AudioError {
+            AudioError(kind, message: message, operation: "opening WAV file '\(path)' for capture")
         }
-        guard decoded.format == configuration.format else {
-            throw AudioError(.unsupportedFormat, message: "the file is \(decoded.format), the stream is \(configuration.format)",
-                             operation: "opening WAV file '\(path)' for capture")
+        let bytes: [UInt8]
+        switch SystemCall.readFile(atPath: path) {
+        case .success(let read): bytes = read
+        case .failure(let code): throw refuse(.openFailed, "\(code)")
         }
-        samples = decoded.samples
+        let parsed = bytes.withUnsafeBytes { raw in Result { () throws(WAVError) -> WAVLayout in try WAVDecoder.parse(raw) } }
+        let layout: WAVLayout
+        switch parsed {
+        case .success(let value): layout = value
+        case .failure(let error): throw refuse(.unsupportedFormat, error.description)
+        }
+        let native = layout.format.streamFormat
+        let asked = configuration.deviceFormat(native: native)
+        guard asked == native else { throw refuse(.unsupportedFormat, "the file is \(native), the stream asks for \(asked)") }
+        guard (8_000...192_000).contains(native.sampleRate), (1...8).contains(native.channels) else {
+            throw refuse(.unsupportedFormat, "the file is \(native), outside 8-192 kHz and 1-8 channels")
+        }
+        format = native
+        periodFrames = configuration.periodFrames(atRate: native.sampleRate)
+        data = Array(bytes[layout.dataRange])
         pacer = realTime ? RealTimePacer(periodNanoseconds: configuration.periodNanoseconds) : nil
     }
 
-    var reachedEnd: Bool { position >= samples.count }
+    var reachedEnd: Bool { position >= data.count }
 
-    func read(into buffer: UnsafeMutableBufferPointer<Int16>, wake: EventSignal) throws(AudioError) -> DeviceIOResult {
+    func read(into buffer: UnsafeMutableRawPointer, wake: EventSignal) throws(AudioError) -> DeviceIOResult {
         if RealTimePacer.wait(&pacer, wake: wake) { return .woken }
-        let available = max(0, min(buffer.count, samples.count - position))
+        let wanted = periodFrames * format.bytesPerFrame
+        let available = max(0, min(wanted, data.count - position))
         if available > 0 {
-            samples.withUnsafeBufferPointer { all in
-                _ = UnsafeMutableBufferPointer(rebasing: buffer[0..<available]).initialize(from: all[position..<(position + available)])
-            }
+            data.withUnsafeBytes { all in buffer.copyMemory(from: all.baseAddress! + position, byteCount: available) }
             position += available
         }
-        if available < buffer.count {
-            UnsafeMutableBufferPointer(rebasing: buffer[available...]).update(repeating: 0)
-        }
+        if available < wanted { (buffer + available).initializeMemory(as: UInt8.self, repeating: 0, count: wanted - available) }
         return .transferred
     }
 

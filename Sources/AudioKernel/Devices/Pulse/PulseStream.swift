@@ -19,8 +19,13 @@ final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
     private var stream: OpaquePointer?
     private let isCapture: Bool
     private let label: String
-    private let periodBytes: Int
-    private let sampleRate: Int
+    private var periodBytes = 0
+    /// The format the stream runs at: what was forced, the sink's or source's own otherwise.
+    private(set) var format: StreamFormat
+    private(set) var periodFrames = 0
+    /// The device's sample spec, read by `probeNativeSpec`'s callback.
+    private var probedSpec: pa_sample_spec?
+    private var probeFinished = false
     /// Set by `interrupt`, under the main loop lock.
     private var interrupted = false
     /// Underflows and overflows the server reported, counted on the main loop thread.
@@ -35,8 +40,7 @@ final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
     init(device: String?, capture: Bool, configuration: AudioStreamConfiguration) throws(AudioError) {
         isCapture = capture
         label = "PulseAudio \(capture ? "source" : "sink") '\(device ?? "default")'"
-        periodBytes = configuration.periodSamples * 2
-        sampleRate = configuration.sampleRate
+        format = configuration.engineFormat
         guard let loop = pa_threaded_mainloop_new() else {
             throw AudioError(.io, message: "pa_threaded_mainloop_new failed", operation: "opening \(label)")
         }
@@ -77,7 +81,24 @@ final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
             pa_threaded_mainloop_wait(mainloop)
         }
 
-        var spec = pa_sample_spec(format: PA_SAMPLE_S16LE, rate: UInt32(configuration.sampleRate), channels: UInt8(configuration.channels))
+        // The device's own format for every field not forced, so the server converts nothing
+        // (its resampler is speex at quality 3 by default); the engine converts instead.
+        let request = configuration.device
+        var native = configuration.engineFormat
+        if request.sampleRate == nil || request.channels == nil || request.sampleFormat == nil {
+            if let spec = try probeNativeSpec(device: device, operation: operation) {
+                native = StreamFormat(sampleRate: Int(spec.rate), channels: Int(spec.channels),
+                                      sampleFormat: Self.sampleFormat(spec.format) ?? .float)
+            }
+        }
+        format = configuration.deviceFormat(native: native)
+        guard (8_000...192_000).contains(format.sampleRate), (1...8).contains(format.channels) else {
+            throw AudioError(.unsupportedFormat, message: "the device runs \(format); force ?rate= and ?channels= within 8-192 kHz and 1-8 channels",
+                             operation: operation)
+        }
+        periodFrames = configuration.periodFrames(atRate: format.sampleRate)
+        periodBytes = periodFrames * format.bytesPerFrame
+        var spec = pa_sample_spec(format: Self.pulseFormat(format.sampleFormat), rate: UInt32(format.sampleRate), channels: UInt8(format.channels))
         guard let stream = pa_stream_new(context, isCapture ? "practiced capture" : "practiced playback", &spec, nil) else {
             throw contextError(operation)
         }
@@ -85,11 +106,10 @@ final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
         pa_stream_set_state_callback(stream, { _, userdata in
             pa_threaded_mainloop_signal(PulseStream.from(userdata).mainloop, 0)
         }, selfPointer)
-        let bytesPerFrame = UInt32(configuration.channels * 2)
-        let period = UInt32(configuration.periodFrames) * bytesPerFrame
+        let period = UInt32(periodBytes)
         var attributes = pa_buffer_attr(
             maxlength: UInt32.max,
-            tlength: isCapture ? UInt32.max : UInt32(configuration.bufferFrames) * bytesPerFrame,
+            tlength: isCapture ? UInt32.max : UInt32(configuration.periods) * period,
             prebuf: isCapture ? UInt32.max : 2 * period,
             minreq: isCapture ? UInt32.max : period,
             fragsize: isCapture ? period : UInt32.max
@@ -122,6 +142,60 @@ final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
             if state == PA_STREAM_READY { break }
             if state == PA_STREAM_FAILED || state == PA_STREAM_TERMINATED { throw contextError(operation) }
             pa_threaded_mainloop_wait(mainloop)
+        }
+    }
+
+    /// The sample spec of the sink or source the stream will connect to (the server's
+    /// default when `device` is nil); nil when the server does not say.
+    private func probeNativeSpec(device: String?, operation: String) throws(AudioError) -> pa_sample_spec? {
+        probedSpec = nil
+        probeFinished = false
+        let name = device ?? (isCapture ? "@DEFAULT_SOURCE@" : "@DEFAULT_SINK@")
+        let op: OpaquePointer? = name.withCString { cName in
+            if isCapture {
+                return pa_context_get_source_info_by_name(context, cName, { _, info, eol, userdata in
+                    let me = PulseStream.from(userdata)
+                    if let info, eol == 0 { me.probedSpec = info.pointee.sample_spec } else { me.probeFinished = true }
+                    pa_threaded_mainloop_signal(me.mainloop, 0)
+                }, selfPointer)
+            } else {
+                return pa_context_get_sink_info_by_name(context, cName, { _, info, eol, userdata in
+                    let me = PulseStream.from(userdata)
+                    if let info, eol == 0 { me.probedSpec = info.pointee.sample_spec } else { me.probeFinished = true }
+                    pa_threaded_mainloop_signal(me.mainloop, 0)
+                }, selfPointer)
+            }
+        }
+        guard let op else { throw contextError(operation) }
+        defer { pa_operation_unref(op) }
+        while !probeFinished, pa_operation_get_state(op) == PA_OPERATION_RUNNING {
+            pa_threaded_mainloop_wait(mainloop)
+        }
+        // A device that does not exist shows as no info; connecting reports it.
+        return probedSpec
+    }
+
+    /// PulseAudio's little-endian format for `format`.
+    static func pulseFormat(_ format: SampleFormat) -> pa_sample_format_t {
+        switch format {
+        case .s16: return PA_SAMPLE_S16LE
+        case .s24_3: return PA_SAMPLE_S24LE
+        case .s24: return PA_SAMPLE_S24_32LE
+        case .s32: return PA_SAMPLE_S32LE
+        case .float: return PA_SAMPLE_FLOAT32LE
+        }
+    }
+
+    /// The engine's format for a PulseAudio format; nil for those it does not run (8-bit,
+    /// A-law, µ-law, big-endian), which are then opened as float.
+    static func sampleFormat(_ format: pa_sample_format_t) -> SampleFormat? {
+        switch format {
+        case PA_SAMPLE_S16LE: return .s16
+        case PA_SAMPLE_S24LE: return .s24_3
+        case PA_SAMPLE_S24_32LE: return .s24
+        case PA_SAMPLE_S32LE: return .s32
+        case PA_SAMPLE_FLOAT32LE: return .float
+        default: return nil
         }
     }
 
@@ -187,11 +261,11 @@ final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
         return reported != xrunsSeen
     }
 
-    func read(into buffer: UnsafeMutableBufferPointer<Int16>, wake: EventSignal) throws(AudioError) -> DeviceIOResult {
+    func read(into buffer: UnsafeMutableRawPointer, wake: EventSignal) throws(AudioError) -> DeviceIOResult {
         observe(wake)
         pa_threaded_mainloop_lock(mainloop)
         defer { pa_threaded_mainloop_unlock(mainloop) }
-        let target = UnsafeMutableRawPointer(buffer.baseAddress!)
+        let target = buffer
         var filled = 0
         // The stop flag is checked only before waiting: data that is there is still moved.
         while filled < periodBytes {
@@ -238,11 +312,11 @@ final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
         }
     }
 
-    func write(_ buffer: UnsafeBufferPointer<Int16>, wake: EventSignal) throws(AudioError) -> DeviceIOResult {
+    func write(_ buffer: UnsafeRawPointer, wake: EventSignal) throws(AudioError) -> DeviceIOResult {
         observe(wake)
         pa_threaded_mainloop_lock(mainloop)
         defer { pa_threaded_mainloop_unlock(mainloop) }
-        let source = UnsafeRawPointer(buffer.baseAddress!)
+        let source = buffer
         var written = 0
         while written < periodBytes {
             try checkAlive("writing to")
@@ -290,7 +364,7 @@ final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
         var usec: pa_usec_t = 0
         var negative: Int32 = 0
         guard pa_stream_get_latency(stream, &usec, &negative) >= 0 else { return nil }
-        return negative != 0 ? 0 : Int(usec * UInt64(sampleRate) / 1_000_000)
+        return negative != 0 ? 0 : Int(usec * UInt64(format.sampleRate) / 1_000_000)
     }
 }
 

@@ -39,15 +39,34 @@ extension Command {
 
     public enum Play: ControlCommand {
         public static let name = "play"
-        public static let summary = "Plays a WAV file the client may read (see docs/protocol.md for what is refused); not while a reply plays."
+        public static let summary = "Plays a PCM WAV file the client may read (8-192 kHz, 1-8 channels, 16/24/32-bit or float; see docs/protocol.md for what is refused); while a reply plays only with `mix: true`, which mixes it over the reply."
         public struct Arguments: Codable, Sendable {
             /// An absolute path.
             public var path: String
+            /// Mix the clip over whatever plays (a reply, another sound) instead of taking the speaker.
+            public var mix: Bool?
         }
         public struct Result: Codable, Sendable {
             public var path: String
             public var durationS: Double
         }
+    }
+
+    public enum VolumeGet: ControlCommand {
+        public static let name = "volume.get"
+        public static let summary = "The speaker's volume: a gain from 0 to 1, and in dB."
+        public typealias Arguments = NoArguments
+        public typealias Result = VolumeLevel
+    }
+
+    public enum VolumeSet: ControlCommand {
+        public static let name = "volume.set"
+        public static let summary = "Sets the speaker's volume, `level` (0 to 1) or `db` (-100 to 0), exactly one; ramped over 30 ms, kept across restarts, told as `volume.changed`."
+        public struct Arguments: Codable, Sendable {
+            public var level: Double?
+            public var db: Double?
+        }
+        public typealias Result = VolumeLevel
     }
 
     public enum PlaybackStop: ControlCommand {

@@ -53,6 +53,19 @@ extension Event {
         public var underruns: Int
     }
 
+    public struct VolumeChanged: ProtocolEvent {
+        public static let name = "volume.changed"
+        public static let topic = EventTopic.playback
+        public static let summary = "The speaker's volume changed (`volume.set`, or `audio.volume` on reload); `level` 0 to 1, `db` null at 0."
+        public var level: Double
+        public var db: Double?
+
+        public init(_ volume: VolumeLevel) {
+            level = volume.level
+            db = volume.db
+        }
+    }
+
     public struct DeviceState: ProtocolEvent {
         public static let name = "device.state"
         public static let topic = EventTopic.device

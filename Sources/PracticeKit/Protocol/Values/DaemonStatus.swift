@@ -30,6 +30,9 @@ public struct DaemonStatus: Codable, Sendable {
         public var name: String
         /// `closed`, `idle`, `running` or `failed: …`.
         public var state: String
+        /// The format the device runs at, e.g. `float 48000 Hz stereo` (the engine converts
+        /// to and from PCM16 24 kHz mono); null until it has been opened.
+        public var format: String?
         /// Null while the device is not open.
         public var periods: Int?
         public var xruns: Int?

@@ -236,7 +236,8 @@ final class ReplyPlayback: @unchecked Sendable {
             reply.playbackEndedAt = now
             releaseText(reply)
             finishIfDone(reply)
-        case .underrun:
+        case .underrun, .mixStarted, .mixFinished:
+            // A clip mixed over the reply is not the reply's sound.
             break
         }
     }

@@ -1,0 +1,104 @@
+/// How one sample is stored on a device: the integer and float encodings sound cards and
+/// sound servers use, all little-endian and interleaved.
+public enum SampleFormat: String, CaseIterable, Hashable, Sendable, CustomStringConvertible {
+    /// 16-bit signed integer (ALSA `S16_LE`, PulseAudio `s16le`).
+    case s16
+    /// 24-bit signed integer packed in 3 bytes (ALSA `S24_3LE`, PulseAudio `s24le`): USB
+    /// audio class devices.
+    case s24_3
+    /// 24-bit signed integer in the low bits of 4 bytes (ALSA `S24_LE`, PulseAudio
+    /// `s24-32le`): many HDA and I²S codecs.
+    case s24
+    /// 32-bit signed integer (ALSA `S32_LE`, PulseAudio `s32le`).
+    case s32
+    /// 32-bit IEEE float in [-1, 1] (ALSA `FLOAT_LE`, PulseAudio `float32le`).
+    case float
+
+    /// Bytes one sample takes.
+    public var bytesPerSample: Int {
+        switch self {
+        case .s16: return 2
+        case .s24_3: return 3
+        case .s24, .s32, .float: return 4
+        }
+    }
+
+    /// Significant bits: what dither and the noise floor are measured against.
+    public var significantBits: Int {
+        switch self {
+        case .s16: return 16
+        case .s24_3, .s24: return 24
+        case .s32: return 32
+        case .float: return 24
+        }
+    }
+
+    /// The name used in device URIs and the configuration (`s16`, `s24_3`, `s24`, `s32`,
+    /// `float`); `f32`, `float32` and `s24_32` are accepted as aliases.
+    public init?(name: String) {
+        switch name.lowercased() {
+        case "s16", "s16le", "s16_le": self = .s16
+        case "s24_3", "s24_3le", "s24le_3": self = .s24_3
+        case "s24", "s24_le", "s24_32", "s24-32le": self = .s24
+        case "s32", "s32le", "s32_le": self = .s32
+        case "float", "f32", "float32", "float32le", "float_le": self = .float
+        default: return nil
+        }
+    }
+
+    public var description: String { rawValue }
+}
+
+/// The format of a stream as a device runs it: rate, channels and sample encoding.
+public struct StreamFormat: Hashable, Sendable, CustomStringConvertible {
+    public var sampleRate: Int
+    public var channels: Int
+    public var sampleFormat: SampleFormat
+
+    public init(sampleRate: Int, channels: Int, sampleFormat: SampleFormat) {
+        self.sampleRate = sampleRate
+        self.channels = channels
+        self.sampleFormat = sampleFormat
+    }
+
+    /// Bytes per interleaved frame.
+    public var bytesPerFrame: Int { channels * sampleFormat.bytesPerSample }
+
+    public var description: String { "\(sampleFormat) \(sampleRate) Hz \(channels == 1 ? "mono" : channels == 2 ? "stereo" : "\(channels) ch")" }
+}
+
+/// What a stream asks of its device. A field left `nil` takes the device's own (native)
+/// value: the hardware's for an ALSA `hw:` PCM, the server's for a PulseAudio sink or source,
+/// the file's for a WAV capture. The engine converts between it and its own format.
+public struct DeviceFormatRequest: Hashable, Sendable, CustomStringConvertible {
+    public var sampleRate: Int?
+    public var channels: Int?
+    public var sampleFormat: SampleFormat?
+
+    public init(sampleRate: Int? = nil, channels: Int? = nil, sampleFormat: SampleFormat? = nil) {
+        self.sampleRate = sampleRate
+        self.channels = channels
+        self.sampleFormat = sampleFormat
+    }
+
+    /// Every field native.
+    public static let native = DeviceFormatRequest()
+
+    /// Exactly `format`.
+    public static func exactly(_ format: StreamFormat) -> DeviceFormatRequest {
+        DeviceFormatRequest(sampleRate: format.sampleRate, channels: format.channels, sampleFormat: format.sampleFormat)
+    }
+
+    public var isNative: Bool { self == .native }
+
+    /// The URI query that asks for this (`rate=48000&channels=2&format=float`), empty when native.
+    public var query: String {
+        var parts: [String] = []
+        if let sampleRate { parts.append("rate=\(sampleRate)") }
+        if let channels { parts.append("channels=\(channels)") }
+        if let sampleFormat { parts.append("format=\(sampleFormat)") }
+        return parts.joined(separator: "&")
+    }
+
+    public var description: String { isNative ? "native" : query }
+}
