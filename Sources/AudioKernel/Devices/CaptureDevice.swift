@@ -38,7 +38,11 @@ public final class CaptureDevice: @unchecked Sendable {
             label: "capture on \(name)",
             framesPerPeriod: configuration.periodFrames,
             open: { () throws(AudioError) -> CapturePath in
-                let path = try CapturePath(backend: DeviceBackends.openCapture(name, configuration), configuration: configuration)
+                let backend = try DeviceBackends.openCapture(name, configuration)
+                let path = try CapturePath(backend: backend, common: backend, engineRate: configuration.sampleRate) { () throws(AudioError) in
+                    try InputConverter(source: backend.format, maximumFrames: backend.periodFrames,
+                                       targetRate: configuration.sampleRate, targetChannels: configuration.channels)
+                }
                 opened.withLock { $0 = path.backend.format }
                 return path
             },
@@ -64,39 +68,4 @@ public final class CaptureDevice: @unchecked Sendable {
 
     /// The stream's counters.
     public var statistics: AudioDeviceStatistics { runner.currentStatistics }
-}
-
-/// An open capture backend with its converter and the period buffer in the device's format.
-final class CapturePath: DeviceBackend {
-    let backend: any CaptureBackend
-    let converter: InputConverter
-    let buffer: UnsafeMutableRawPointer
-    private let engineRate: Int
-
-    init(backend: any CaptureBackend, configuration: AudioStreamConfiguration) throws(AudioError) {
-        do {
-            converter = try InputConverter(source: backend.format, maximumFrames: backend.periodFrames,
-                                           targetRate: configuration.sampleRate, targetChannels: configuration.channels)
-        } catch {
-            backend.close()
-            throw error
-        }
-        self.backend = backend
-        engineRate = configuration.sampleRate
-        buffer = .allocate(byteCount: converter.maximumBytes, alignment: 16)
-        buffer.initializeMemory(as: UInt8.self, repeating: 0, count: converter.maximumBytes)
-    }
-
-    deinit { buffer.deallocate() }
-
-    var format: StreamFormat { backend.format }
-    var periodFrames: Int { backend.periodFrames }
-    var reachedEnd: Bool { backend.reachedEnd }
-    func close() { backend.close() }
-
-    /// In the engine's frames: the device's latency plus the resampler's delay.
-    func latencyFrames() -> Int? {
-        guard let device = backend.latencyFrames() else { return nil }
-        return device * engineRate / backend.format.sampleRate + Int(converter.delayFrames)
-    }
 }

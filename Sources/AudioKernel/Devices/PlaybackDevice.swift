@@ -37,7 +37,11 @@ public final class PlaybackDevice: @unchecked Sendable {
             label: "playback on \(name)",
             framesPerPeriod: configuration.periodFrames,
             open: { () throws(AudioError) -> PlaybackPath in
-                let path = try PlaybackPath(backend: DeviceBackends.openPlayback(name, configuration), configuration: configuration)
+                let backend = try DeviceBackends.openPlayback(name, configuration)
+                let path = try PlaybackPath(backend: backend, common: backend, engineRate: configuration.sampleRate) { () throws(AudioError) in
+                    try OutputConverter(sourceRate: configuration.sampleRate, sourceChannels: configuration.channels,
+                                        device: backend.format, periodFrames: backend.periodFrames)
+                }
                 opened.withLock { $0 = path.backend.format }
                 return path
             },
@@ -91,41 +95,6 @@ public final class PlaybackDevice: @unchecked Sendable {
 
     /// The stream's counters.
     public var statistics: AudioDeviceStatistics { runner.currentStatistics }
-}
-
-/// An open playback backend with its converter and the period buffer in the device's format.
-final class PlaybackPath: DeviceBackend {
-    let backend: any PlaybackBackend
-    let converter: OutputConverter
-    let buffer: UnsafeMutableRawPointer
-    private let engineRate: Int
-
-    init(backend: any PlaybackBackend, configuration: AudioStreamConfiguration) throws(AudioError) {
-        do {
-            converter = try OutputConverter(sourceRate: configuration.sampleRate, sourceChannels: configuration.channels,
-                                            device: backend.format, periodFrames: backend.periodFrames)
-        } catch {
-            backend.close()
-            throw error
-        }
-        self.backend = backend
-        engineRate = configuration.sampleRate
-        buffer = .allocate(byteCount: converter.periodBytes, alignment: 16)
-        buffer.initializeMemory(as: UInt8.self, repeating: 0, count: converter.periodBytes)
-    }
-
-    deinit { buffer.deallocate() }
-
-    var format: StreamFormat { backend.format }
-    var periodFrames: Int { backend.periodFrames }
-    var reachedEnd: Bool { backend.reachedEnd }
-    func close() { backend.close() }
-
-    /// In the engine's frames: the device's latency plus what waits in the converter.
-    func latencyFrames() -> Int? {
-        guard let device = backend.latencyFrames() else { return nil }
-        return (device + converter.bufferedFrames) * engineRate / backend.format.sampleRate
-    }
 }
 
 /// A PCM16 buffer that grows to the largest request once, then is reused (the converter asks

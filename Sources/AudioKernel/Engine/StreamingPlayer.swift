@@ -85,12 +85,9 @@ public final class StreamingPlayer: @unchecked Sendable {
     private let floats: UnsafeMutableBufferPointer<Float>
 
     // Shared flags.
-    private let replyOpen = Atomic<Bool>(false)
-    private let replyEnded = Atomic<Bool>(false)
-    private let stopRequested = Atomic<Bool>(false)
-    private let generation = Atomic<Int>(0)
+    /// The reply's flags, shared by the network side and the device thread.
+    private let reply = PlaybackLayer()
     private let playedSamples = Atomic<Int>(0)
-    private let active = Atomic<Bool>(false)
 
     // Device-thread state.
     private enum State { case idle, prebuffering(waited: Int), playing, draining(left: Int, interrupted: Bool) }
@@ -114,11 +111,7 @@ public final class StreamingPlayer: @unchecked Sendable {
     // life cycle, summed in Float32 and passed through a soft limiter.
     private let mixRing: RingBuffer<Float>
     private let mixScratch: UnsafeMutableBufferPointer<Float>
-    private let mixGeneration = Atomic<Int>(0)
-    private let mixOpen = Atomic<Bool>(false)
-    private let mixEnded = Atomic<Bool>(false)
-    private let mixStopRequested = Atomic<Bool>(false)
-    private let mixActive = Atomic<Bool>(false)
+    private let mix = PlaybackLayer()
     private var seenMix = 0
     private var mixPlaying = false
     private var mixPlayed = 0
@@ -186,10 +179,10 @@ public final class StreamingPlayer: @unchecked Sendable {
 
     /// Whether a reply or a mixed clip is being played (from its first sample to `finished`):
     /// the recorder's half-duplex switch.
-    public var isActive: Bool { active.load(ordering: .relaxed) || mixActive.load(ordering: .relaxed) }
+    public var isActive: Bool { reply.active.load(ordering: .relaxed) || mix.active.load(ordering: .relaxed) }
 
     /// Whether a reply (not a mixed clip) is being played.
-    public var isReplyActive: Bool { active.load(ordering: .relaxed) }
+    public var isReplyActive: Bool { reply.active.load(ordering: .relaxed) }
 
     /// The volume, a linear gain from 0 to 1 applied to everything played (replies and
     /// clips); a change is ramped over ``StreamingPlayerConfiguration/volumeRampMilliseconds``.
@@ -213,17 +206,7 @@ public final class StreamingPlayer: @unchecked Sendable {
     ///   late event of a stopped reply is told apart from the new one's).
     @discardableResult
     public func beginReply() -> Int {
-        if active.load(ordering: .acquiring), device?.isRunning ?? false {
-            stop()
-            let deadline = Monotonic.now() + 500_000_000
-            while active.load(ordering: .acquiring), Monotonic.now() < deadline { usleep(1_000) }
-        }
-        carry = nil
-        replyEnded.store(false, ordering: .relaxed)
-        stopRequested.store(false, ordering: .relaxed)
-        let reply = generation.add(1, ordering: .releasing).newValue
-        replyOpen.store(true, ordering: .releasing)
-        return reply
+        reply.beginNext(deviceRunning: device?.isRunning ?? false) { carry = nil }
     }
 
     /// Samples that can be queued now without dropping any (a clip streamed from disk waits
@@ -235,7 +218,7 @@ public final class StreamingPlayer: @unchecked Sendable {
     /// - Returns: false when the queue was full and some audio was dropped.
     @discardableResult
     public func enqueue(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard replyOpen.load(ordering: .acquiring), !bytes.isEmpty else { return true }
+        guard reply.open.load(ordering: .acquiring), !bytes.isEmpty else { return true }
         var input = bytes
         var complete = true
         if let first = carry {
@@ -272,21 +255,18 @@ public final class StreamingPlayer: @unchecked Sendable {
     /// - Returns: false when the queue was full and some audio was dropped.
     @discardableResult
     public func enqueue(samples: UnsafeBufferPointer<Float>) -> Bool {
-        guard replyOpen.load(ordering: .acquiring), !samples.isEmpty else { return true }
+        guard reply.open.load(ordering: .acquiring), !samples.isEmpty else { return true }
         return ring.write(samples) == samples.count
     }
 
     /// No more chunks for this reply: `finished` follows when the device has played it all.
     public func endReply() {
-        replyEnded.store(true, ordering: .releasing)
+        reply.ended.store(true, ordering: .releasing)
     }
 
     /// Stops the reply within one period, with a short fade-out, and drops what is queued
     /// and any chunk of this reply still to come (until the next ``beginReply()``).
-    public func stop() {
-        replyOpen.store(false, ordering: .releasing)
-        stopRequested.store(true, ordering: .releasing)
-    }
+    public func stop() { reply.stop() }
 
     // MARK: Device side
 
@@ -308,16 +288,7 @@ public final class StreamingPlayer: @unchecked Sendable {
     /// - Returns: the mix's number, which its `mixStarted` and `mixFinished` carry.
     @discardableResult
     public func beginMix() -> Int {
-        if mixActive.load(ordering: .acquiring), device?.isRunning ?? false {
-            stopMix()
-            let deadline = Monotonic.now() + 500_000_000
-            while mixActive.load(ordering: .acquiring), Monotonic.now() < deadline { usleep(1_000) }
-        }
-        mixEnded.store(false, ordering: .relaxed)
-        mixStopRequested.store(false, ordering: .relaxed)
-        let number = mixGeneration.add(1, ordering: .releasing).newValue
-        mixOpen.store(true, ordering: .releasing)
-        return number
+        mix.beginNext(deviceRunning: device?.isRunning ?? false) {}
     }
 
     /// Samples the mix layer can take now.
@@ -326,22 +297,19 @@ public final class StreamingPlayer: @unchecked Sendable {
     /// Queues samples of the mixed clip (in the player's format).
     @discardableResult
     public func enqueueMix(samples: UnsafeBufferPointer<Float>) -> Bool {
-        guard mixOpen.load(ordering: .acquiring), !samples.isEmpty else { return true }
+        guard mix.open.load(ordering: .acquiring), !samples.isEmpty else { return true }
         return mixRing.write(samples) == samples.count
     }
 
     /// No more samples for the mixed clip: `mixFinished` follows when it has played.
-    public func endMix() { mixEnded.store(true, ordering: .releasing) }
+    public func endMix() { mix.ended.store(true, ordering: .releasing) }
 
     /// Stops the mixed clip within a period, with the stop fade.
-    public func stopMix() {
-        mixOpen.store(false, ordering: .releasing)
-        mixStopRequested.store(true, ordering: .releasing)
-    }
+    public func stopMix() { mix.stop() }
 
     /// Adds the mixed clip to `buffer`; where it plays, the sum goes through the limiter.
     private func renderMix(over buffer: UnsafeMutableBufferPointer<Float>) {
-        let generation = mixGeneration.load(ordering: .acquiring)
+        let generation = mix.generation.load(ordering: .acquiring)
         if generation != seenMix {
             if mixPlaying { finishMix(interrupted: true) }
             seenMix = generation
@@ -356,21 +324,21 @@ public final class StreamingPlayer: @unchecked Sendable {
             if remaining <= 0 { finishMix(interrupted: false) } else { mixDrainLeft = remaining }
             return
         }
-        guard mixOpen.load(ordering: .acquiring) || mixRing.availableToRead > 0 || mixPlaying || mixStopRequested.load(ordering: .acquiring) else {
+        guard mix.open.load(ordering: .acquiring) || mixRing.availableToRead > 0 || mixPlaying || mix.stopRequested.load(ordering: .acquiring) else {
             return
         }
         let scratch = UnsafeMutableBufferPointer(rebasing: mixScratch[0..<min(buffer.count, mixScratch.count)])
-        if mixStopRequested.load(ordering: .acquiring), mixFade == nil {
+        if mix.stopRequested.load(ordering: .acquiring), mixFade == nil {
             if mixPlaying { mixFade = GainRamp(from: 1, to: 0, length: fadeSamples) } else {
                 mixRing.discard()
-                mixStopRequested.store(false, ordering: .relaxed)
+                mix.stopRequested.store(false, ordering: .relaxed)
                 return
             }
         }
         let n = mixRing.read(into: scratch)
         if n > 0, !mixPlaying {
             mixPlaying = true
-            mixActive.store(true, ordering: .relaxed)
+            mix.active.store(true, ordering: .relaxed)
             onEvent(.mixStarted(mix: seenMix))
         }
         guard mixPlaying else { return }
@@ -384,9 +352,9 @@ public final class StreamingPlayer: @unchecked Sendable {
         if let ramp = mixFade, ramp.isFinished {
             mixRing.discard()
             mixFade = nil
-            mixStopRequested.store(false, ordering: .relaxed)
+            mix.stopRequested.store(false, ordering: .relaxed)
             finishMix(interrupted: true)
-        } else if n < scratch.count, mixEnded.load(ordering: .acquiring), mixRing.availableToRead == 0 {
+        } else if n < scratch.count, mix.ended.load(ordering: .acquiring), mixRing.availableToRead == 0 {
             let left = drainSamples() - (scratch.count - n)
             if left <= 0 { finishMix(interrupted: false) } else { mixDrainLeft = left }
         }
@@ -395,7 +363,7 @@ public final class StreamingPlayer: @unchecked Sendable {
     private func finishMix(interrupted: Bool) {
         mixDrainLeft = nil
         mixPlaying = false
-        mixActive.store(false, ordering: .relaxed)
+        mix.active.store(false, ordering: .relaxed)
         let seconds = Double(mixPlayed) / Double(format.sampleRate * format.channels)
         onEvent(.mixFinished(PlaybackReport(playedSeconds: seconds, interrupted: interrupted, underruns: 0, reply: seenMix)))
     }
@@ -417,7 +385,7 @@ public final class StreamingPlayer: @unchecked Sendable {
     }
 
     private func renderReply(into buffer: UnsafeMutableBufferPointer<Float>) {
-        let currentGeneration = generation.load(ordering: .acquiring)
+        let currentGeneration = reply.generation.load(ordering: .acquiring)
         if currentGeneration != seenGeneration {
             // A new reply: whatever was left of the old one is dropped.
             seenGeneration = currentGeneration
@@ -427,9 +395,9 @@ public final class StreamingPlayer: @unchecked Sendable {
             inUnderrun = false
             fade = nil
             playedSamples.store(0, ordering: .relaxed)
-            active.store(true, ordering: .relaxed)
+            reply.active.store(true, ordering: .relaxed)
         }
-        if stopRequested.load(ordering: .acquiring), fade == nil {
+        if reply.stopRequested.load(ordering: .acquiring), fade == nil {
             switch state {
             case .prebuffering, .playing:
                 fade = GainRamp(from: 1, to: 0, length: fadeSamples)
@@ -446,7 +414,7 @@ public final class StreamingPlayer: @unchecked Sendable {
             if ramp.isFinished {
                 ring.discard()
                 fade = nil
-                stopRequested.store(false, ordering: .relaxed)
+                reply.stopRequested.store(false, ordering: .relaxed)
                 state = .draining(left: drainSamples(), interrupted: true)
             }
             return
@@ -457,7 +425,7 @@ public final class StreamingPlayer: @unchecked Sendable {
             buffer.update(repeating: 0)
         case .prebuffering(let waited):
             let available = ring.availableToRead
-            let ended = replyEnded.load(ordering: .acquiring)
+            let ended = reply.ended.load(ordering: .acquiring)
             // Time since the first chunk, counted in rendered samples (the device's clock).
             let nowWaited = available > 0 ? waited + buffer.count : waited
             if (available >= prebufferSamples && nowWaited > prebufferSamples) || (ended && available > 0) {
@@ -492,7 +460,7 @@ public final class StreamingPlayer: @unchecked Sendable {
         }
         if n < buffer.count {
             UnsafeMutableBufferPointer(rebasing: buffer[n...]).update(repeating: 0)
-            if replyEnded.load(ordering: .acquiring), ring.availableToRead == 0 {
+            if reply.ended.load(ordering: .acquiring), ring.availableToRead == 0 {
                 // The last sample is now on its way: wait until the device has played it.
                 let left = drainSamples() - (buffer.count - n)
                 if left <= 0 { finish(interrupted: false) } else { state = .draining(left: left, interrupted: false) }
@@ -513,8 +481,42 @@ public final class StreamingPlayer: @unchecked Sendable {
 
     private func finish(interrupted: Bool) {
         state = .idle
-        active.store(false, ordering: .relaxed)
+        reply.active.store(false, ordering: .relaxed)
         let report = PlaybackReport(playedSeconds: position, interrupted: interrupted, underruns: underruns, reply: seenGeneration)
         onEvent(.finished(report))
+    }
+}
+
+/// The flags of one layer of the player (the reply, or the clip mixed over it), shared by the
+/// network side and the device thread: whether it takes samples, whether its last came,
+/// whether it is to stop, which sound it is, and whether the device is playing it.
+final class PlaybackLayer: Sendable {
+    let open = Atomic<Bool>(false)
+    let ended = Atomic<Bool>(false)
+    let stopRequested = Atomic<Bool>(false)
+    let generation = Atomic<Int>(0)
+    let active = Atomic<Bool>(false)
+
+    /// Starts the layer's next sound. One still playing is stopped first (fade-out and flush,
+    /// at most a few periods, 500 ms at worst) when a device runs, so that no sample of the
+    /// new sound is flushed with it; `reset` clears the caller's own state meanwhile.
+    func beginNext(deviceRunning: Bool, reset: () -> Void) -> Int {
+        if active.load(ordering: .acquiring), deviceRunning {
+            stop()
+            let deadline = Monotonic.now() + 500_000_000
+            while active.load(ordering: .acquiring), Monotonic.now() < deadline { usleep(1_000) }
+        }
+        reset()
+        ended.store(false, ordering: .relaxed)
+        stopRequested.store(false, ordering: .relaxed)
+        let number = generation.add(1, ordering: .releasing).newValue
+        open.store(true, ordering: .releasing)
+        return number
+    }
+
+    /// Takes no more samples; the device thread fades out what plays.
+    func stop() {
+        open.store(false, ordering: .releasing)
+        stopRequested.store(true, ordering: .releasing)
     }
 }

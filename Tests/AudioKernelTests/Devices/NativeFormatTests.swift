@@ -19,18 +19,7 @@ final class NativeFormatALSATests: XCTestCase {
         let played = dir.appendingPathComponent("played.raw").path
         var stream = AudioStreamConfiguration()
         stream.alsaConfiguration = try FixedALSADevice.configuration(name: "usbspeaker", format: alsaFormat, rate: rate, channels: 2, file: played)
-        let log = PlayerEventLog()
-        let player = try StreamingPlayer(device: .alsa(pcm: "usbspeaker"), stream: stream) { log.append($0) }
-        try player.start()
-        XCTAssertEqual(player.deviceFormat, expected)
-        let signal = Loopback.signal(count: 24_000)
-        player.beginReply()
-        player.enqueue(WAVBuilder.samples(signal))
-        player.endReply()
-        let report = try XCTUnwrap(log.waitForFinished(timeout: 10))
-        XCTAssertEqual(report.underruns, 0)
-        XCTAssertEqual(report.playedSeconds, 1, accuracy: 0.001)
-        player.shutdown()
+        let signal = try PlayerEventLog.playReply(on: .alsa(pcm: "usbspeaker"), stream: stream, expecting: expected)
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: played)))
         let periodFrames = stream.periodFrames(atRate: rate)
         try ConvertedReference.assertEqual(recorded: bytes, signal: signal, device: expected, periodFrames: periodFrames,
@@ -107,20 +96,11 @@ final class NativeFormatPulseTests: PulseAudioTestCase {
         func recordedBytes() -> Int { (try? FileManager.default.attributesOfItem(atPath: recording)[.size] as? Int) ?? 0 }
         XCTAssertTrue(Poll.until(timeout: 10) { recordedBytes() > 0 }, "parec records nothing")
 
-        let log = PlayerEventLog()
-        let player = try StreamingPlayer(device: .pulse(device: sink), stream: stream) { log.append($0) }
-        try player.start()
-        XCTAssertEqual(player.deviceFormat, expected)
-        let signal = Loopback.signal(count: 24_000)
-        player.beginReply()
-        player.enqueue(WAVBuilder.samples(signal))
-        player.endReply()
-        let report = try XCTUnwrap(log.waitForFinished(timeout: 10))
-        XCTAssertEqual(report.playedSeconds, 1, accuracy: 0.001)
-        // The monitor runs behind the sink: wait for 300 ms more of recording.
-        let have = recordedBytes()
-        XCTAssertTrue(Poll.until(timeout: 10) { recordedBytes() >= have + rate * 3 / 10 * expected.bytesPerFrame })
-        player.shutdown()
+        let signal = try PlayerEventLog.playReply(on: .pulse(device: sink), stream: stream, expecting: expected) {
+            // The monitor runs behind the sink: wait for 300 ms more of recording.
+            let have = recordedBytes()
+            XCTAssertTrue(Poll.until(timeout: 10) { recordedBytes() >= have + rate * 3 / 10 * expected.bytesPerFrame })
+        }
         _ = parec.terminate()
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: recording)))
         try ConvertedReference.assertEqual(recorded: bytes, signal: signal, device: expected,

@@ -108,4 +108,25 @@ final class PlayerEventLog: @unchecked Sendable {
         }
         return report
     }
+
+    /// Plays one second of a reply (``Loopback/signal(count:amplitude:seed:)``) on a device
+    /// opened natively, checks the format it opened at and that the reply finished whole,
+    /// runs `afterwards` while the device is still open, and returns the reply's samples.
+    static func playReply(on device: AudioDeviceName, stream: AudioStreamConfiguration, expecting expected: StreamFormat,
+                          file: StaticString = #filePath, line: UInt = #line, afterwards: () -> Void = {}) throws -> [Int16] {
+        let log = PlayerEventLog()
+        let player = try StreamingPlayer(device: device, stream: stream) { log.append($0) }
+        try player.start()
+        defer { player.shutdown() }
+        XCTAssertEqual(player.deviceFormat, expected, file: file, line: line)
+        let signal = Loopback.signal(count: 24_000)
+        player.beginReply()
+        player.enqueue(WAVBuilder.samples(signal))
+        player.endReply()
+        let report = try XCTUnwrap(log.waitForFinished(timeout: 10), file: file, line: line)
+        XCTAssertEqual(report.underruns, 0, file: file, line: line)
+        XCTAssertEqual(report.playedSeconds, 1, accuracy: 0.001, file: file, line: line)
+        afterwards()
+        return signal
+    }
 }
