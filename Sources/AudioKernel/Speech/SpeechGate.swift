@@ -31,11 +31,12 @@ public struct SpeechGate: Equatable, Sendable {
     }
 
     /// Whether the WAV file in `wav` holds speech. The data chunk is found by walking the
-    /// RIFF chunks, never by assuming a 44-byte header; the header is not measured.
+    /// RIFF chunks, never by assuming a 44-byte header; the header is not measured. A file
+    /// of another sample format (24-bit, float) is measured as the PCM16 it decodes to.
     public func holdsSpeech(wav: UnsafeRawBufferPointer) throws(WAVError) -> Bool {
         let layout = try WAVDecoder.parse(wav)
         let data = UnsafeRawBufferPointer(rebasing: wav[layout.dataRange])
-        if Int(bitPattern: data.baseAddress) % MemoryLayout<Int16>.alignment == 0 {
+        if layout.format.sampleFormat == .s16, Int(bitPattern: data.baseAddress) % MemoryLayout<Int16>.alignment == 0 {
             return holdsSpeech(data.assumingMemoryBound(to: Int16.self))
         }
         return holdsSpeech(WAVDecoder.samples(of: wav, layout: layout))

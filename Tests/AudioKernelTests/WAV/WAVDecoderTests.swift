@@ -145,6 +145,10 @@ final class WAVDecoderTests: XCTestCase {
             let bytes = [UInt8](try Data(contentsOf: url))
             if let decoded = try? WAVDecoder.decode(bytes) {
                 XCTAssertLessThanOrEqual(decoded.samples.count * 2, bytes.count, url.lastPathComponent)
+                // The speech gate on the file measures what the decoder reads (4e07a775: a
+                // 32-bit file was measured as if it held PCM16).
+                let gate = SpeechGate()
+                XCTAssertEqual(try gate.holdsSpeech(wav: bytes), gate.holdsSpeech(decoded.samples), url.lastPathComponent)
                 decodedCount += 1
             }
         }
