@@ -85,6 +85,4 @@ public final class InputConverter {
         return UnsafeBufferPointer(out)
     }
 
-    /// Forgets the resampler's past (the device was reopened).
-    public func reset() { resampler?.reset() }
 }

@@ -61,17 +61,9 @@ public final class OutputConverter {
     /// Bytes of one device period.
     public var periodBytes: Int { periodFrames * device.bytesPerFrame }
 
-    /// Whether the engine's samples reach the device unchanged in rate and channels.
-    public var isPassThrough: Bool { resampler == nil && map.isIdentity }
-
     /// Device frames between an engine sample pulled and its place in the period written:
     /// the resampler's delay and the queue.
     public var bufferedFrames: Int { Int(resampler?.delay ?? 0) + queued }
-
-    /// Converts `deviceFrames` of the device to the engine's frames (the same span of time).
-    public func sourceFrames(forDeviceFrames deviceFrames: Int) -> Int {
-        deviceFrames * sourceRate / device.sampleRate
-    }
 
     /// Fills one device period at `destination` (``periodBytes`` bytes), asking `pull` for
     /// engine frames (interleaved, all of the buffer) as often as it needs.
@@ -99,9 +91,4 @@ public final class OutputConverter {
         if queued > 0 { queue.update(from: queue + periodFrames * channels, count: queued * channels) }
     }
 
-    /// Forgets the queue and the resampler's past (the device was flushed or reopened).
-    public func reset() {
-        queued = 0
-        resampler?.reset()
-    }
 }

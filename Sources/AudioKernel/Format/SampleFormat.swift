@@ -84,11 +84,6 @@ public struct DeviceFormatRequest: Hashable, Sendable, CustomStringConvertible {
     /// Every field native.
     public static let native = DeviceFormatRequest()
 
-    /// Exactly `format`.
-    public static func exactly(_ format: StreamFormat) -> DeviceFormatRequest {
-        DeviceFormatRequest(sampleRate: format.sampleRate, channels: format.channels, sampleFormat: format.sampleFormat)
-    }
-
     public var isNative: Bool { self == .native }
 
     /// The URI query that asks for this (`rate=48000&channels=2&format=float`), empty when native.

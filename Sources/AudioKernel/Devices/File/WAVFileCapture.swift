@@ -5,9 +5,10 @@
 final class WAVFileCapture: CaptureBackend {
     let format: StreamFormat
     let periodFrames: Int
-    /// The file's sample bytes.
-    private let data: [UInt8]
-    private var position = 0
+    /// The whole file, read once; the samples lie from `position` to `end`.
+    private let file: [UInt8]
+    private var position: Int
+    private let end: Int
     private var pacer: RealTimePacer?
 
     init(path: String, realTime: Bool, configuration: AudioStreamConfiguration) throws(AudioError) {
@@ -33,18 +34,20 @@ final class WAVFileCapture: CaptureBackend {
         }
         format = native
         periodFrames = configuration.periodFrames(atRate: native.sampleRate)
-        data = Array(bytes[layout.dataRange])
+        file = bytes
+        position = layout.dataRange.lowerBound
+        end = layout.dataRange.upperBound
         pacer = realTime ? RealTimePacer(periodNanoseconds: configuration.periodNanoseconds) : nil
     }
 
-    var reachedEnd: Bool { position >= data.count }
+    var reachedEnd: Bool { position >= end }
 
     func read(into buffer: UnsafeMutableRawPointer, wake: EventSignal) throws(AudioError) -> DeviceIOResult {
         if RealTimePacer.wait(&pacer, wake: wake) { return .woken }
         let wanted = periodFrames * format.bytesPerFrame
-        let available = max(0, min(wanted, data.count - position))
+        let available = max(0, min(wanted, end - position))
         if available > 0 {
-            data.withUnsafeBytes { all in buffer.copyMemory(from: all.baseAddress! + position, byteCount: available) }
+            file.withUnsafeBytes { all in buffer.copyMemory(from: all.baseAddress! + position, byteCount: available) }
             position += available
         }
         if available < wanted { (buffer + available).initializeMemory(as: UInt8.self, repeating: 0, count: wanted - available) }
