@@ -1,16 +1,47 @@
 import Foundation
 
-/// A PulseAudio server run headless for a test: private runtime and home folders, a unix
-/// socket with anonymous auth, and a null sink `kiosk` (PCM16 24 kHz mono, `norewinds=1` so
-/// it paces in real time) whose monitor `kiosk.monitor` records what is played.
+/// The sound server a test runs: PulseAudio itself, or PipeWire with its PulseAudio layer
+/// (`pipewire-pulse`) and its session manager (`wireplumber`), as Raspberry Pi OS and
+/// current desktops ship it. `PRACTICED_SOUND_SERVER=pipewire` makes every suite that
+/// runs a `PulseAudioServer` run on PipeWire; `.ci/run` runs the device and conversation
+/// suites both ways.
+public enum SoundServerKind: String, Sendable {
+    case pulseaudio, pipewire
+
+    /// The kind the environment asks for; PulseAudio when it says nothing.
+    public static var configured: SoundServerKind {
+        ProcessInfo.processInfo.environment["PRACTICED_SOUND_SERVER"].flatMap(SoundServerKind.init(rawValue:)) ?? .pulseaudio
+    }
+}
+
+/// A sound server run headless for a test, reached through the PulseAudio protocol on a
+/// private unix socket (anonymous auth), with a null sink `kiosk` (PCM16 24 kHz mono, paced
+/// in real time) whose monitor `kiosk.monitor` records what is played.
+///
+/// - PulseAudio: one `pulseaudio -n` process with only the modules the tests need.
+/// - PipeWire: a private session bus (wireplumber will not run without one), `pipewire`,
+///   `wireplumber` and `pipewire-pulse`, each with its own log; the sink is made through
+///   `pactl load-module`, as a kiosk's setup script would. `pipewireSocketPath` is the
+///   native PipeWire socket, for ALSA's `pipewire` PCM.
 public final class PulseAudioServer: @unchecked Sendable {
+    public let kind: SoundServerKind
     public let directory: URL
-    public var socketPath: String { directory.appendingPathComponent("native").path }
+    public var socketPath: String {
+        switch kind {
+        case .pulseaudio: directory.appendingPathComponent("native").path
+        // pipewire-pulse listens on "unix:native", relative to $XDG_RUNTIME_DIR/pulse.
+        case .pipewire: directory.appendingPathComponent("run/pulse/native").path
+        }
+    }
+    /// PipeWire's own socket (the `server` of ALSA's `pipewire` PCM).
+    public var pipewireSocketPath: String { directory.appendingPathComponent("run/pipewire-0").path }
     /// The server address for libpulse (`pa_simple_new`, `pa_context_connect`).
     public var address: String { "unix:\(socketPath)" }
-    private var process: ChildProcess?
+    private var processes: [ChildProcess] = []
+    private var sessionBus: ChildProcess?
 
-    public init() throws {
+    public init(kind: SoundServerKind = .configured) throws {
+        self.kind = kind
         directory = try makeTemporaryDirectory()
         for sub in ["run", "home"] {
             try FileManager.default.createDirectory(at: directory.appendingPathComponent(sub), withIntermediateDirectories: true,
@@ -18,38 +49,83 @@ public final class PulseAudioServer: @unchecked Sendable {
         }
     }
 
-    /// Starts the server and waits (with a deadline) until it answers.
-    public func start() throws {
-        try? FileManager.default.removeItem(atPath: socketPath)
+    private var environment: [String: String] {
         var environment = ProcessInfo.processInfo.environment
         environment["XDG_RUNTIME_DIR"] = directory.appendingPathComponent("run").path
         environment["HOME"] = directory.appendingPathComponent("home").path
-        environment.removeValue(forKey: "PULSE_SERVER")
-        let process = try ChildProcess(executable: "/usr/bin/pulseaudio", arguments: [
-            "-n", "--daemonize=no", "--exit-idle-time=-1", "--use-pid-file=no", "--disable-shm=yes",
-            "--log-target=file:\(directory.appendingPathComponent("pulse.log").path)",
-            "--load=module-native-protocol-unix socket=\(socketPath) auth-anonymous=1",
-            "--load=module-null-sink sink_name=kiosk format=s16le rate=24000 channels=1 norewinds=1",
-        ], environment: environment)
-        self.process = process
-        let deadline = Date().addingTimeInterval(15)
-        while (try? pactl(["info"])) == nil {
-            guard process.isRunning else { throw ToolError(command: "pulseaudio", status: -1, stderr: log) }
-            guard Date() < deadline else { throw ToolError(command: "pulseaudio (no answer in 15 s)", status: -1, stderr: log) }
+        environment["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=\(directory.appendingPathComponent("bus").path)"
+        for key in ["PULSE_SERVER", "PIPEWIRE_REMOTE", "PIPEWIRE_RUNTIME_DIR", "DISPLAY", "WAYLAND_DISPLAY"] {
+            environment.removeValue(forKey: key)
+        }
+        return environment
+    }
+
+    /// Starts the server and waits (with a deadline) until it answers with its `kiosk` sink.
+    public func start() throws {
+        try? FileManager.default.removeItem(atPath: socketPath)
+        switch kind {
+        case .pulseaudio:
+            processes = [try ChildProcess(executable: "/usr/bin/pulseaudio", arguments: [
+                "-n", "--daemonize=no", "--exit-idle-time=-1", "--use-pid-file=no", "--disable-shm=yes",
+                "--log-target=file:\(logPath("pulse"))",
+                "--load=module-native-protocol-unix socket=\(socketPath) auth-anonymous=1",
+                "--load=module-null-sink sink_name=kiosk format=s16le rate=24000 channels=1 norewinds=1",
+            ], environment: environment)]
+            try waitUntilAnswering()
+        case .pipewire:
+            try? FileManager.default.removeItem(atPath: pipewireSocketPath)
+            if sessionBus == nil {
+                sessionBus = try ChildProcess(executable: "/usr/bin/dbus-daemon", arguments: [
+                    "--session", "--nofork", "--nopidfile", "--address=unix:path=\(directory.appendingPathComponent("bus").path)",
+                ], environment: environment, stderrPath: logPath("dbus"))
+            }
+            // PipeWire first: the session manager and the PulseAudio layer are its clients.
+            processes = [try ChildProcess(executable: "/usr/bin/pipewire", arguments: [], environment: environment,
+                                          stderrPath: logPath("pipewire"))]
+            try waitFor("pipewire's socket") { FileManager.default.fileExists(atPath: self.pipewireSocketPath) }
+            processes.append(try ChildProcess(executable: "/usr/bin/wireplumber", arguments: [], environment: environment,
+                                              stderrPath: logPath("wireplumber")))
+            processes.append(try ChildProcess(executable: "/usr/bin/pipewire-pulse", arguments: [], environment: environment,
+                                              stderrPath: logPath("pipewire-pulse")))
+            try waitUntilAnswering()
+            try pactl(["load-module", "module-null-sink", "sink_name=kiosk", "format=s16le", "rate=24000", "channels=1"])
+            // The sink is a PipeWire node that wireplumber makes ready; wait until PulseAudio
+            // clients see it and its monitor.
+            try waitFor("the kiosk sink") {
+                let sources = (try? self.pactl(["list", "short", "sources"])) ?? ""
+                return sources.contains("kiosk.monitor")
+            }
+        }
+    }
+
+    private func waitUntilAnswering() throws {
+        try waitFor("an answer to pactl info") { (try? self.pactl(["info"])) != nil }
+    }
+
+    private func waitFor(_ what: String, timeout: TimeInterval = 15, _ ready: () -> Bool) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !ready() {
+            if let dead = processes.first(where: { !$0.isRunning }) {
+                throw ToolError(command: "\(kind.rawValue) (process \(dead.pid) exited)", status: -1, stderr: log)
+            }
+            guard Date() < deadline else { throw ToolError(command: "\(kind.rawValue) (no \(what) in \(Int(timeout)) s)", status: -1, stderr: log) }
             usleep(20_000)  // polling the server's readiness, bounded by the deadline above
         }
     }
 
-    /// Kills the server at once (SIGKILL), as a crash would.
+    /// Kills the server at once (SIGKILL), as a crash would: every process of it.
     public func kill() {
-        process?.terminate(signal: SIGKILL)
-        process = nil
+        processes.forEach { $0.terminate(signal: SIGKILL) }
+        processes = []
     }
 
     /// Stops the server and removes its folders.
     public func stop() {
-        process?.terminate()
-        process = nil
+        // The PulseAudio layer and the session manager before PipeWire itself.
+        processes.reversed().forEach { $0.terminate() }
+        processes = []
+        sessionBus?.terminate()
+        sessionBus = nil
     }
 
     deinit {
@@ -63,8 +139,46 @@ public final class PulseAudioServer: @unchecked Sendable {
         try runTool("env", ["PULSE_SERVER=\(address)", "pactl"] + arguments)
     }
 
+    /// ALSA configuration defining PCM `name` on this server, the way ALSA programs reach it:
+    /// alsa-plugins' `pulse` PCM on PulseAudio, the `pipewire` PCM of pipewire-alsa on
+    /// PipeWire. `pulseOptions` are added to the `pulse` PCM only.
+    public func alsaPCM(named name: String, sink: String, source: String? = nil, pulseOptions: String = "") throws -> String {
+        switch kind {
+        case .pulseaudio:
+            return "pcm.\(name) { type pulse server \"\(address)\" device \"\(source ?? sink)\" \(pulseOptions) }"
+        case .pipewire:
+            return """
+                pcm_type.pipewire { lib "\(try Self.pipewireALSAPlugin())" }
+                pcm.\(name) { type pipewire server "\(pipewireSocketPath)" playback_node "\(sink)" capture_node "\(source ?? sink + ".monitor")" }
+                """
+        }
+    }
+
+    /// pipewire-alsa's PCM plugin. Debian's `pipewire-alsa` conflicts with `pulseaudio` (it
+    /// makes PipeWire ALSA's default device), so CI unpacks the package's plugin where
+    /// `.ci/setup` says rather than installing it; an installed one is used when present.
+    public static func pipewireALSAPlugin() throws -> String {
+        let candidates = [
+            ProcessInfo.processInfo.environment["PRACTICED_PIPEWIRE_ALSA_PLUGIN"],
+            "/usr/lib/x86_64-linux-gnu/alsa-lib/libasound_module_pcm_pipewire.so",
+            "/usr/lib/aarch64-linux-gnu/alsa-lib/libasound_module_pcm_pipewire.so",
+            "/opt/practiced-ci/pipewire-alsa/usr/lib/x86_64-linux-gnu/alsa-lib/libasound_module_pcm_pipewire.so",
+            "/opt/practiced-ci/pipewire-alsa/usr/lib/aarch64-linux-gnu/alsa-lib/libasound_module_pcm_pipewire.so",
+        ].compactMap { $0 }
+        guard let found = candidates.first(where: { FileManager.default.fileExists(atPath: $0) }) else {
+            throw ToolError(command: "pipewire-alsa", status: -1, stderr: "no libasound_module_pcm_pipewire.so; run .ci/setup")
+        }
+        return found
+    }
+
+    private func logPath(_ name: String) -> String { directory.appendingPathComponent("\(name).log").path }
+
+    /// The server's logs, the last 4 KB of each.
     public var log: String {
-        (try? String(contentsOf: directory.appendingPathComponent("pulse.log"), encoding: .utf8)) ?? ""
+        ["pulse", "dbus", "pipewire", "wireplumber", "pipewire-pulse"].compactMap { name -> String? in
+            guard let text = try? String(contentsOfFile: logPath(name), encoding: .utf8), !text.isEmpty else { return nil }
+            return "--- \(name).log\n" + String(text.suffix(4096))
+        }.joined(separator: "\n")
     }
 }
 

@@ -112,6 +112,13 @@ final class NativeFormatPulseTests: PulseAudioTestCase {
     }
 
     func testAnS16StereoSinkAt44kHzRecordsTheEnginesDitheredConversion() throws {
+        if server.kind == .pipewire {
+            throw XCTSkip("""
+                pipewire-pulse presents every sink as float32 (PipeWire's own sample format; `pactl list short sinks` shows the \
+                s16le sink as float32le) and resamples a 44.1 kHz sink through its 48 kHz graph: there is no s16 sink whose bytes \
+                could equal the engine's. PipeWire's native path is the float32 48 kHz test.
+                """)
+        }
         try playReply(sink: "cd", pulseFormat: "s16le", rate: 44_100, expected: StreamFormat(sampleRate: 44_100, channels: 2, sampleFormat: .s16))
     }
 }

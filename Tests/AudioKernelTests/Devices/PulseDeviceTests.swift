@@ -1,4 +1,5 @@
 import AudioKernel
+import TestSupport
 import XCTest
 
 /// PulseAudio headless with a null sink: what is played into `kiosk` is recorded from
@@ -6,17 +7,19 @@ import XCTest
 final class PulseDeviceTests: PulseAudioTestCase {
     /// Plays `signal` into the sink while recording its monitor; returns the recording, the
     /// time playback took, and the playback latency seen.
-    private func loopback(_ signal: [Int16]) throws -> (recording: [Int16], seconds: Double, playback: AudioDeviceStatistics) {
-        let capture = try CaptureDevice(name: .pulse(device: "kiosk.monitor"), configuration: stream)
+    private func loopback(_ signal: [Int16], sink: AudioDeviceName = .pulse(device: "kiosk"), monitor: AudioDeviceName = .pulse(device: "kiosk.monitor"),
+                          stream: AudioStreamConfiguration? = nil) throws -> (recording: [Int16], seconds: Double, playback: AudioDeviceStatistics) {
+        let stream = stream ?? self.stream
+        let capture = try CaptureDevice(name: monitor, configuration: stream)
         let probe = DeviceProbe()
         try capture.start(onPeriod: { probe.append($0) })
         XCTAssertTrue(probe.wait(timeout: 5) { $0.periods >= 5 }, "monitor delivers nothing")
-        let playback = try PlaybackDevice(name: .pulse(device: "kiosk"), configuration: stream)
+        let playback = try PlaybackDevice(name: sink, configuration: stream)
         let source = SignalSource(signal)
         let start = Date()
         try playback.start(renderPCM16: { source.render(into: $0) })
         // Once the period after the signal is asked for, the whole signal has been written.
-        XCTAssertTrue(source.wait(timeout: Double(signal.count) / 24_000 + 5) { $0 > signal.count + self.stream.periodSamples })
+        XCTAssertTrue(source.wait(timeout: Double(signal.count) / 24_000 + 5) { $0 > signal.count + stream.periodSamples })
         playback.stop(drain: true)
         let seconds = Date().timeIntervalSince(start)
         let stats = playback.statistics
@@ -32,23 +35,28 @@ final class PulseDeviceTests: PulseAudioTestCase {
         let (recording, seconds, stats) = try loopback(signal)
         guard let lag = Loopback.align(signal, in: recording) else { return XCTFail("signal not found in the monitor recording") }
         XCTAssertLessThanOrEqual(lag + signal.count, recording.count, "the recording ends before the signal")
-        var maxDifference = 0
-        var firstMismatch: Int?
-        for i in 0..<min(signal.count, recording.count - lag) {
-            let d = abs(Int(signal[i]) - Int(recording[lag + i]))
-            if d > 2, firstMismatch == nil { firstMismatch = i }
-            maxDifference = max(maxDifference, d)
-        }
-        if let firstMismatch {
-            XCTFail("first mismatch at \(firstMismatch) of \(signal.count), lag \(lag), xruns \(stats.xruns), recording \(recording.count)")
-        }
-        XCTAssertLessThanOrEqual(maxDifference, 2, "the null sink passes PCM16 through unchanged")
+        server.assertCarried(signal, in: recording, at: lag, "the loopback")
         // Pacing: 2 s of audio takes about 2 s (prebuffer and drain included).
         XCTAssertGreaterThan(seconds, 1.9)
         XCTAssertLessThan(seconds, 2.6)
         // Latency within the configured budget: the buffer plus two periods.
         let latency = try XCTUnwrap(stats.latencyFrames, "no latency reported")
         XCTAssertLessThanOrEqual(latency, stream.bufferFrames + 2 * stream.periodFrames)
+        XCTAssertEqual(stats.xruns, 0)
+    }
+
+    /// The same loopback through ALSA, as an ALSA program reaches the server: alsa-plugins'
+    /// `pulse` PCM on PulseAudio, pipewire-alsa's `pipewire` PCM on PipeWire.
+    func testALSALoopbackThroughTheServersPCMRecordsWhatWasPlayed() throws {
+        var alsa = stream
+        alsa.alsaConfiguration = try server.alsaPCM(named: "kioskout", sink: "kiosk") + "\n"
+            + server.alsaPCM(named: "kioskin", sink: "kiosk", source: "kiosk.monitor")
+        let signal = Loopback.signal(count: 48_000)
+        let (recording, seconds, stats) = try loopback(signal, sink: .alsa(pcm: "kioskout"), monitor: .alsa(pcm: "kioskin"), stream: alsa)
+        let lag = try XCTUnwrap(Loopback.align(signal, in: recording), "signal not found in the monitor recording")
+        server.assertCarried(signal, in: recording, at: lag, "the ALSA loopback")
+        XCTAssertGreaterThan(seconds, 1.9)
+        XCTAssertLessThan(seconds, 2.8)
         XCTAssertEqual(stats.xruns, 0)
     }
 
@@ -63,7 +71,7 @@ final class PulseDeviceTests: PulseAudioTestCase {
         // The pipe has no clock of its own: whatever is written is captured.
         let writer = Thread {
             guard let handle = FileHandle(forWritingAtPath: fifo) else { return }
-            handle.write(Data(WAVBuilder.samples(fixture + [Int16](repeating: 0, count: 4_800))))
+            try? handle.write(contentsOf: Data(WAVBuilder.samples(fixture + [Int16](repeating: 0, count: 4_800))))
             try? handle.close()
         }
         writer.start()
@@ -74,7 +82,7 @@ final class PulseDeviceTests: PulseAudioTestCase {
         capture.stop()
         let recording = probe.snapshot().samples
         let lag = try XCTUnwrap(Loopback.align(fixture, in: recording))
-        XCTAssertEqual(Array(recording[lag..<(lag + fixture.count)]), fixture)
+        server.assertCarried(fixture, in: recording, at: lag, "the pipe source")
     }
 
     /// A source with no clock that delivers nothing must not hold `stop`: the read waits on
@@ -147,9 +155,7 @@ final class PulseDeviceTests: PulseAudioTestCase {
     /// render makes a real underrun, which is recovered and counted; playback goes on.
     func testALSAUnderrunFromAStallIsRecoveredAndCounted() throws {
         var alsa = AudioStreamConfiguration()
-        alsa.alsaConfiguration = """
-            pcm.kioskpulse { type pulse server "\(server.address)" device "kiosk" handle_underrun true }
-            """
+        alsa.alsaConfiguration = try server.alsaPCM(named: "kioskpulse", sink: "kiosk", pulseOptions: "handle_underrun true")
         let device = try PlaybackDevice(name: .alsa(pcm: "kioskpulse"), configuration: alsa)
         let source = SignalSource(Loopback.signal(count: 24_000 * 3))
         source.stall = (period: 30, microseconds: 300_000)
@@ -166,9 +172,7 @@ final class PulseDeviceTests: PulseAudioTestCase {
     /// ALSA error is reported as a loss and the PCM is reopened once the server is back.
     func testALSADeviceThatVanishesIsReopenedWithBackoff() throws {
         var alsa = AudioStreamConfiguration()
-        alsa.alsaConfiguration = """
-            pcm.kioskpulse { type pulse server "\(server.address)" device "kiosk" }
-            """
+        alsa.alsaConfiguration = try server.alsaPCM(named: "kioskpulse", sink: "kiosk")
         let device = try PlaybackDevice(name: .alsa(pcm: "kioskpulse"), configuration: alsa)
         let source = SignalSource(Loopback.signal(count: 24_000 * 20))
         let probe = DeviceProbe()

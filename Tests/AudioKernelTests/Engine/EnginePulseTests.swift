@@ -31,7 +31,9 @@ final class EnginePulseTests: PulseAudioTestCase {
         let bytes = Data(WAVBuilder.samples(samples))
         Thread {
             guard let handle = FileHandle(forWritingAtPath: fifo) else { return }
-            handle.write(bytes)
+            // A write the server's end of the pipe refuses (it stopped first) is not an error
+            // of the test: the throwing write, not the one that traps.
+            try? handle.write(contentsOf: bytes)
             try? handle.close()
         }.start()
     }
@@ -82,9 +84,12 @@ final class EnginePulseTests: PulseAudioTestCase {
         for (i, turn) in turns.prefix(utterances.count).enumerated() {
             let samples = turn.samples
             // Where the turn sits in the script (the noise makes every window unique).
-            guard let start = index(of: samples[0..<480], in: script) else { XCTFail("turn \(i) not found in the script"); continue }
+            // PipeWire resamples the microphone, so there the best match near the phrase.
+            let found = server.passesPCM16Unchanged ? index(of: samples[0..<480], in: script)
+                : PCMFidelity.bestMatch(of: samples[0..<4_800], in: script, near: utterances[i].start, window: 12_000)?.offset
+            guard let start = found else { XCTFail("turn \(i) not found in the script"); continue }
             let end = start + samples.count
-            XCTAssertEqual(Array(script[start..<end]), samples, "turn \(i) is the microphone's audio, unaltered")
+            server.assertCarried(samples, in: script, at: start, "turn \(i), the microphone's audio")
             XCTAssertLessThanOrEqual(start, utterances[i].start, "turn \(i) misses its first syllable")
             XCTAssertGreaterThanOrEqual(end, utterances[i].start + 1_200)
             print("turn \(i): ends \(Double(end - utterances[i].end - hangover) / 24) ms after speech end + hangover, starts \(Double(utterances[i].start - start) / 24) ms before the first syllable")
@@ -115,7 +120,9 @@ final class EnginePulseTests: PulseAudioTestCase {
         XCTAssertEqual(turns.count, 1, "the quiet part made no turn")
         XCTAssertEqual(turns.first?.endReason, .maximumLength)
         XCTAssertEqual(turns.first?.duration ?? 0, 1.5, accuracy: 0.011)
-        guard let first = turns.first, let start = index(of: first.samples[0..<480], in: script) else { return XCTFail("turn not found") }
+        guard let first = turns.first, let start = server.passesPCM16Unchanged ? index(of: first.samples[0..<480], in: script)
+                : PCMFidelity.bestMatch(of: first.samples[0..<4_800], in: script, near: quiet.count, window: 24_000)?.offset
+        else { return XCTFail("turn not found") }
         XCTAssertGreaterThanOrEqual(start, quiet.count - 24_000, "the turn began in the quiet part")
     }
 
@@ -206,12 +213,12 @@ final class EnginePulseTests: PulseAudioTestCase {
         XCTAssertLessThanOrEqual(lag + signal.count, recording.count)
         let underruns = log.snapshot().filter { if case .underrun = $0.event { return true } else { return false } }.count
         XCTAssertEqual(underruns, 0, "the network kept ahead")
-        XCTAssertEqual(Array(recording[lag..<(lag + signal.count)]), signal, "played in order, no gap")
+        server.assertCarried(signal, in: recording, at: lag, "the reply, played in order with no gap")
         // The last sample reached the monitor in the period that brought the count past it;
         // `finished` must not come before that.
         let lastHeard = times.time(whenCountReached: lag + signal.count)
         let heard = try XCTUnwrap(lastHeard)
-        XCTAssertGreaterThanOrEqual(finishedAt.timeIntervalSince(heard), -0.012, "finished was reported before the last sample was heard")
+        XCTAssertGreaterThanOrEqual(finishedAt.timeIntervalSince(heard), -server.monitorSlack, "finished was reported before the last sample was heard")
         if case .finished(let report) = log.snapshot().last(where: { if case .finished = $0.event { return true } else { return false } })!.event {
             XCTAssertFalse(report.interrupted)
             XCTAssertEqual(report.playedSeconds, 2.0, accuracy: 0.001)
@@ -246,7 +253,9 @@ final class EnginePulseTests: PulseAudioTestCase {
         let heard = monitor.snapshot().samples
         let steepest = zip(tone, tone.dropFirst()).map { abs(Int($1) - Int($0)) }.max()!
         let jumps = zip(heard, heard.dropFirst()).map { abs(Int($1) - Int($0)) }
-        XCTAssertLessThanOrEqual(jumps.max() ?? 0, steepest + 2)
+        // PipeWire's resampler rings by a few per cent where the fade bends the tone; a click
+        // is a step many times the tone's.
+        XCTAssertLessThanOrEqual(jumps.max() ?? 0, server.passesPCM16Unchanged ? steepest + 2 : steepest * 11 / 10)
         // And the tone did stop: the end of the recording is silent.
         XCTAssertTrue(heard.suffix(2_400).allSatisfy { $0 == 0 })
     }

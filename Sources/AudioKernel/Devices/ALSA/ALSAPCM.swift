@@ -29,6 +29,11 @@ final class ALSAPCM: CaptureBackend, PlaybackBackend {
     let bufferFrames: Int
     /// The period size the device granted, in frames.
     let grantedPeriodFrames: Int
+    /// How long a running PCM may go without a wakeup before it counts as lost: four
+    /// buffers, at least 2 s. A card always wakes its reader within a buffer; a plugin whose
+    /// server died may never wake it again (pipewire-alsa's PCM, when PipeWire is killed,
+    /// leaves poll waiting for ever), and reopening is the only way back.
+    private let stallMilliseconds: Int32
     /// Poll descriptors: the PCM's, then the eventfd. Allocated once at open.
     private var pollDescriptors: UnsafeMutableBufferPointer<pollfd>
     private let pcmDescriptorCount: Int
@@ -126,6 +131,7 @@ final class ALSAPCM: CaptureBackend, PlaybackBackend {
         grantedPeriodFrames = Int(period)
         bufferFrames = Int(buffer)
         bytesPerFrame = granted.bytesPerFrame
+        stallMilliseconds = Int32(max(2_000, 4 * 1_000 * Int(buffer) / Int(rate)))
 
         // Software parameters.
         var sw: OpaquePointer?
@@ -306,10 +312,17 @@ final class ALSAPCM: CaptureBackend, PlaybackBackend {
     private func waitReady(_ pcm: OpaquePointer, wake: EventSignal) throws(AudioError) -> DeviceIOResult {
         pollDescriptors[pcmDescriptorCount] = pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)
         while true {
-            let r = poll(pollDescriptors.baseAddress, nfds_t(pcmDescriptorCount + 1), -1)
+            let r = poll(pollDescriptors.baseAddress, nfds_t(pcmDescriptorCount + 1), stallMilliseconds)
             if r < 0 {
                 if errno == EINTR { continue }
                 throw AudioError(.io, code: -errno, message: Errno.current.description, operation: "polling ALSA PCM '\(pcmName)'")
+            }
+            if r == 0 {
+                let state = snd_pcm_state(pcm)
+                if state == SND_PCM_STATE_XRUN || state == SND_PCM_STATE_SUSPENDED { return .xrun }
+                throw AudioError(.deviceLost, code: -ETIMEDOUT,
+                                 message: "no wakeup in \(stallMilliseconds) ms (state \(String(cString: snd_pcm_state_name(state)))): the device or its server stopped",
+                                 operation: "polling ALSA PCM '\(pcmName)'")
             }
             if pollDescriptors[pcmDescriptorCount].revents != 0 { return .woken }
             var revents: UInt16 = 0

@@ -83,13 +83,16 @@ final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
 
         // The device's own format for every field not forced, so the server converts nothing
         // (its resampler is speex at quality 3 by default); the engine converts instead.
-        let request = configuration.device
+        // The probe runs even when every field is forced: it is also how a named device that
+        // does not exist is found. PulseAudio fails the connection to a missing sink, but
+        // pipewire-pulse connects it to the default one, so the kiosk would play on (or record
+        // from) the wrong device without a word.
         var native = configuration.engineFormat
-        if request.sampleRate == nil || request.channels == nil || request.sampleFormat == nil {
-            if let spec = try probeNativeSpec(device: device, operation: operation) {
-                native = StreamFormat(sampleRate: Int(spec.rate), channels: Int(spec.channels),
-                                      sampleFormat: Self.sampleFormat(spec.format) ?? .float)
-            }
+        if let spec = try probeNativeSpec(device: device, operation: operation) {
+            native = StreamFormat(sampleRate: Int(spec.rate), channels: Int(spec.channels),
+                                  sampleFormat: Self.sampleFormat(spec.format) ?? .float)
+        } else if let device {
+            throw AudioError(.openFailed, message: "the server has no \(isCapture ? "source" : "sink") named '\(device)'", operation: operation)
         }
         format = configuration.deviceFormat(native: native)
         guard (8_000...192_000).contains(format.sampleRate), (1...8).contains(format.channels) else {
@@ -171,7 +174,7 @@ final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
         while !probeFinished, pa_operation_get_state(op) == PA_OPERATION_RUNNING {
             pa_threaded_mainloop_wait(mainloop)
         }
-        // A device that does not exist shows as no info; connecting reports it.
+        // A device that does not exist shows as no info (the callback's eol is negative).
         return probedSpec
     }
 

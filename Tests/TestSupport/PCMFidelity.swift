@@ -1,0 +1,115 @@
+import Foundation
+import XCTest
+
+/// How faithfully a sound server carries PCM16, and the measure the tests hold it to.
+///
+/// PulseAudio runs a 24 kHz null sink or pipe source at 24 kHz, so PCM16 at 24 kHz passes
+/// through it unchanged and the tests compare samples exactly. PipeWire runs its graph at
+/// `default.clock.rate` (48 kHz) and resamples a 24 kHz device both ways with its own
+/// converter, as it would on a kiosk: there the tests measure the signal-to-noise ratio of
+/// what came through against what went in, aligned to the sample.
+public enum PCMFidelity {
+    /// The SNR in dB of `recording` against `reference` (as long as each other); infinity
+    /// when they are equal.
+    public static func snr<A: Collection<Int16>, B: Collection<Int16>>(reference: A, recording: B) -> Double {
+        var signal = 0.0, noise = 0.0
+        for (a, b) in zip(reference, recording) {
+            signal += Double(a) * Double(a)
+            noise += (Double(a) - Double(b)) * (Double(a) - Double(b))
+        }
+        return noise == 0 ? .infinity : 10 * log10(signal / noise)
+    }
+
+    /// The SNR of `recording` from `lag` on against `reference` (at most a second of it at
+    /// 24 kHz), both low-passed at `passband` of the Nyquist frequency (127-tap
+    /// Blackman-windowed sinc), with the gain that fits best. PipeWire's resampler at its
+    /// default quality rolls off from about 0.72 of Nyquist each way (measured: 24 → 48 → 24
+    /// kHz keeps -60 to -85 dB of error below 8 kHz and loses the top 3 kHz), so what it
+    /// carries is judged in the band it carries: all of speech, up to 7.8 kHz at 24 kHz.
+    public static func passbandSNR(reference: [Int16], recording: [Int16], lag: Int, passband: Double = 0.65) -> Double {
+        let half = 63
+        let taps = (-half...half).map { k -> Double in
+            let x = Double(k)
+            let sinc = k == 0 ? passband : sin(.pi * passband * x) / (.pi * x)
+            let w = 0.42 + 0.5 * cos(.pi * x / Double(half + 1)) + 0.08 * cos(2 * .pi * x / Double(half + 1))
+            return sinc * w
+        }
+        func lowPassed(_ samples: [Int16], from start: Int, count: Int) -> [Double] {
+            (0..<count).map { i in
+                var v = 0.0
+                for (k, tap) in taps.enumerated() { v += tap * Double(samples[start + i + k - half]) }
+                return v
+            }
+        }
+        let count = min(24_000, reference.count, recording.count - lag) - 2 * half
+        guard count > 0, lag >= 0 else { return -.infinity }
+        let r = lowPassed(reference, from: half, count: count)
+        let x = lowPassed(recording, from: lag + half, count: count)
+        var cross = 0.0, energyX = 0.0, energyR = 0.0
+        for i in 0..<count { cross += r[i] * x[i]; energyX += x[i] * x[i]; energyR += r[i] * r[i] }
+        let gain = energyX > 0 ? cross / energyX : 0
+        var noise = 0.0
+        for i in 0..<count { let e = r[i] - gain * x[i]; noise += e * e }
+        return noise == 0 ? .infinity : 10 * log10(energyR / noise)
+    }
+
+    /// The offset in `haystack` where `needle` matches best, searched within `±window` of
+    /// `guess` (the whole haystack when `guess` is nil), by normalised cross-correlation.
+    public static func bestMatch(of needle: ArraySlice<Int16>, in haystack: [Int16], near guess: Int? = nil, window: Int = 4_800) -> (offset: Int, snr: Double)? {
+        guard !needle.isEmpty, haystack.count >= needle.count else { return nil }
+        let lastStart = haystack.count - needle.count
+        let range = guess.map { max(0, $0 - window)...min(lastStart, max(0, $0 + window)) } ?? 0...lastStart
+        guard !range.isEmpty else { return nil }
+        let n = Array(needle)
+        var best: (offset: Int, score: Double)?
+        for offset in range {
+            var dot = 0.0, energy = 0.0
+            for i in 0..<n.count {
+                let h = Double(haystack[offset + i])
+                dot += Double(n[i]) * h
+                energy += h * h
+            }
+            let score = energy > 0 ? dot / energy.squareRoot() : 0
+            if best == nil || score > best!.score { best = (offset, score) }
+        }
+        guard let best else { return nil }
+        return (best.offset, snr(reference: haystack[best.offset..<(best.offset + n.count)], recording: n))
+    }
+}
+
+extension PulseAudioServer {
+    /// Whether PCM16 at 24 kHz reaches a client unchanged (see ``PCMFidelity``).
+    public var passesPCM16Unchanged: Bool { kind == .pulseaudio }
+
+    /// How much later than a sink plays a sample its monitor hands the sample to a client:
+    /// one 10 ms capture period and 2 ms on PulseAudio; on PipeWire also the graph's quantum
+    /// (1,024 frames at 48 kHz by default, 21.3 ms), in which the monitor's data moves.
+    public var monitorSlack: TimeInterval { kind == .pulseaudio ? 0.012 : 0.012 + 1_024.0 / 48_000 }
+
+    /// The least passband SNR (``PCMFidelity/passbandSNR(reference:recording:lag:passband:)``)
+    /// the tests accept through this server where samples cannot be compared exactly.
+    public var minimumSNR: Double { kind == .pulseaudio ? .infinity : 50 }
+}
+
+extension PulseAudioServer {
+    /// Asserts that `recording` from `lag` on carries `signal`: sample for sample on
+    /// PulseAudio, with at least ``minimumSNR`` in the passband on PipeWire. Returns the SNR.
+    @discardableResult
+    public func assertCarried(_ signal: [Int16], in recording: [Int16], at lag: Int, _ what: String,
+                              file: StaticString = #filePath, line: UInt = #line) -> Double {
+        guard lag >= 0, lag + signal.count <= recording.count else {
+            XCTFail("\(what): the recording (\(recording.count)) ends before the signal (\(lag) + \(signal.count))", file: file, line: line)
+            return -.infinity
+        }
+        if passesPCM16Unchanged {
+            let got = Array(recording[lag..<(lag + signal.count)])
+            let firstDifference = zip(got, signal).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+            XCTAssertNil(firstDifference, "\(what): changed from sample \(firstDifference ?? 0) of \(signal.count) on", file: file, line: line)
+            return firstDifference == nil ? .infinity : PCMFidelity.snr(reference: signal, recording: got)
+        }
+        let snr = PCMFidelity.passbandSNR(reference: signal, recording: recording, lag: lag)
+        print("\(what) through \(kind): passband SNR \(String(format: "%.1f", snr)) dB")
+        XCTAssertGreaterThanOrEqual(snr, minimumSNR, what, file: file, line: line)
+        return snr
+    }
+}
