@@ -13,6 +13,9 @@ public final class RingBuffer<Element: BitwiseCopyable>: @unchecked Sendable {
     public let capacity: Int
     @usableFromInline let mask: Int
     @usableFromInline let storage: UnsafeMutablePointer<Element>
+    /// The storage's pages: resident only once written, and given back by
+    /// ``releaseFreePages()``.
+    private let memory: PageMemory
 
     // The two indices sit on separate cache lines so the producer and the consumer do not
     // invalidate each other's line on every update.
@@ -27,11 +30,12 @@ public final class RingBuffer<Element: BitwiseCopyable>: @unchecked Sendable {
         let capacity = minimumCapacity <= 1 ? 1 : 1 << (Int.bitWidth - (minimumCapacity - 1).leadingZeroBitCount)
         self.capacity = capacity
         self.mask = capacity - 1
-        self.storage = UnsafeMutablePointer<Element>.allocate(capacity: capacity)
+        memory = PageMemory(byteCount: capacity * MemoryLayout<Element>.stride)
+        self.storage = memory.base.bindMemory(to: Element.self, capacity: capacity)
     }
 
     deinit {
-        storage.deallocate()
+        memory.deallocate()
     }
 
     // MARK: Producer side
@@ -41,6 +45,28 @@ public final class RingBuffer<Element: BitwiseCopyable>: @unchecked Sendable {
     public var availableToWrite: Int {
         capacity - (writeIndex.load(ordering: .relaxed) - readIndex.load(ordering: .acquiring))
     }
+
+    /// Every element written so far (producer side).
+    public var writtenCount: Int { writeIndex.load(ordering: .relaxed) }
+
+    /// Gives the pages of the ring's free slots back to the kernel (producer side): a ring
+    /// sized for the longest stream then keeps resident only what is queued, plus the pages
+    /// at either end of it. The consumer reads only slots the producer has published, and
+    /// only the producer writes free ones, so no slot being read is released; a released
+    /// slot reads as zero until written again.
+    public func releaseFreePages() {
+        let w = writeIndex.load(ordering: .relaxed)
+        let free = capacity - (w - readIndex.load(ordering: .acquiring))
+        guard free > 0 else { return }
+        let stride = MemoryLayout<Element>.stride
+        let start = w & mask
+        let first = min(free, capacity - start)
+        memory.release((start * stride)..<((start + first) * stride))
+        if first < free { memory.release(0..<((free - first) * stride)) }
+    }
+
+    /// The bytes of the ring's storage now resident (see ``PageMemory/residentBytes``).
+    public var residentBytes: Int { memory.residentBytes }
 
     /// Writes as many of `elements` as fit (producer side).
     ///

@@ -94,7 +94,7 @@ public final class Recorder: @unchecked Sendable {
     private var mode = Mode.idle
     /// The number of the recording the current (or next hands-free) turn answers.
     private var recordingNumber: UInt64 = 0
-    private var turn: [UInt8] = []
+    private var turn: PagedBytes
     private var turnLevel = SignalLevel.zero
     private var turnSpeechOnset: Int?
     private var turnSpeechSamples = 0
@@ -138,8 +138,9 @@ public final class Recorder: @unchecked Sendable {
         mailbox.withLock { $0.reserveCapacity(16) }
         // One buffer for every turn, reserved once for the longest: a fresh 2.9 MB block per
         // turn was allocated on the capture thread, and glibc's moving mmap threshold then
-        // served it from the heap, which fragmented. Pages become resident only as written.
-        turn.reserveCapacity(WAVEncoder.headerSize + maximumTurnSamples * 2 + 9_600)
+        // served it from the heap, which fragmented. Pages become resident only as written
+        // and are given back when the turn has been handed over.
+        turn = PagedBytes(capacity: WAVEncoder.headerSize + maximumTurnSamples * 2 + 9_600)
     }
 
     /// Opens the capture device; levels and speech events start flowing.
@@ -268,7 +269,7 @@ public final class Recorder: @unchecked Sendable {
             finishTurn(.released)
         case (.cancel, _):
             mode = .idle
-            turn.removeAll(keepingCapacity: true)
+            turn.removeAll()
             detector.reset()
         }
     }
@@ -295,8 +296,8 @@ public final class Recorder: @unchecked Sendable {
     private func startTurn(from: Int, handsFree: Bool) {
         let oldest = max(0, preRollEnd - preRoll.count)
         let first = max(from, oldest)
-        turn.removeAll(keepingCapacity: true)
-        turn.append(contentsOf: repeatElement(0, count: WAVEncoder.headerSize))
+        turn.removeAll()
+        turn.appendZeros(WAVEncoder.headerSize)
         turnLevel = .zero
         turnSpeechSamples = 0
         turnSpeechOnset = nil
@@ -318,9 +319,9 @@ public final class Recorder: @unchecked Sendable {
     private func appendToTurn(_ samples: UnsafeBufferPointer<Int16>, level: SignalLevel?) {
         turnLevel.merge(level ?? SignalLevel(measuring: samples))
         #if _endian(little)
-        turn.append(contentsOf: UnsafeRawBufferPointer(samples))
+        turn.append(UnsafeRawBufferPointer(samples))
         #else
-        for s in samples { withUnsafeBytes(of: s.littleEndian) { turn.append(contentsOf: $0) } }
+        for s in samples { withUnsafeBytes(of: s.littleEndian) { turn.append($0) } }
         #endif
     }
 
@@ -333,9 +334,7 @@ public final class Recorder: @unchecked Sendable {
         turn.withUnsafeMutableBytes { bytes in
             WAVEncoder.writeHeader(format: format, dataByteCount: dataBytes, into: bytes)
         }
-        // A copy at the turn's size. `Array(turn)` would share the buffer (copy-on-write):
-        // every turn would then keep the whole 2.9 MB reservation alive, and the
-        // `removeAll(keepingCapacity:)` below would allocate a fresh 2.9 MB on this thread.
+        // A copy at the turn's size, handed to the caller; the buffer's pages go back below.
         let wav = [UInt8](unsafeUninitializedCapacity: turn.count) { copy, count in
             count = turn.withUnsafeBytes { copy.initialize(fromContentsOf: $0) }
         }
@@ -345,7 +344,7 @@ public final class Recorder: @unchecked Sendable {
             holdsSpeech: SpeechGate(threshold: configuration.detector.gateThreshold).holdsSpeech(turnLevel),
             recording: recordingNumber
         )
-        turn.removeAll(keepingCapacity: true)
+        turn.removeAll()
         mode = .idle
         onEvent(.turn(result))
     }

@@ -11,6 +11,15 @@ public struct StreamingPlayerConfiguration: Hashable, Sendable {
     /// a queue-size rule no lead at all when its first chunk is large; the time rule keeps
     /// this much lead for the whole reply.
     public var prebufferMilliseconds: Int = 50
+    /// The adaptive jitter buffer's ceiling. After an underrun the lead a reply starts
+    /// with (and rebuffers to) grows to cover the gap the network left, up to this; while
+    /// replies play without one it shrinks back toward ``prebufferMilliseconds`` by
+    /// ``leadDecayMillisecondsPerSecond`` per second played, as WebRTC's NetEQ lets its
+    /// target delay forget old jitter.
+    public var maximumLeadMilliseconds: Int = 500
+    public var leadDecayMillisecondsPerSecond: Int = 4
+    /// How far beyond the gap of an underrun the lead grows.
+    public var leadStepMilliseconds: Int = 200
     /// The fade-out of `stop` (barge-in, void turn): short enough to feel instant, long
     /// enough not to click.
     public var fadeMilliseconds: Int = 20
@@ -34,12 +43,20 @@ public struct PlaybackReport: Equatable, Sendable {
     public var underruns: Int
     /// The number ``StreamingPlayer/beginReply()`` returned for the reply.
     public var reply: Int
+    /// The jitter buffer's lead when the reply started, in milliseconds: how much audio it
+    /// waited for before the first sample.
+    public var leadMilliseconds: Int
+    /// The lead the next reply will start with (grown by this reply's underruns, or shrunk
+    /// by its steady playback).
+    public var nextLeadMilliseconds: Int
 
-    public init(playedSeconds: Double, interrupted: Bool, underruns: Int, reply: Int) {
+    public init(playedSeconds: Double, interrupted: Bool, underruns: Int, reply: Int, leadMilliseconds: Int = 0, nextLeadMilliseconds: Int = 0) {
         self.playedSeconds = playedSeconds
         self.interrupted = interrupted
         self.underruns = underruns
         self.reply = reply
+        self.leadMilliseconds = leadMilliseconds
+        self.nextLeadMilliseconds = nextLeadMilliseconds
     }
 }
 
@@ -48,7 +65,8 @@ public enum PlayerEvent: Equatable, Sendable {
     /// The reply's first sample was handed to the device; it is heard after `latencyFrames`.
     /// `reply` is the number ``StreamingPlayer/beginReply()`` returned for it.
     case started(latencyFrames: Int, reply: Int)
-    /// The queue ran dry before the reply's end; silence is played until data comes.
+    /// The queue ran dry before the reply's end; silence is played until the jitter buffer
+    /// holds its (now longer) lead again.
     case underrun(total: Int)
     /// The device has played the reply's last sample (or the fade after `stop`).
     case finished(PlaybackReport)
@@ -81,6 +99,19 @@ public final class StreamingPlayer: @unchecked Sendable {
 
     // Producer side (the network thread).
     private var carry: UInt8?
+    /// Where the ring's free pages were last given back (``RingBuffer/releaseFreePages()``):
+    /// the ring is sized for the longest reply, but only what is queued stays resident.
+    private var releasedAt = 0
+    private let releaseEvery: Int
+    /// When the reply's first audio arrived, and the samples that came before the chunk now
+    /// arriving: each chunk's lateness against the first one's is the delay the jitter
+    /// buffer must absorb (RFC 3550's relative transit time, as NetEQ measures it).
+    private var replyFirstArrival: Int64 = 0
+    /// Nanoseconds, monotonic: when chunks arrive (a test's simulated network sets its own).
+    private let clock: @Sendable () -> Int64
+    private var replyQueued = 0
+    /// The reply's latest chunk against its media time, in samples: the lead it needed.
+    private let peakDelay = Atomic<Int>(0)
     private let scratch: UnsafeMutableBufferPointer<Int16>
     private let floats: UnsafeMutableBufferPointer<Float>
 
@@ -90,14 +121,32 @@ public final class StreamingPlayer: @unchecked Sendable {
     private let playedSamples = Atomic<Int>(0)
 
     // Device-thread state.
-    private enum State { case idle, prebuffering(waited: Int), playing, draining(left: Int, interrupted: Bool) }
+    private enum State {
+        case idle, prebuffering(waited: Int), playing, draining(left: Int, interrupted: Bool)
+        /// Silence after an underrun: `starved` samples so far, `grown` once the gap is
+        /// known (data came again) and the target lead was raised to cover it.
+        case rebuffering(starved: Int, grown: Bool)
+    }
     private var state = State.idle
     private var seenGeneration = 0
     private var startedReported = false
     private var underruns = 0
-    private var inUnderrun = false
     private var fade: GainRamp?
     private let prebufferSamples: Int
+    // The adaptive jitter buffer (device thread): the lead replies start with and rebuffer
+    // to, in samples; it outlives a reply, because the network's jitter does.
+    private var targetLead: Int
+    private let maximumLead: Int
+    private let leadDecayPerSecond: Int
+    private let samplesPerSecond: Int
+    /// 10 ms: the granularity of the device's periods, added to a measured delay.
+    private let leadMargin: Int
+    private let leadStep: Int
+    /// Samples played without an underrun since the lead last shrank.
+    private var steadyPlayed = 0
+    private var replyLead = 0
+    /// The target lead, published for ``lead``.
+    private let publishedLead = Atomic<Int>(0)
     private let fadeSamples: Int
 
     // Volume: the level clients set (bits of a Float) and, on the device thread, the gain
@@ -130,24 +179,34 @@ public final class StreamingPlayer: @unchecked Sendable {
                       drainFallback: stream.bufferFrames + stream.periodFrames, configuration: configuration, onEvent: onEvent)
     }
 
-    /// A player whose periods are pulled with ``render(into:)`` directly (tests).
+    /// A player whose periods are pulled with ``render(into:)`` directly (tests); `clock`
+    /// (monotonic nanoseconds) times the chunks' arrival.
     public convenience init(format: WAVFormat = .speech, configuration: StreamingPlayerConfiguration = StreamingPlayerConfiguration(),
-                            onEvent: @escaping @Sendable (PlayerEvent) -> Void) {
-        self.init(device: nil, format: format, drainFallback: 0, configuration: configuration, onEvent: onEvent)
+                            clock: @escaping @Sendable () -> Int64 = Monotonic.now, onEvent: @escaping @Sendable (PlayerEvent) -> Void) {
+        self.init(device: nil, format: format, drainFallback: 0, configuration: configuration, clock: clock, onEvent: onEvent)
     }
 
-    private init(device: PlaybackDevice?, format: WAVFormat, drainFallback: Int,
-                 configuration: StreamingPlayerConfiguration, onEvent: @escaping @Sendable (PlayerEvent) -> Void) {
+    private init(device: PlaybackDevice?, format: WAVFormat, drainFallback: Int, configuration: StreamingPlayerConfiguration,
+                 clock: @escaping @Sendable () -> Int64 = Monotonic.now, onEvent: @escaping @Sendable (PlayerEvent) -> Void) {
         self.device = device
+        self.clock = clock
         self.format = format
         self.configuration = configuration
         self.onEvent = onEvent
         let perMillisecond = format.sampleRate * format.channels / 1000
         prebufferSamples = configuration.prebufferMilliseconds * perMillisecond
+        targetLead = prebufferSamples
+        maximumLead = max(prebufferSamples, configuration.maximumLeadMilliseconds * perMillisecond)
+        leadDecayPerSecond = configuration.leadDecayMillisecondsPerSecond * perMillisecond
+        samplesPerSecond = 1000 * perMillisecond
+        leadMargin = 10 * perMillisecond
+        leadStep = configuration.leadStepMilliseconds * perMillisecond
+        publishedLead.store(prebufferSamples, ordering: .relaxed)
         fadeSamples = max(1, configuration.fadeMilliseconds * perMillisecond)
         volumeRampSamples = max(1, configuration.volumeRampMilliseconds * perMillisecond)
         drainFallbackSamples = drainFallback * format.channels
         ring = RingBuffer(minimumCapacity: configuration.capacitySeconds * 1000 * perMillisecond)
+        releaseEvery = 1000 * perMillisecond
         scratch = .allocate(capacity: 8_192)
         floats = .allocate(capacity: 8_192)
         // Clips are streamed from disk as the ring has room: a few seconds suffice.
@@ -206,7 +265,34 @@ public final class StreamingPlayer: @unchecked Sendable {
     ///   late event of a stopped reply is told apart from the new one's).
     @discardableResult
     public func beginReply() -> Int {
-        reply.beginNext(deviceRunning: device?.isRunning ?? false) { carry = nil }
+        reply.beginNext(deviceRunning: device?.isRunning ?? false) {
+            carry = nil
+            replyQueued = 0
+            peakDelay.store(0, ordering: .relaxed)
+            // What the last reply left resident goes back before this one starts.
+            ring.releaseFreePages()
+            releasedAt = ring.writtenCount
+        }
+    }
+
+    /// Measures how late `samples` more samples arrive against the reply's first chunk.
+    private func measureArrival(of samples: Int) {
+        let now = clock()
+        if replyQueued == 0 {
+            replyFirstArrival = now
+        } else {
+            let elapsed = Int((now - replyFirstArrival) / 1_000) * samplesPerSecond / 1_000_000
+            let late = elapsed - replyQueued
+            if late > peakDelay.load(ordering: .relaxed) { peakDelay.store(late, ordering: .relaxed) }
+        }
+        replyQueued += samples
+    }
+
+    /// Every second of audio queued, the pages already played go back to the kernel.
+    private func releasePlayedPages() {
+        guard ring.writtenCount - releasedAt >= releaseEvery else { return }
+        ring.releaseFreePages()
+        releasedAt = ring.writtenCount
     }
 
     /// Samples that can be queued now without dropping any (a clip streamed from disk waits
@@ -219,6 +305,7 @@ public final class StreamingPlayer: @unchecked Sendable {
     @discardableResult
     public func enqueue(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard reply.open.load(ordering: .acquiring), !bytes.isEmpty else { return true }
+        measureArrival(of: bytes.count / 2)
         var input = bytes
         var complete = true
         if let first = carry {
@@ -242,6 +329,7 @@ public final class StreamingPlayer: @unchecked Sendable {
             input = UnsafeRawBufferPointer(rebasing: input[(n * 2)...])
         }
         if input.count == 1 { carry = input[0] }
+        releasePlayedPages()
         return complete
     }
 
@@ -256,6 +344,8 @@ public final class StreamingPlayer: @unchecked Sendable {
     @discardableResult
     public func enqueue(samples: UnsafeBufferPointer<Float>) -> Bool {
         guard reply.open.load(ordering: .acquiring), !samples.isEmpty else { return true }
+        measureArrival(of: samples.count)
+        defer { releasePlayedPages() }
         return ring.write(samples) == samples.count
     }
 
@@ -288,7 +378,7 @@ public final class StreamingPlayer: @unchecked Sendable {
     /// - Returns: the mix's number, which its `mixStarted` and `mixFinished` carry.
     @discardableResult
     public func beginMix() -> Int {
-        mix.beginNext(deviceRunning: device?.isRunning ?? false) {}
+        mix.beginNext(deviceRunning: device?.isRunning ?? false) { mixRing.releaseFreePages() }
     }
 
     /// Samples the mix layer can take now.
@@ -392,14 +482,14 @@ public final class StreamingPlayer: @unchecked Sendable {
             state = .prebuffering(waited: 0)
             startedReported = false
             underruns = 0
-            inUnderrun = false
+            replyLead = targetLead
             fade = nil
             playedSamples.store(0, ordering: .relaxed)
             reply.active.store(true, ordering: .relaxed)
         }
         if reply.stopRequested.load(ordering: .acquiring), fade == nil {
             switch state {
-            case .prebuffering, .playing:
+            case .prebuffering, .playing, .rebuffering:
                 fade = GainRamp(from: 1, to: 0, length: fadeSamples)
             default:
                 break
@@ -428,7 +518,7 @@ public final class StreamingPlayer: @unchecked Sendable {
             let ended = reply.ended.load(ordering: .acquiring)
             // Time since the first chunk, counted in rendered samples (the device's clock).
             let nowWaited = available > 0 ? waited + buffer.count : waited
-            if (available >= prebufferSamples && nowWaited > prebufferSamples) || (ended && available > 0) {
+            if (available >= targetLead && nowWaited > targetLead) || (ended && available > 0) {
                 state = .playing
                 play(into: buffer)
             } else if ended {
@@ -441,6 +531,30 @@ public final class StreamingPlayer: @unchecked Sendable {
             }
         case .playing:
             play(into: buffer)
+        case .rebuffering(let starved, var grown):
+            let available = ring.availableToRead
+            let ended = reply.ended.load(ordering: .acquiring)
+            if available > 0, !grown {
+                // The gap is known. The lead doubles, and covers at least this gap and the
+                // configured step beyond it, for this reply and the ones after: fast growth
+                // on an underrun, slow decay while steady (the AIMD shape of NetEQ's target
+                // delay). A late burst is rarely the latest one: a lead that only covered
+                // this gap underran again at the next.
+                grown = true
+                setTargetLead(max(2 * targetLead, starved + leadStep))
+            }
+            // The silence inserted shifts the rest of the reply later by the new lead, so
+            // one gap absorbs the network's jitter instead of a gap at every late burst.
+            if (grown && available > 0 && starved >= targetLead) || (ended && available > 0) {
+                state = .playing
+                play(into: buffer)
+            } else if ended {
+                buffer.update(repeating: 0)
+                state = .draining(left: drainSamples(), interrupted: false)
+            } else {
+                buffer.update(repeating: 0)
+                state = .rebuffering(starved: starved + buffer.count, grown: grown)
+            }
         case .draining(let left, let interrupted):
             buffer.update(repeating: 0)
             let remaining = left - buffer.count
@@ -452,7 +566,6 @@ public final class StreamingPlayer: @unchecked Sendable {
         let n = ring.read(into: buffer)
         if n > 0 {
             playedSamples.add(n, ordering: .relaxed)
-            inUnderrun = false
             if !startedReported {
                 startedReported = true
                 onEvent(.started(latencyFrames: device?.statistics.latencyFrames ?? 0, reply: seenGeneration))
@@ -464,13 +577,30 @@ public final class StreamingPlayer: @unchecked Sendable {
                 // The last sample is now on its way: wait until the device has played it.
                 let left = drainSamples() - (buffer.count - n)
                 if left <= 0 { finish(interrupted: false) } else { state = .draining(left: left, interrupted: false) }
-            } else if !inUnderrun {
-                inUnderrun = true
+            } else {
                 underruns += 1
+                steadyPlayed = 0
+                state = .rebuffering(starved: buffer.count - n, grown: false)
                 onEvent(.underrun(total: underruns))
+            }
+        } else {
+            // Steady playback lets the lead shrink back, slowly.
+            steadyPlayed += n
+            if steadyPlayed >= samplesPerSecond {
+                steadyPlayed -= samplesPerSecond
+                if targetLead > prebufferSamples { setTargetLead(max(prebufferSamples, targetLead - leadDecayPerSecond)) }
             }
         }
     }
+
+    private func setTargetLead(_ samples: Int) {
+        targetLead = min(maximumLead, samples)
+        publishedLead.store(targetLead, ordering: .relaxed)
+    }
+
+    /// The jitter buffer's current target lead, in seconds: what the next reply waits for
+    /// before its first sample.
+    public var lead: Double { Double(publishedLead.load(ordering: .relaxed)) / Double(samplesPerSecond) }
 
     /// Samples to render after the last one before it has been heard: the device's reported
     /// latency (in the engine's frames, converter included), or its buffer when it reports none.
@@ -481,8 +611,13 @@ public final class StreamingPlayer: @unchecked Sendable {
 
     private func finish(interrupted: Bool) {
         state = .idle
+        // The lead this reply's network needed, with two periods of margin: the next reply
+        // starts with it even if this one got away without an underrun.
+        let needed = peakDelay.load(ordering: .relaxed) + 2 * leadMargin
+        if needed > targetLead { setTargetLead(needed) }
         reply.active.store(false, ordering: .relaxed)
-        let report = PlaybackReport(playedSeconds: position, interrupted: interrupted, underruns: underruns, reply: seenGeneration)
+        let report = PlaybackReport(playedSeconds: position, interrupted: interrupted, underruns: underruns, reply: seenGeneration,
+                                    leadMilliseconds: replyLead * 1000 / samplesPerSecond, nextLeadMilliseconds: targetLead * 1000 / samplesPerSecond)
         onEvent(.finished(report))
     }
 }

@@ -36,7 +36,10 @@ struct ReplyStreamer {
         var chunks: [ArraySlice<UInt8>] = []
         var offset = 0
         while offset < pcm.count {
-            var size = 2_400 + Int(random.next() % 21_601)
+            // A burst holds what the model made in `burstMs` at 1.0-1.2 x real time (48 bytes
+            // a millisecond at 24 kHz PCM16).
+            var size = faults.burstMs > 0 ? faults.burstMs * (1_000 + Int(random.next() % 201)) * 48 / 1_000
+                : 2_400 + Int(random.next() % 21_601)
             if faults.oddChunks { size |= 1 } else if random.next() % 8 != 0 { size &= ~1 }
             let end = min(pcm.count, offset + size)
             chunks.append(pcm[offset..<end])
@@ -73,6 +76,8 @@ struct ReplyStreamer {
         writer.beginChunked(contentType: "text/event-stream; charset=utf-8")
         let start = DispatchTime.now().uptimeNanoseconds
         var audioSent = 0.0
+        var audioEvents = 0
+        var jitter = SeededRandom(seed: configuration.seed &+ UInt64(events.count))
         var written = 0
         var malformedPending = faults.malformedSSE
         for (index, event) in events.enumerated() {
@@ -82,8 +87,14 @@ struct ReplyStreamer {
                 return .dropped
             }
             if event.name == "audio" && configuration.pace > 0 {
-                // Audio leaves at the pace the model would produce it.
-                let due = Double(configuration.firstAudioMs) / 1000 + audioSent / configuration.pace
+                // Audio leaves at the pace the model would produce it; in bursts, one event per
+                // burst period, each late by up to the jitter.
+                var due = Double(configuration.firstAudioMs) / 1000 + audioSent / configuration.pace
+                if faults.burstMs > 0 {
+                    let late = faults.burstJitterMs > 0 ? Int(jitter.next() % UInt64(faults.burstJitterMs + 1)) : 0
+                    due = Double(configuration.firstAudioMs + audioEvents * faults.burstMs + late) / 1000
+                }
+                audioEvents += 1
                 guard clock.wait(until: start + UInt64(due * 1e9)) else {
                     writer.dropConnection()
                     return .dropped

@@ -38,6 +38,8 @@ public struct SimulatorCommandLine: Sendable {
           --start-504             /start answers 504 after --start-timeout-ms
           --drop-after-events N   reply streams are cut (TCP reset) after N events
           --drip BYTES:MS         write replies BYTES at a time, MS apart
+          --burst MS[:JITTER]     Wi-Fi bursts: one audio event per MS holding 1.0-1.2 x MS of
+                                  audio, each up to JITTER ms late
           --malformed-sse         broken events and unusual (legal) SSE framing in replies
           --omit-done             streams end without the done event
           --odd-chunks            every audio chunk has an odd byte count
@@ -107,6 +109,15 @@ public struct SimulatorCommandLine: Sendable {
                 }
                 c.faults.dripBytes = bytes
                 c.faults.dripMs = ms
+            case "--burst":
+                let text = try value(flag)
+                let pieces = text.split(separator: ":", omittingEmptySubsequences: false)
+                guard (1...2).contains(pieces.count), let ms = Int(pieces[0]), (1...10_000).contains(ms),
+                      let jitter = pieces.count == 2 ? Int(pieces[1]) : 0, (0...10_000).contains(jitter) else {
+                    throw UsageError(message: "--burst: '\(text)' is not MS[:JITTER] (MS 1-10000, JITTER 0-10000)")
+                }
+                c.faults.burstMs = ms
+                c.faults.burstJitterMs = jitter
             case "--malformed-sse": c.faults.malformedSSE = true
             case "--omit-done": c.faults.omitDone = true
             case "--odd-chunks": c.faults.oddChunks = true

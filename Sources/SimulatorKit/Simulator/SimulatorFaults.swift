@@ -35,6 +35,11 @@ public struct SimulatorFaults: Codable, Equatable, Sendable {
     /// The transcription arrives after the reply (trace 15): a spoken turn's reply comes
     /// with audio and text but no `transcript` event, and is not saved.
     public var noTranscript = false
+    /// Wi-Fi delivering in bursts: a reply's audio comes as one event every `burstMs`,
+    /// each holding 1.0 to 1.2 times `burstMs` of audio (the model runs a little ahead of
+    /// real time), each late by up to `burstJitterMs` (a burst the radio held back).
+    public var burstMs = 0
+    public var burstJitterMs = 0
 
     public init() {}
 
@@ -44,6 +49,7 @@ public struct SimulatorFaults: Codable, Equatable, Sendable {
         case dripMs = "drip_ms", malformedSSE = "malformed_sse", omitDone = "omit_done"
         case oddChunks = "odd_chunks", reviewFails = "review_fails", correctionFails = "correction_fails"
         case lateVoidTranscript = "late_void_transcript", noTranscript = "no_transcript"
+        case burstMs = "burst_ms", burstJitterMs = "burst_jitter_ms"
     }
 
     public init(from decoder: Decoder) throws {
@@ -63,10 +69,13 @@ public struct SimulatorFaults: Codable, Equatable, Sendable {
         correctionFails = try c.decodeIfPresent(Bool.self, forKey: .correctionFails) ?? d.correctionFails
         lateVoidTranscript = try c.decodeIfPresent(Bool.self, forKey: .lateVoidTranscript) ?? d.lateVoidTranscript
         noTranscript = try c.decodeIfPresent(Bool.self, forKey: .noTranscript) ?? d.noTranscript
+        burstMs = try c.decodeIfPresent(Int.self, forKey: .burstMs) ?? d.burstMs
+        burstJitterMs = try c.decodeIfPresent(Int.self, forKey: .burstJitterMs) ?? d.burstJitterMs
         guard (400...599).contains(failStatus) else {
             throw DecodingError.dataCorruptedError(forKey: .failStatus, in: c, debugDescription: "fail_status must be 400...599")
         }
-        guard latencyMs >= 0, failCount >= 0, dripMs >= 0, (dripBytes ?? 1) > 0, (dropAfterEvents ?? 0) >= 0 else {
+        guard latencyMs >= 0, failCount >= 0, dripMs >= 0, (dripBytes ?? 1) > 0, (dropAfterEvents ?? 0) >= 0,
+              (0...10_000).contains(burstMs), (0...10_000).contains(burstJitterMs) else {
             throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "negative or zero fault value"))
         }
     }

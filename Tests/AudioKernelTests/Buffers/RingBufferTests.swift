@@ -85,4 +85,70 @@ final class RingBufferTests: XCTestCase {
         XCTAssertEqual(result.mismatches, 0, "first out-of-order sample at \(result.firstBad)")
         XCTAssertEqual(ring.availableToRead, 0)
     }
+
+    /// A ring sized for two minutes keeps resident only what is queued once the producer
+    /// gives back the free pages, and what is queued survives it, while a consumer thread
+    /// reads concurrently (ThreadSanitizer runs this suite in CI).
+    func testReleasingFreePagesKeepsWhatIsQueuedAndGivesTheRestBack() {
+        let ring = RingBuffer<UInt32>(minimumCapacity: 4 << 20)  // 16 MB, like the player's
+        XCTAssertEqual(ring.residentBytes, 0, "nothing is resident before it is written")
+        let total = 12 << 20  // three times round the ring
+        let lead = 48_000     // two seconds of 24 kHz audio queued at most
+        final class Box: @unchecked Sendable { var mismatches = 0; var received = 0; var peakResident = 0 }
+        let result = Box()
+        let consumerDone = expectation(description: "consumer")
+        Thread.detachNewThread {
+            var buffer = [UInt32](repeating: 0, count: 4_096)
+            var expected: UInt32 = 0
+            while result.received < total {
+                let n = buffer.withUnsafeMutableBufferPointer { ring.read(into: $0) }
+                if n == 0 { sched_yield(); continue }
+                for i in 0..<n where buffer[i] != expected &+ UInt32(i) { result.mismatches += 1 }
+                expected &+= UInt32(n)
+                result.received += n
+            }
+            consumerDone.fulfill()
+        }
+        var chunk = [UInt32](repeating: 0, count: 4_800)
+        var next: UInt32 = 0
+        var sinceRelease = 0
+        while Int(next) < total {
+            // Keep at most `lead` queued, as a reply streamed near real time does.
+            if ring.availableToRead >= lead { sched_yield(); continue }
+            let n = min(chunk.count, total - Int(next))
+            for i in 0..<n { chunk[i] = next &+ UInt32(i) }
+            var written = 0
+            while written < n {
+                written += chunk.withUnsafeBufferPointer { ring.write(UnsafeBufferPointer(rebasing: $0[written..<n])) }
+            }
+            next &+= UInt32(n)
+            sinceRelease += n
+            if sinceRelease >= 24_000 {
+                ring.releaseFreePages()
+                sinceRelease = 0
+                result.peakResident = max(result.peakResident, ring.residentBytes)
+            }
+        }
+        wait(for: [consumerDone], timeout: 120)
+        XCTAssertEqual(result.mismatches, 0, "a released page took queued samples with it")
+        // Queued (at most `lead`) plus a second between releases plus a page at either end.
+        let bound = (lead + 24_000 + 4_800) * 4 + 2 * PageMemory.pageSize
+        XCTAssertLessThanOrEqual(result.peakResident, bound, "resident \(result.peakResident) bytes of a 16 MB ring")
+        ring.releaseFreePages()
+        XCTAssertLessThanOrEqual(ring.residentBytes, 2 * PageMemory.pageSize, "an empty ring keeps only partial pages")
+    }
+
+    /// Without the release, the same stream leaves every page of the ring resident: what
+    /// the player held before (the test above is not vacuous).
+    func testWithoutReleasingEveryPageWrittenStaysResident() {
+        let ring = RingBuffer<UInt32>(minimumCapacity: 1 << 20)
+        var chunk = [UInt32](repeating: 7, count: 4_800)
+        var moved = 0
+        while moved < 2 << 20 {
+            let n = chunk.withUnsafeBufferPointer { ring.write($0) }
+            _ = chunk.withUnsafeMutableBufferPointer { ring.read(into: UnsafeMutableBufferPointer(rebasing: $0[0..<n])) }
+            moved += n
+        }
+        XCTAssertEqual(ring.residentBytes, 4 << 20)
+    }
 }

@@ -33,7 +33,7 @@ final class StreamingPlayerTests: XCTestCase {
         XCTAssertEqual(Array(out[0..<signal.count]), signal)
         let events = log.snapshot().map(\.event)
         XCTAssertEqual(events.first, .started(latencyFrames: 0, reply: 1))
-        XCTAssertEqual(events.last, .finished(PlaybackReport(playedSeconds: 1.0, interrupted: false, underruns: 0, reply: 1)))
+        XCTAssertEqual(events.last, .finished(PlaybackReport(playedSeconds: 1.0, interrupted: false, underruns: 0, reply: 1, leadMilliseconds: 50, nextLeadMilliseconds: 50)))
     }
 
     func testPrebufferHoldsTheStartUntilEnoughHasArrived() {
@@ -61,7 +61,7 @@ final class StreamingPlayerTests: XCTestCase {
         player.endReply()
         let resumed = render(player, periods: 3)
         XCTAssertEqual(resumed.filter { $0 == 700 }.count, 480)
-        XCTAssertTrue(log.snapshot().contains { $0.event == .finished(PlaybackReport(playedSeconds: 0.07, interrupted: false, underruns: 1, reply: 1)) })
+        XCTAssertTrue(log.snapshot().contains { $0.event == .finished(PlaybackReport(playedSeconds: 0.07, interrupted: false, underruns: 1, reply: 1, leadMilliseconds: 50, nextLeadMilliseconds: 220)) })
     }
 
     func testStopFadesOutWithinAPeriodWithoutAClickAndReportsInterrupted() {

@@ -7,7 +7,7 @@ final class SimulatorCommandLineTests: XCTestCase {
         let options = try SimulatorCommandLine.parse([
             "--port", "0", "--seed", "42", "--fast", "--connecting-ms", "10", "--latency-ms", "5", "--fail-count", "2",
             "--fail-status", "500", "--start-504", "--drop-after-events", "4", "--drip", "16:3", "--malformed-sse",
-            "--omit-done", "--odd-chunks", "--review-fails", "--correction-fails", "--no-control",
+            "--omit-done", "--odd-chunks", "--review-fails", "--correction-fails", "--no-control", "--burst", "250:300",
         ])
         XCTAssertEqual(options.port, 0)
         XCTAssertFalse(options.controlRoutes)
@@ -18,12 +18,13 @@ final class SimulatorCommandLineTests: XCTestCase {
         var f = SimulatorFaults()
         f.latencyMs = 5; f.failCount = 2; f.failStatus = 500; f.start504 = true; f.dropAfterEvents = 4
         f.dripBytes = 16; f.dripMs = 3; f.malformedSSE = true; f.omitDone = true; f.oddChunks = true
-        f.reviewFails = true; f.correctionFails = true
+        f.reviewFails = true; f.correctionFails = true; f.burstMs = 250; f.burstJitterMs = 300
         XCTAssertEqual(c.faults, f)
     }
 
     func testBadValuesNameTheFlag() {
         for (arguments, fragment) in [(["--port", "70000"], "--port"), (["--pace", "x"], "--pace"), (["--drip", "0:5"], "--drip"),
+                                      (["--burst", "0"], "--burst"), (["--burst", "250:x"], "--burst"), (["--burst", "250:1:2"], "--burst"),
                                       (["--fail-status", "200"], "--fail-status"), (["--seed"], "needs a value"), (["--bogus"], "unknown option")] {
             XCTAssertThrowsError(try SimulatorCommandLine.parse(arguments)) { XCTAssertTrue("\($0)".contains(fragment), "\($0)") }
         }

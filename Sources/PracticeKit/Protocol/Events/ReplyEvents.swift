@@ -98,6 +98,10 @@ extension Event {
         public var outcome: String
         public var playedS: Double?
         public var underruns: Int?
+        /// The jitter buffer's lead when the reply's sound started, and the lead the next
+        /// reply will start with (grown after underruns, shrinking while the network is steady).
+        public var leadMs: Int?
+        public var nextLeadMs: Int?
         public var audioBytes: Int?
         /// Whether the backend saved the turn for the review.
         public var saved: Bool?

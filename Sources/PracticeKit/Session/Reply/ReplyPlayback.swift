@@ -251,6 +251,10 @@ final class ReplyPlayback: @unchecked Sendable {
             turnId: reply.turnID, greeting: reply.isGreeting, interrupted: playback.interrupted, complete: summary?.sawDone ?? false,
             outcome: (reply.outcome ?? .answered).rawValue, playedS: rounded(playback.playedSeconds), underruns: playback.underruns,
             audioBytes: summary?.audioBytes ?? 0, saved: summary.map(ReplyOutcome.isSaved) ?? false)
+        if !playback.interrupted, playback.leadMilliseconds > 0 {
+            finished.leadMs = playback.leadMilliseconds
+            finished.nextLeadMs = playback.nextLeadMilliseconds
+        }
         if let first = reply.firstAudioAt, let sound = reply.soundAt {
             finished.firstAudioToSoundMs = rounded(Double(sound - first) / 1e6)
         }

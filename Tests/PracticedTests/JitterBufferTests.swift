@@ -1,0 +1,62 @@
+import Foundation
+import PracticeKit
+import TestSupport
+import XCTest
+
+/// The adaptive jitter buffer through the whole kiosk: practice-sim over TCP delivering
+/// replies steadily, then in Wi-Fi bursts (one event per 250 ms with 1.0-1.2 × 250 ms of
+/// audio, each up to 300 ms late), the daemon as a process, the sound through PulseAudio.
+/// Each `reply.finished` reports its underruns and its lead.
+final class JitterBufferTests: XCTestCase {
+    var rig: KioskRig!
+
+    override func tearDown() {
+        rig?.stop()
+        rig = nil
+    }
+
+    private func converse(turns: Int, variant: Int, control: ControlClient, watcher: EventWatcher) throws {
+        for turn in 0..<turns {
+            let mark = watcher.count
+            let id = try XCTUnwrap(rig.speakHandsFree(ProofRun.speech(seconds: 1, variant: variant + turn), control: control, watcher: watcher))
+            XCTAssertNotNil(watcher.outcome(of: id, after: mark, timeout: 40, accepting: ["reply.finished"]), "turn \(turn) unanswered")
+            XCTAssertNotNil(watcher.waitForStage("ready", after: mark, timeout: 30))
+        }
+    }
+
+    func testBurstyWiFiUnderrunsAtMostOncePerReplyAfterTheFirstAndASteadyBackendStartsWithin60ms() throws {
+        rig = try KioskRig { $0.pace = 1 }
+        let watcher = try rig.watcher()
+        let control = try rig.daemon.client()
+
+        // A steady backend: the greeting and two turns start at the 50 ms lead.
+        var mark = watcher.count
+        _ = try control.request("session.start", ["topic_id": "travel"])
+        XCTAssertNotNil(watcher.waitForStage("ready", after: mark, timeout: 30))
+        try converse(turns: 2, variant: 0, control: control, watcher: watcher)
+        let steady = watcher.all("reply.finished", after: mark)
+        XCTAssertEqual(steady.count, 3)
+        for reply in steady {
+            XCTAssertEqual(reply["underruns"]?.intValue, 0, "\(reply)")
+            XCTAssertEqual(reply["lead_ms"]?.intValue, 50, "\(reply)")
+            let firstSound = try XCTUnwrap(reply["first_audio_to_sound_ms"]?.doubleValue)
+            XCTAssertLessThanOrEqual(firstSound, 60, "first audio → sound on a steady backend")
+        }
+
+        // Wi-Fi in bursts, from the next reply on.
+        rig.sim.simulator.faults.burstMs = 250
+        rig.sim.simulator.faults.burstJitterMs = 300
+        mark = watcher.count
+        try converse(turns: 6, variant: 2, control: control, watcher: watcher)
+        let bursty = watcher.all("reply.finished", after: mark)
+        XCTAssertEqual(bursty.count, 6)
+        for (i, reply) in bursty.enumerated() {
+            let underruns = reply["underruns"]?.intValue ?? -1
+            ProofRun.report("bursty reply \(i + 1): \(underruns) underruns, lead \(reply["lead_ms"]?.intValue ?? -1) ms → \(reply["next_lead_ms"]?.intValue ?? -1) ms")
+            if i > 0 { XCTAssertLessThanOrEqual(underruns, 1, "reply \(i + 1) of the bursty network") }
+            XCTAssertNotNil(reply["lead_ms"]?.intValue)
+            XCTAssertNotNil(reply["next_lead_ms"]?.intValue)
+        }
+        XCTAssertGreaterThan(bursty.compactMap { $0["next_lead_ms"]?.intValue }.max() ?? 0, 50, "the lead never grew")
+    }
+}
