@@ -2,8 +2,8 @@
 //
 // practiced: the audio engine and daemon of a speaking-practice kiosk.
 // Dependencies point one way: executables -> PracticeKit -> AudioKernel -> C modules.
-// The shipped targets depend on nothing beyond the toolchain and the system's ALSA and
-// PulseAudio libraries; benchmarks live in their own package under Benchmarks/.
+// The shipped targets depend on nothing beyond the toolchain and the system's ALSA,
+// PulseAudio and OpenSSL libraries; benchmarks live in their own package under Benchmarks/.
 import PackageDescription
 
 let package = Package(
@@ -23,6 +23,8 @@ let package = Package(
         // The system's audio libraries, found with pkg-config.
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(name: "CPulse", pkgConfig: "libpulse-simple", providers: [.apt(["libpulse-dev"])]),
+        // The system's OpenSSL: TLS for https:// backends in the client's own transport.
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         // What Swift cannot import from Glibc (eventfd, per-thread counters), prefixed practiced_.
         .target(name: "CAudioShim"),
 
@@ -34,7 +36,7 @@ let package = Package(
         // The practice backend's side: the SSE parser and audio payload decoding so far;
         // the backend client, the session state machine, the spool and the control protocol
         // join it under Backend/, Session/, Spool/ and Control/.
-        .target(name: "PracticeKit", dependencies: ["AudioKernel", "CAudioShim"]),
+        .target(name: "PracticeKit", dependencies: ["AudioKernel", "CAudioShim", "COpenSSL"]),
 
         // practice-sim, the local stand-in for the backend: an HTTP/1.1 server, the
         // contract's routes with the real server's oddities, fault injection.

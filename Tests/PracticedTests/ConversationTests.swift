@@ -20,6 +20,15 @@ final class ConversationTests: XCTestCase {
         try converse()
     }
 
+    /// The same over `https://localhost` (practice-sim behind Debian's stunnel4), the
+    /// certificate checked against the test CA the daemon is told to trust.
+    func testAConversationOverHTTPS() throws {
+        rig = try KioskRig(tls: true)
+        try converse()
+        let status = try rig.daemon.client().request("status")
+        XCTAssertEqual(status["backend"]?["url"]?.stringValue?.hasPrefix("https://localhost:"), true, "\(status["backend"] ?? .null)")
+    }
+
     /// The same conversation on a USB speaker (48 kHz stereo float32) and microphone (48 kHz
     /// stereo s16): the daemon opens both at their own format and converts. The turn the
     /// backend receives is the learner's voice at 24 kHz mono (through the microphone's

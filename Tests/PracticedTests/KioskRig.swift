@@ -35,7 +35,12 @@ final class KioskRig {
     let hardware: Hardware
     private var sinkName: String { hardware == .speech ? "kiosk" : "usbspeaker" }
 
-    init(arguments: [String] = [], hardware: Hardware = .speech, _ configure: (inout SimulatorConfiguration) -> Void = { _ in }) throws {
+    /// With `tls`, the daemon reaches practice-sim as `https://localhost` through Debian's
+    /// stunnel4, trusting the test CA (`--backend-ca-file`).
+    private(set) var tunnel: TLSTunnel?
+    private static let certificates = try! TestCertificates()
+
+    init(arguments: [String] = [], hardware: Hardware = .speech, tls: Bool = false, _ configure: (inout SimulatorConfiguration) -> Void = { _ in }) throws {
         ProtocolConformance.install()
         self.hardware = hardware
         pulse = try PulseAudioServer()
@@ -43,6 +48,7 @@ final class KioskRig {
         try Self.plugSpeaker(pulse, hardware)
         microphone = try Self.plugMicrophone(pulse, hardware)
         sim = try SimulatorHarness(configure)
+        if tls { tunnel = try TLSTunnel(to: UInt16(sim.baseURL.port!), certificates: Self.certificates) }
         directory = DaemonHarness.makeDirectory()
         var stream = AudioStreamConfiguration()
         stream.pulseServer = pulse.address
@@ -62,9 +68,10 @@ final class KioskRig {
 
     /// Starts (or restarts, after a kill) the daemon on the same directory and spool.
     func startDaemon() throws {
-        daemon = try DaemonHarness(backend: sim.baseURL, arguments: [
+        let tlsArguments = tunnel.map { _ in ["--backend-ca-file", Self.certificates.caFile] } ?? []
+        daemon = try DaemonHarness(backend: tunnel?.url(host: "localhost") ?? sim.baseURL, arguments: [
             "--capture-device", "pulse:mic", "--playback-device", "pulse:\(sinkName)", "--review-poll-ms", "200", "--turn-retry-s", "20",
-        ] + extraArguments, environment: ["PULSE_SERVER": pulse.address], directory: directory)
+        ] + tlsArguments + extraArguments, environment: ["PULSE_SERVER": pulse.address], directory: directory)
         daemon.keepsDirectory = true
     }
 

@@ -3,7 +3,8 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// The practice backend's client: every endpoint of the contract, over URLSession.
+/// The practice backend's client: every endpoint of the contract, over the daemon's own
+/// HTTP/1.1 transport (``BackendTransport``), `http://` or `https://`.
 ///
 /// REST calls are `async` and throw ``BackendError``; they have a deadline each
 /// (``BackendConfiguration/requestTimeout``) and are retried with backoff only where that is
@@ -12,12 +13,13 @@ import FoundationNetworking
 /// sizes and times, never a body: no audio, no base64, no learner text.
 public final class BackendClient: Sendable {
     public let configuration: BackendConfiguration
-    private let transport = BackendTransport()
+    private let transport: BackendTransport
     private let logger: Logger
 
     public init(configuration: BackendConfiguration, logger: Logger = .disabled) {
         self.configuration = configuration
         self.logger = logger
+        transport = BackendTransport(caFile: configuration.caFile)
     }
 
     deinit { transport.invalidate() }

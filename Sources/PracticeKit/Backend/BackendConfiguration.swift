@@ -13,6 +13,9 @@ public struct BackendConfiguration: Sendable {
     /// A whole stream, however lively.
     public var streamTotalTimeout: Double = 300
     public var retry = RetryPolicy()
+    /// For an `https://` backend: a PEM file of the CAs its certificate must chain to (a
+    /// private CA). Nil trusts the system's CA store (`/etc/ssl/certs`, as OpenSSL finds it).
+    public var caFile: String?
 
     public init(baseURL: URL) { self.baseURL = baseURL }
 }

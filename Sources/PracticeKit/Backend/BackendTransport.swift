@@ -16,99 +16,35 @@ protocol TransportTask: AnyObject, Sendable {
     func cancel()
 }
 
-extension URLSessionTask: TransportTask {}
-
-/// Carries the client's requests: `http://` over ``HTTPClient``, the daemon's own HTTP/1.1
-/// transport, anything else (`https://`) over URLSession, which brings TLS.
+/// Carries the client's requests, `http://` and `https://`, over ``HTTPClient``, the
+/// daemon's own HTTP/1.1 transport (TLS through the system's OpenSSL).
 ///
-/// Either way every call, REST or stream, is a task whose callbacks this object routes to
-/// the call's handler, all on one serial queue: handlers need no locks of their own for
-/// state that only callbacks touch, and events keep their order. (On Linux the only way to
-/// read a URLSession response as it arrives is `URLSessionDataDelegate`; FoundationNetworking
-/// has no `bytes(for:)`.)
-final class BackendTransport: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+/// Every call, REST or stream, is a task whose callbacks reach the call's handler on one
+/// serial queue: handlers need no locks of their own for state that only callbacks touch,
+/// and events keep their order. URLSession carried `https://` until FoundationNetworking's
+/// write source, armed for the length of each streamed reply, was measured spinning a
+/// third of a core (see ``TLSContext``).
+final class BackendTransport: @unchecked Sendable {
     /// The queue every callback and timer of the client runs on.
     let queue: DispatchQueue
     private let http: HTTPClient
-    private let lock = NSLock()
-    /// Made on the first `https://` call: an idle URLSession still costs libcurl's threads.
-    private var session: URLSession?
-    private var handlers: [Int: TaskHandler] = [:]
-    private var invalidated = false
 
-    override init() {
+    /// `caFile`: the PEM file of CAs an `https://` backend's certificate must chain to;
+    /// nil trusts the system's store.
+    init(caFile: String? = nil) {
         queue = DispatchQueue(label: "practiced.backend")
-        http = HTTPClient(queue: queue)
-        super.init()
+        http = HTTPClient(queue: queue, caFile: caFile)
     }
 
     /// Starts a task; the handler gets its callbacks until it completes. Nil once the
-    /// transport is invalidated (FoundationNetworking traps on a task for a dead session).
+    /// transport is invalidated, or for a URL that is neither `http://` nor `https://`.
     func start(_ request: URLRequest, body: Data?, handler: TaskHandler) -> TransportTask? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard !invalidated else { return nil }
-        if HTTPClient.handles(request.url) { return http.start(request, body: body, handler: handler) }
-        let session = self.session ?? makeSession()
-        let task: URLSessionTask = body.map { session.uploadTask(with: request, from: $0) } ?? session.dataTask(with: request)
-        handlers[task.taskIdentifier] = handler
-        task.resume()
-        return task
+        http.start(request, body: body, handler: handler)
     }
 
-    private func makeSession() -> URLSession {
-        let operationQueue = OperationQueue()
-        operationQueue.maxConcurrentOperationCount = 1
-        operationQueue.underlyingQueue = queue
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.httpMaximumConnectionsPerHost = 4
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        configuration.urlCache = nil
-        configuration.httpCookieStorage = nil
-        // The client enforces its own deadlines; URLSession's must not cut a long stream.
-        configuration.timeoutIntervalForRequest = 3600
-        configuration.timeoutIntervalForResource = 3600
-        let session = URLSession(configuration: configuration, delegate: self, delegateQueue: operationQueue)
-        self.session = session
-        return session
-    }
-
-    /// Cancels every task and closes every connection (a URLSession holds its delegate until then).
+    /// Cancels every task and closes every connection.
     func invalidate() {
-        let session: URLSession? = lock.withLock {
-            invalidated = true
-            return self.session
-        }
-        session?.invalidateAndCancel()
         http.invalidate()
-    }
-
-    private func handler(_ task: URLSessionTask) -> TaskHandler? { lock.withLock { handlers[task.taskIdentifier] } }
-
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
-                    completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
-        if let http = response as? HTTPURLResponse { handler(dataTask)?.taskDidReceive(response: http) }
-        completionHandler(.allow)
-    }
-
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        handler(dataTask)?.taskDidReceive(data: data)
-    }
-
-    func urlSession(_ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64,
-                    totalBytesSent: Int64, totalBytesExpectedToSend: Int64) {
-        handler(task)?.taskDidSend(totalBytesSent: totalBytesSent, totalBytesExpected: totalBytesExpectedToSend)
-    }
-
-    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
-        let handler = lock.withLock { handlers.removeValue(forKey: task.taskIdentifier) }
-        handler?.taskDidComplete(error: error)
-    }
-
-    // Redirects are not part of the contract; follow none, so an answer is what it says.
-    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-                    newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
-        completionHandler(nil)
     }
 }
 

@@ -4,7 +4,17 @@ import Foundation
 /// Everything `practiced` can be told, with its defaults. Resolved by
 /// ``ConfigurationLoader`` from the config file, then the environment, then flags.
 public struct DaemonConfiguration: Equatable, Sendable {
+    /// The backend client's settings for this configuration.
+    public var backend: BackendConfiguration {
+        var backend = BackendConfiguration(baseURL: backendURL)
+        backend.caFile = backendCAFile
+        return backend
+    }
+
     public var backendURL = URL(string: "http://127.0.0.1:8000")!
+    /// The CAs (a PEM file) an `https://` backend's certificate must chain to; nil trusts
+    /// the system's CA store.
+    public var backendCAFile: String?
     /// The learner's id for the backend; generated once and kept in the state directory
     /// when not given.
     public var userID: String?
@@ -188,6 +198,13 @@ struct ConfigurationKey: Sendable {
                              configuration.backendURL = url
                              return true
                          }, current: { $0.backendURL.absoluteString }),
+        ConfigurationKey(name: "backend.ca_file", allowed: "an absolute path to a PEM file of CA certificates, or empty for the system's CA store",
+                         help: "whom an https:// backend's certificate must chain to (a private CA)",
+                         apply: { configuration, text in
+                             guard text.isEmpty || (text.hasPrefix("/") && !text.contains("\0")) else { return false }
+                             configuration.backendCAFile = text.isEmpty ? nil : text
+                             return true
+                         }, current: { $0.backendCAFile ?? "" }),
         .text("user.id", help: "the learner's id (generated once and kept in the state directory when empty)", \.userID),
         .text("user.name", help: "the learner's name, sent with new sessions", \.userName),
         .device("capture.device", help: "the microphone", \.captureDevice),

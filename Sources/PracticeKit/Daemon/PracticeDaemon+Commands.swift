@@ -102,8 +102,7 @@ extension PracticeDaemon {
     }
 
     func checkBackend(then done: @escaping @Sendable () -> Void) {
-        let url = lock.withLock { configuration.backendURL }
-        var probeConfiguration = BackendConfiguration(baseURL: url)
+        var probeConfiguration = lock.withLock { configuration.backend }
         probeConfiguration.requestTimeout = 3
         probeConfiguration.retry = .none
         let client = BackendClient(configuration: probeConfiguration)

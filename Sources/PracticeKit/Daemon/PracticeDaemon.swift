@@ -82,7 +82,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         self.sink = FilteringLogSink(sink, threshold: configuration.logLevel)
         self.logger = Logger(category: "practiced", sink: self.sink, threshold: .debug)
         self.notifier = notifier
-        self.backend = BackendClient(configuration: BackendConfiguration(baseURL: configuration.backendURL), logger: logger.named("backend"))
+        self.backend = BackendClient(configuration: configuration.backend, logger: logger.named("backend"))
     }
 
     // MARK: - Life cycle
@@ -164,8 +164,8 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         let old = lock.withLock { configuration }
         lock.withLock { configuration = newConfiguration }
         sink.threshold = newConfiguration.logLevel
-        if old.backendURL != newConfiguration.backendURL {
-            backend = BackendClient(configuration: BackendConfiguration(baseURL: newConfiguration.backendURL), logger: logger.named("backend"))
+        if old.backendURL != newConfiguration.backendURL || old.backendCAFile != newConfiguration.backendCAFile {
+            backend = BackendClient(configuration: newConfiguration.backend, logger: logger.named("backend"))
             lock.withLock { backendProbe = BackendProbe() }
         }
         if let id = try? ConfigurationLoader.userID(for: newConfiguration) { lock.withLock { userID = id } }

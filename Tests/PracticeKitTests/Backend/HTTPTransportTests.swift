@@ -117,9 +117,8 @@ final class HTTPTransportTests: XCTestCase {
         }
     }
 
-    func testHTTPSGoesThroughURLSession() async throws {
-        // No TLS server here: a closed port shows the call took URLSession's path and its
-        // refusal maps like ours.
+    func testHTTPSToAClosedPortIsRefusedAsSentNothing() async throws {
+        // No TLS server here: a refused connect is the same failure over https://.
         let closed = try SimulatorHarness.closedPortURL()
         var components = URLComponents(url: closed, resolvingAgainstBaseURL: false)!
         components.scheme = "https"

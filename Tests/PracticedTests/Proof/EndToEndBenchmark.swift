@@ -18,9 +18,23 @@ final class EndToEndBenchmark: XCTestCase {
     }
 
     func testLatenciesCPUAndMemoryOverRealTurns() throws {
+        try measure(tls: false)
+    }
+
+    /// The same over `https://` (practice-sim behind stunnel4): the client's own TLS must
+    /// cost about what plain HTTP does. `.ci/proof e2e-https` runs it; CI runs the HTTPS
+    /// conversation in ConversationTests instead.
+    func testLatenciesCPUAndMemoryOverHTTPS() throws {
+        guard ProcessInfo.processInfo.environment["PRACTICED_E2E_HTTPS"] != nil else {
+            throw XCTSkip("set PRACTICED_E2E_HTTPS=1 (bash .ci/proof e2e-https) to measure over https://")
+        }
+        try measure(tls: true)
+    }
+
+    private func measure(tls: Bool) throws {
         let turns = ProofRun.size("PRACTICED_E2E_TURNS", default: 10)
         let perSession = 20
-        rig = try KioskRig(arguments: ["--audio-idle-close-s", "2", "--log-level", "info"]) { $0.pace = 1 }
+        rig = try KioskRig(arguments: ["--audio-idle-close-s", "2", "--log-level", "info"], tls: tls) { $0.pace = 1 }
         let watcher = try rig.watcher()
         let control = try rig.daemon.client()
         var endToUpload: [Double] = [], firstAudioToDevice: [Double] = [], streamEndToFinished: [Double] = [], roundTrip: [Double] = []
@@ -65,7 +79,7 @@ final class EndToEndBenchmark: XCTestCase {
         XCTAssertTrue(Poll.until(timeout: 10) { (try? control.request("status")["devices"]?["playback"]?["state"]?.stringValue) == "idle" })
         let idle = try ProcessStatistics.idle(pid: rig.daemon.process.pid, seconds: 10)
 
-        ProofRun.report("e2e: \(turns) turns over \(String(format: "%.1f", conversation / 60)) min of conversation (practice-sim at real pace, PulseAudio null sink)")
+        ProofRun.report("e2e: \(turns) turns over \(String(format: "%.1f", conversation / 60)) min of conversation (practice-sim at real pace\(tls ? " over https:// through stunnel4" : ""), PulseAudio null sink)")
         ProofRun.report("e2e: end of turn → upload start ms \(Percentiles(endToUpload))")
         ProofRun.report("e2e: first SSE audio event → first sample to the device ms \(Percentiles(firstAudioToDevice))")
         ProofRun.report("e2e: reply stream end → playback finished ms \(Percentiles(streamEndToFinished))")

@@ -7,9 +7,10 @@ import FoundationNetworking
 import Glibc
 #endif
 
-/// The backend client's own HTTP/1.1 transport for `http://` URLs: non-blocking sockets
-/// on Dispatch sources, keep-alive connections kept in a small pool, responses parsed as
-/// they arrive by ``HTTPResponseParser``.
+/// The backend client's own HTTP/1.1 transport for `http://` and `https://` URLs:
+/// non-blocking sockets on Dispatch sources, TLS through the system's OpenSSL
+/// (``TLSSession``), keep-alive connections kept in a small pool, responses parsed as they
+/// arrive by ``HTTPResponseParser``.
 ///
 /// Why not URLSession: on Linux, FoundationNetworking drives libcurl through Dispatch and
 /// never disarms a socket's write source once curl stops asking to write, so for the whole
@@ -34,11 +35,32 @@ final class HTTPClient: HTTPConnectionOwner, @unchecked Sendable {
     /// One receive buffer for every connection: all reads run on the one queue.
     let receiveBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
 
-    init(queue: DispatchQueue) { self.queue = queue }
+    /// Where `https://` trust comes from: a PEM file of CAs, or the system's store when nil.
+    private let caFile: String?
+    /// Made on the first `https://` request (loading the CA store takes a few milliseconds);
+    /// a failure is not kept, so a CA file put right is read at the next request.
+    private var tlsContext: TLSContext?
+
+    init(queue: DispatchQueue, caFile: String? = nil) {
+        self.queue = queue
+        self.caFile = caFile
+    }
+
+    /// The shared TLS context (on the queue).
+    func tls() -> Result<TLSContext, TLSError> {
+        if let tlsContext { return .success(tlsContext) }
+        do throws(TLSError) {
+            let made = try TLSContext(caFile: caFile)
+            tlsContext = made
+            return .success(made)
+        } catch {
+            return .failure(error)
+        }
+    }
 
     deinit { receiveBuffer.deallocate() }
 
-    static func handles(_ url: URL?) -> Bool { url?.scheme?.lowercased() == "http" }
+    static func handles(_ url: URL?) -> Bool { ["http", "https"].contains(url?.scheme?.lowercased()) }
 
     /// Starts the request; nil when the client is closed or the URL is not one it handles.
     func start(_ request: URLRequest, body: Data?, handler: TaskHandler) -> HTTPExchange? {
@@ -98,18 +120,21 @@ final class HTTPClient: HTTPConnectionOwner, @unchecked Sendable {
 struct HTTPEndpoint {
     var host: String
     var port: UInt16
+    /// `https://`: the connection is TLS.
+    var tls: Bool
     /// The `Host` header: the host as written, with the port unless it is the default.
     var hostHeader: String
     /// The request target: path and query, percent-encoded as given.
     var target: String
-    var key: String { "\(host):\(port)" }
+    var key: String { "\(tls ? "https" : "http")://\(host):\(port)" }
 
     init?(url: URL) {
         guard HTTPClient.handles(url), let components = URLComponents(url: url, resolvingAgainstBaseURL: true),
               var host = components.host, !host.isEmpty else { return nil }
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         self.host = host
-        port = UInt16(components.port ?? 80)
+        tls = url.scheme?.lowercased() == "https"
+        port = UInt16(components.port ?? (tls ? 443 : 80))
         let written = host.contains(":") ? "[\(host)]" : host
         hostHeader = components.port.map { "\(written):\($0)" } ?? written
         let path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath

@@ -37,6 +37,9 @@ final class HTTPConnection {
     weak var owner: HTTPConnectionOwner?
     /// When it last finished a response (for the pool's age limit).
     var idleSince = DispatchTime.now()
+    /// The connection's TLS once its handshake is done (`https://`): reads and writes go
+    /// through it.
+    var tls: TLSSession?
 
     init(fd: Int32, key: String, queue: DispatchQueue) {
         self.fd = fd
@@ -78,6 +81,7 @@ final class HTTPConnection {
     /// Reads what is there: the byte count, 0 at the server's close, or an errno
     /// (EAGAIN when nothing is waiting).
     func read(into buffer: UnsafeMutableRawBufferPointer) -> Result<Int, Errno> {
+        if let tls { return tls.read(into: buffer) }
         while true {
             let n = recv(fd, buffer.baseAddress, buffer.count, 0)
             if n >= 0 { return .success(n) }
@@ -88,6 +92,7 @@ final class HTTPConnection {
 
     /// Sends what the socket takes now: the count (perhaps 0 when full) or the error.
     func send(_ bytes: UnsafeRawBufferPointer) -> Result<Int, Errno> {
+        if let tls { return tls.send(bytes) }
         while true {
             let n = Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
             if n >= 0 { return .success(n) }

@@ -35,6 +35,8 @@ final class HTTPExchange: TransportTask, HTTPConnectionOwner, @unchecked Sendabl
     private var answered = false
     /// A connect is in progress on `connection`.
     private var connecting = false
+    /// A TLS handshake is in progress on `connection`.
+    private var handshake: TLSSession?
     private var finished = false
     /// Addresses still to try, and the last connect failure.
     private var addresses: ArraySlice<SocketAddress> = []
@@ -140,7 +142,7 @@ final class HTTPExchange: TransportTask, HTTPConnectionOwner, @unchecked Sendabl
         // The read source comes first (see HTTPConnection on hang-ups), but not before the
         // connect: a socket not yet connecting reports a hang-up of its own.
         connection.startReading()
-        if status == 0 { return send() }
+        if status == 0 { return connected(connection) }
         connecting = true
         connection.whenWritable { [self] in settleConnect(connection) }
     }
@@ -155,11 +157,47 @@ final class HTTPExchange: TransportTask, HTTPConnectionOwner, @unchecked Sendabl
         var error: Int32 = 0
         var length = socklen_t(MemoryLayout<Int32>.size)
         if getsockopt(connection.fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0 { error = errno }
-        if error == 0 { return send() }
+        if error == 0 { return connected(connection) }
         connectError = Errno(rawValue: error)
         self.connection = nil
         connection.close()
         tryNextAddress()
+    }
+
+    /// TCP is up: over `https://` the TLS handshake comes first, then the request.
+    private func connected(_ connection: HTTPConnection) {
+        guard endpoint.tls else { return send() }
+        switch client.tls() {
+        case .failure(let error):
+            fail(URLError(.secureConnectionFailed, error.description))
+        case .success(let context):
+            do throws(TLSError) {
+                handshake = try TLSSession(context: context, fd: connection.fd, host: endpoint.host)
+                continueHandshake(connection)
+            } catch {
+                fail(URLError(.secureConnectionFailed, error.description))
+            }
+        }
+    }
+
+    /// Moves the handshake on; it resumes when the socket is readable (the read source
+    /// calls ``connectionIsReadable(_:)``) or writable.
+    private func continueHandshake(_ connection: HTTPConnection) {
+        guard !finished, let session = handshake, self.connection === connection else { return }
+        switch session.handshake() {
+        case .done:
+            handshake = nil
+            connection.tls = session
+            send()
+        case .wantRead:
+            break
+        case .wantWrite:
+            connection.whenWritable { [self] in continueHandshake(connection) }
+        case .failed(let error):
+            // Certificates and names are not the network's fault: no other address or
+            // retry would change them. The message says which check failed.
+            fail(URLError(error.description.contains("certificate") ? .serverCertificateUntrusted : .secureConnectionFailed, error.description))
+        }
     }
 
     private func use(_ kept: HTTPConnection) {
@@ -201,6 +239,7 @@ final class HTTPExchange: TransportTask, HTTPConnectionOwner, @unchecked Sendabl
     /// last bytes only once, so a handler that reads once and returns never hears it.
     func connectionIsReadable(_ connection: HTTPConnection) {
         if connecting { settleConnect(connection) }
+        if handshake != nil { return continueHandshake(connection) }
         let buffer = client.receiveBuffer
         while !finished, connection === self.connection {
             switch connection.read(into: buffer) {
