@@ -14,6 +14,8 @@ public struct ProcessStatistics: Sendable, CustomStringConvertible {
     public var contextSwitches: Int { switchesByThread.values.reduce(0, +) }
     /// Thread names (`comm`), for a report of what was left behind.
     public var threadNames: [String]
+    /// CPU seconds of each live thread, by thread id, with its name.
+    public var cpuByThread: [String: (name: String, seconds: Double)]
 
     public init(pid: pid_t) throws {
         let base = "/proc/\(pid)"
@@ -31,7 +33,14 @@ public struct ProcessStatistics: Sendable, CustomStringConvertible {
         threads = tasks.count
         var switches: [String: Int] = [:]
         var names: [String] = []
+        var cpu: [String: (name: String, seconds: Double)] = [:]
         for task in tasks {
+            if let stat = try? String(contentsOfFile: "\(base)/task/\(task)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")"),
+               let open = stat.firstIndex(of: "(") {
+                let fields = stat[stat.index(after: close)...].split(separator: " ")
+                let name = String(stat[stat.index(after: open)..<close])
+                cpu[task] = (name, ((Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)) / ticks)
+            }
             guard let text = try? String(contentsOfFile: "\(base)/task/\(task)/status", encoding: .utf8) else { continue }
             switches[task] = Self.kilobytes("voluntary_ctxt_switches", in: text) + Self.kilobytes("nonvoluntary_ctxt_switches", in: text)
             if let name = try? String(contentsOfFile: "\(base)/task/\(task)/comm", encoding: .utf8) {
@@ -40,6 +49,18 @@ public struct ProcessStatistics: Sendable, CustomStringConvertible {
         }
         switchesByThread = switches
         threadNames = names.sorted()
+        cpuByThread = cpu
+    }
+
+    /// CPU seconds each thread name used between `earlier` and this reading (threads that
+    /// ended in between are not counted; threads born in between count from zero), largest
+    /// first.
+    public func cpuByName(since earlier: ProcessStatistics) -> [(name: String, seconds: Double)] {
+        var byName: [String: Double] = [:]
+        for (task, now) in cpuByThread {
+            byName[now.name, default: 0] += now.seconds - (earlier.cpuByThread[task]?.seconds ?? 0)
+        }
+        return byName.map { ($0.key, $0.value) }.sorted { $0.seconds > $1.seconds }
     }
 
     /// The number after `key:` in a `status` file (kB for memory lines, a count otherwise).

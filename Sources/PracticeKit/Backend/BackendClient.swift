@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// The practice backend's client: every endpoint of the contract, over the daemon's own
 /// HTTP/1.1 transport (``BackendTransport``), `http://` or `https://`.
@@ -92,7 +89,7 @@ public final class BackendClient: Sendable {
         return stream(request, body: body, onEvent: onEvent)
     }
 
-    private func stream(_ request: URLRequest, body: Data?, onEvent: @escaping ReplyStream.EventHandler) -> ReplyStream {
+    private func stream(_ request: HTTPRequest, body: Data?, onEvent: @escaping ReplyStream.EventHandler) -> ReplyStream {
         let stream = ReplyStream(owner: self, transport: transport, request: request, body: body, configuration: configuration,
                                  logger: logger, onEvent: onEvent)
         stream.begin()
@@ -120,12 +117,10 @@ public final class BackendClient: Sendable {
         return segment.addingPercentEncoding(withAllowedCharacters: allowed) ?? segment
     }
 
-    private func makeRequest(_ method: String, _ path: String, accept: String = "application/json") -> URLRequest {
+    private func makeRequest(_ method: String, _ path: String, accept: String = "application/json") -> HTTPRequest {
         let base = configuration.baseURL.absoluteString.hasSuffix("/") ? configuration.baseURL.absoluteString : configuration.baseURL.absoluteString + "/"
-        var request = URLRequest(url: URL(string: base + path)!)
-        request.httpMethod = method
+        var request = HTTPRequest(url: URL(string: base + path)!, method: method)
         request.setValue(accept, forHTTPHeaderField: "Accept")
-        request.timeoutInterval = 3600  // the client's own deadlines apply
         return request
     }
 
@@ -172,7 +167,7 @@ public final class BackendClient: Sendable {
     }
 
     /// One attempt: the request, its answer, or why there is none.
-    private func perform(_ request: URLRequest, body: Data?) async -> Result<(HTTPURLResponse, Data), BackendError> {
+    private func perform(_ request: HTTPRequest, body: Data?) async -> Result<(HTTPResponse, Data), BackendError> {
         let box = ExchangeBox()
         let timeout = configuration.requestTimeout
         return await withTaskCancellationHandler {

@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// What went wrong talking to the backend, typed so that callers can react: retry, tell
 /// the learner, make a new session.
@@ -48,21 +45,14 @@ public enum BackendError: Error, Equatable, Sendable, CustomStringConvertible {
 
     private static func format(_ seconds: Double) -> String { String(format: "%.1f", seconds) }
 
-    /// Maps a URLSession error. Connection refused and unresolvable names mean the request
+    /// Maps a transport error. Connection refused and unresolvable names mean the request
     /// never left; everything else may have reached the server.
-    static func from(urlError error: Error) -> BackendError {
-        let nsError = error as NSError
-        if nsError.domain == NSURLErrorDomain {
-            switch nsError.code {
-            case NSURLErrorCancelled:
-                return .cancelled
-            case NSURLErrorCannotConnectToHost, NSURLErrorCannotFindHost, NSURLErrorDNSLookupFailed, NSURLErrorNotConnectedToInternet:
-                return .transport(code: nsError.code, message: nsError.localizedDescription, sentNothing: true)
-            default:
-                return .transport(code: nsError.code, message: nsError.localizedDescription, sentNothing: false)
-            }
+    static func from(transportError error: Error) -> BackendError {
+        guard let error = error as? TransportError else {
+            return .transport(code: 0, message: "\(error)", sentNothing: false)
         }
-        return .transport(code: nsError.code, message: nsError.localizedDescription, sentNothing: false)
+        if error.code == .cancelled { return .cancelled }
+        return .transport(code: error.code.rawValue, message: error.message, sentNothing: error.sentNothing)
     }
 
     /// Reads an error answer in any of the server's three shapes.
@@ -91,7 +81,7 @@ public enum BackendError: Error, Equatable, Sendable, CustomStringConvertible {
         }
         // text/plain (500 Internal Server Error) or anything else: the first line, bounded.
         let text = String(decoding: body.prefix(200), as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
-        return .http(status: status, detail: text.isEmpty ? HTTPURLResponse.localizedString(forStatusCode: status) : text)
+        return .http(status: status, detail: text.isEmpty ? HTTPResponse.reason(forStatusCode: status) : text)
     }
 }
 

@@ -1,11 +1,8 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// Receives one URLSession task's callbacks, on the transport's serial queue.
 protocol TaskHandler: AnyObject, Sendable {
-    func taskDidReceive(response: HTTPURLResponse)
+    func taskDidReceive(response: HTTPResponse)
     func taskDidReceive(data: Data)
     func taskDidSend(totalBytesSent: Int64, totalBytesExpected: Int64)
     func taskDidComplete(error: Error?)
@@ -38,7 +35,7 @@ final class BackendTransport: @unchecked Sendable {
 
     /// Starts a task; the handler gets its callbacks until it completes. Nil once the
     /// transport is invalidated, or for a URL that is neither `http://` nor `https://`.
-    func start(_ request: URLRequest, body: Data?, handler: TaskHandler) -> TransportTask? {
+    func start(_ request: HTTPRequest, body: Data?, handler: TaskHandler) -> TransportTask? {
         http.start(request, body: body, handler: handler)
     }
 
@@ -50,10 +47,10 @@ final class BackendTransport: @unchecked Sendable {
 
 /// One REST attempt: collects the answer, enforces the call's deadline.
 final class RESTExchange: TaskHandler, @unchecked Sendable {
-    typealias Completion = @Sendable (Result<(HTTPURLResponse, Data), BackendError>) -> Void
+    typealias Completion = @Sendable (Result<(HTTPResponse, Data), BackendError>) -> Void
 
     private let lock = NSLock()
-    private var response: HTTPURLResponse?
+    private var response: HTTPResponse?
     private var body = Data()
     private var completion: Completion?
     private var task: TransportTask?
@@ -90,16 +87,16 @@ final class RESTExchange: TaskHandler, @unchecked Sendable {
         task?.cancel()
     }
 
-    func taskDidReceive(response: HTTPURLResponse) { lock.withLock { self.response = response } }
+    func taskDidReceive(response: HTTPResponse) { lock.withLock { self.response = response } }
     func taskDidReceive(data: Data) { lock.withLock { body.append(data) } }
     func taskDidSend(totalBytesSent: Int64, totalBytesExpected: Int64) {}
 
     func taskDidComplete(error: Error?) {
-        let (completion, result): (Completion?, Result<(HTTPURLResponse, Data), BackendError>) = lock.withLock {
+        let (completion, result): (Completion?, Result<(HTTPResponse, Data), BackendError>) = lock.withLock {
             let completion = self.completion
             self.completion = nil
             if let endReason { return (completion, .failure(endReason)) }
-            if let error { return (completion, .failure(BackendError.from(urlError: error))) }
+            if let error { return (completion, .failure(BackendError.from(transportError: error))) }
             guard let response else { return (completion, .failure(.invalidResponse("no HTTP response"))) }
             return (completion, .success((response, body)))
         }

@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// One reply stream in flight: `/start`, `/chat` or `/chat/text`.
 ///
@@ -16,7 +13,7 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
     public typealias EventHandler = @Sendable (ReplyEvent) -> Void
 
     private let transport: BackendTransport
-    private let request: URLRequest
+    private let request: HTTPRequest
     private let body: Data?
     private let configuration: BackendConfiguration
     private let logger: Logger
@@ -32,7 +29,7 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
     private var summary = ReplySummary()
     private var attempt = 0
     private var task: TransportTask?
-    private var response: HTTPURLResponse?
+    private var response: HTTPResponse?
     private var errorBody = Data()
     private var started = false
     private var abortReason: BackendError?
@@ -52,7 +49,7 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
     private var result: Result<ReplySummary, BackendError>?
     private var waiters: [@Sendable (Result<ReplySummary, BackendError>) -> Void] = []
 
-    init(owner: AnyObject, transport: BackendTransport, request: URLRequest, body: Data?, configuration: BackendConfiguration,
+    init(owner: AnyObject, transport: BackendTransport, request: HTTPRequest, body: Data?, configuration: BackendConfiguration,
          logger: Logger, onEvent: @escaping EventHandler) {
         self.owner = owner
         self.transport = transport
@@ -61,7 +58,7 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
         self.configuration = configuration
         self.logger = logger
         self.handler = onEvent
-        self.label = "\(request.httpMethod ?? "POST") \(request.url?.path ?? "?")"
+        self.label = "\(request.httpMethod) \(request.url.path)"
     }
 
     func begin() {
@@ -163,7 +160,7 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
 
     // MARK: - Task callbacks (on the queue)
 
-    func taskDidReceive(response: HTTPURLResponse) {
+    func taskDidReceive(response: HTTPResponse) {
         self.response = response
         armIdleTimer()
         let elapsed = Self.milliseconds(since: startTime)
@@ -197,7 +194,7 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
             if let abortReason {
                 summary.end = abortReason == .cancelled ? .cancelled : .interrupted(abortReason)
             } else if let error {
-                summary.end = .interrupted(BackendError.from(urlError: error))
+                summary.end = .interrupted(BackendError.from(transportError: error))
             } else {
                 summary.end = sawDone ? .done : .endedWithoutDone
             }
@@ -208,13 +205,13 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
         if let abortReason {
             failure = abortReason
         } else if let error {
-            failure = BackendError.from(urlError: error)
+            failure = BackendError.from(transportError: error)
         } else if let response {
             failure = BackendError.from(status: response.statusCode, contentType: response.value(forHTTPHeaderField: "Content-Type"), body: errorBody)
         } else {
             failure = .invalidResponse("no HTTP response")
         }
-        let method = request.httpMethod ?? "POST"
+        let method = request.httpMethod
         if configuration.retry.shouldRetry(failure, method: method, attempt: attempt) {
             let delay = configuration.retry.delay(afterAttempt: attempt)
             logger.info("\(label): \(failure); retrying in \(Int(delay * 1000)) ms (attempt \(attempt + 1))")

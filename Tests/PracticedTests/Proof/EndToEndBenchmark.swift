@@ -41,6 +41,7 @@ final class EndToEndBenchmark: XCTestCase {
         var conversation = 0.0  // seconds of sessions, greetings included
         var cpu = 0.0
 
+        let first = try rig.statistics()
         var done = 0
         while done < turns {
             let sessionStart = Date()
@@ -87,6 +88,9 @@ final class EndToEndBenchmark: XCTestCase {
         ProofRun.report(String(format: "e2e: daemon CPU %.2f s per minute of conversation (%.2f %% of a core); rss %.1f MB, peak %.1f MB; %d threads, %d fds",
                                cpu / (conversation / 60), cpu / conversation * 100, Double(end.residentBytes) / 1_048_576,
                                Double(end.peakResidentBytes) / 1_048_576, end.threads, end.fileDescriptors))
+        let perMinute = 60 / conversation
+        ProofRun.report("e2e: CPU by thread, s per minute of conversation: " + end.cpuByName(since: first).filter { $0.seconds > 0 }
+            .map { String(format: "%@ %.2f", $0.name, $0.seconds * perMinute) }.joined(separator: ", "))
         ProofRun.report(String(format: "e2e: idle (devices closed): %.2f wake-ups/s, %.3f %% of a core", idle.wakeupsPerSecond, idle.coreShare * 100))
     }
 }

@@ -1,8 +1,5 @@
 import AudioKernel
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -63,11 +60,11 @@ final class HTTPClient: HTTPConnectionOwner, @unchecked Sendable {
     static func handles(_ url: URL?) -> Bool { ["http", "https"].contains(url?.scheme?.lowercased()) }
 
     /// Starts the request; nil when the client is closed or the URL is not one it handles.
-    func start(_ request: URLRequest, body: Data?, handler: TaskHandler) -> HTTPExchange? {
-        guard let url = request.url, let endpoint = HTTPEndpoint(url: url) else { return nil }
-        let exchange = HTTPExchange(client: self, endpoint: endpoint, request: request, body: body ?? request.httpBody, handler: handler)
+    func start(_ request: HTTPRequest, body: Data?, handler: TaskHandler) -> HTTPExchange? {
+        guard let endpoint = HTTPEndpoint(url: request.url) else { return nil }
+        let exchange = HTTPExchange(client: self, endpoint: endpoint, request: request, body: body, handler: handler)
         queue.async { [self] in
-            guard !invalidated else { return exchange.fail(URLError(.cancelled, "the backend client is closed")) }
+            guard !invalidated else { return exchange.fail(TransportError(.cancelled, "the backend client is closed")) }
             active[ObjectIdentifier(exchange)] = exchange
             exchange.begin()
         }
@@ -78,7 +75,7 @@ final class HTTPClient: HTTPConnectionOwner, @unchecked Sendable {
     func invalidate() {
         queue.async { [self] in
             invalidated = true
-            for exchange in active.values { exchange.fail(URLError(.cancelled, "the backend client is closed")) }
+            for exchange in active.values { exchange.fail(TransportError(.cancelled, "the backend client is closed")) }
             for connection in idle.values.joined() { connection.close() }
             idle = [:]
         }
@@ -143,14 +140,14 @@ struct HTTPEndpoint {
 
     /// The host's addresses: numeric ones at once, names through the resolver (which may
     /// block, so callers run this off their queue).
-    static func resolve(_ host: String, port: UInt16) -> Result<[SocketAddress], URLError> {
+    static func resolve(_ host: String, port: UInt16) -> Result<[SocketAddress], TransportError> {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         hints.ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, String(port), &hints, &list)
         guard status == 0, let list else {
-            return .failure(URLError(.cannotFindHost, "cannot resolve \(host): \(String(cString: gai_strerror(status)))"))
+            return .failure(TransportError(.cannotFindHost, "cannot resolve \(host): \(String(cString: gai_strerror(status)))"))
         }
         defer { freeaddrinfo(list) }
         var addresses: [SocketAddress] = []
@@ -163,7 +160,7 @@ struct HTTPEndpoint {
             }
             entry = current.pointee.ai_next
         }
-        return addresses.isEmpty ? .failure(URLError(.cannotFindHost, "\(host) has no IPv4 or IPv6 address")) : .success(addresses)
+        return addresses.isEmpty ? .failure(TransportError(.cannotFindHost, "\(host) has no IPv4 or IPv6 address")) : .success(addresses)
     }
 
     /// Whether the host is an address literal (resolving it does not block).
@@ -178,12 +175,4 @@ struct SocketAddress {
     var storage: sockaddr_storage
     var length: socklen_t
     var family: Int32
-}
-
-extension URLError {
-    /// An error of the URL loading domain with our own message, so that ``BackendError``
-    /// maps it as it maps URLSession's.
-    init(_ code: URLError.Code, _ message: String) {
-        self.init(code, userInfo: [NSLocalizedDescriptionKey: message])
-    }
 }

@@ -1,8 +1,5 @@
 import AudioKernel
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,7 +8,7 @@ import Glibc
 /// head and body, parse the answer as it arrives and hand it to the task's handler.
 ///
 /// The handler hears exactly what URLSession's delegate would: the response head, the body
-/// in pieces, upload progress, then one completion (nil, or a `URLError`). When a kept
+/// in pieces, upload progress, then one completion (nil, or a `TransportError`). When a kept
 /// connection turns out to be closed by the server before any byte of an answer, the
 /// request goes once more on a fresh connection, as curl and browsers do: the server's
 /// idle close raced the request. (Should the server have acted on it anyway, the backend's
@@ -19,7 +16,6 @@ import Glibc
 final class HTTPExchange: TransportTask, HTTPConnectionOwner, @unchecked Sendable {
     private let client: HTTPClient
     private let endpoint: HTTPEndpoint
-    private let url: URL
     private let head: [UInt8]
     private let body: Data?
     private var queue: DispatchQueue { client.queue }
@@ -42,15 +38,14 @@ final class HTTPExchange: TransportTask, HTTPConnectionOwner, @unchecked Sendabl
     private var addresses: ArraySlice<SocketAddress> = []
     private var connectError: Errno?
 
-    init(client: HTTPClient, endpoint: HTTPEndpoint, request: URLRequest, body: Data?, handler: TaskHandler) {
+    init(client: HTTPClient, endpoint: HTTPEndpoint, request: HTTPRequest, body: Data?, handler: TaskHandler) {
         self.client = client
         self.endpoint = endpoint
-        self.url = request.url!
         self.body = body
         self.handler = handler
-        let method = request.httpMethod ?? "GET"
+        let method = request.httpMethod
         parser = HTTPResponseParser(requestHasBody: method != "HEAD")
-        head = Self.head(method: method, endpoint: endpoint, fields: request.allHTTPHeaderFields ?? [:], bodyLength: body?.count)
+        head = Self.head(method: method, endpoint: endpoint, fields: request.headerFields, bodyLength: body?.count)
     }
 
     /// The request head: the caller's fields, with framing fields of our own.
@@ -76,7 +71,7 @@ final class HTTPExchange: TransportTask, HTTPConnectionOwner, @unchecked Sendabl
 
     /// Stops the exchange; its completion reports `cancelled`.
     func cancel() {
-        queue.async { [self] in fail(URLError(.cancelled, "cancelled")) }
+        queue.async { [self] in fail(TransportError(.cancelled, "cancelled")) }
     }
 
     // MARK: - Steps (on the queue)
@@ -102,7 +97,7 @@ final class HTTPExchange: TransportTask, HTTPConnectionOwner, @unchecked Sendabl
         }
     }
 
-    private func resolved(_ result: Result<[SocketAddress], URLError>) {
+    private func resolved(_ result: Result<[SocketAddress], TransportError>) {
         guard !finished else { return }
         switch result {
         case .failure(let error): fail(error)
@@ -117,7 +112,7 @@ final class HTTPExchange: TransportTask, HTTPConnectionOwner, @unchecked Sendabl
         guard !finished else { return }
         guard var address = addresses.popFirst() else {
             let reason = connectError?.description ?? "no address"
-            return fail(URLError(.cannotConnectToHost, "cannot connect to \(endpoint.key): \(reason)"))
+            return fail(TransportError(.cannotConnectToHost, "cannot connect to \(endpoint.key): \(reason)"))
         }
         let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else {
@@ -169,13 +164,13 @@ final class HTTPExchange: TransportTask, HTTPConnectionOwner, @unchecked Sendabl
         guard endpoint.tls else { return send() }
         switch client.tls() {
         case .failure(let error):
-            fail(URLError(.secureConnectionFailed, error.description))
+            fail(TransportError(.secureConnectionFailed, error.description))
         case .success(let context):
             do throws(TLSError) {
                 handshake = try TLSSession(context: context, fd: connection.fd, host: endpoint.host)
                 continueHandshake(connection)
             } catch {
-                fail(URLError(.secureConnectionFailed, error.description))
+                fail(TransportError(.secureConnectionFailed, error.description))
             }
         }
     }
@@ -196,7 +191,7 @@ final class HTTPExchange: TransportTask, HTTPConnectionOwner, @unchecked Sendabl
         case .failed(let error):
             // Certificates and names are not the network's fault: no other address or
             // retry would change them. The message says which check failed.
-            fail(URLError(error.description.contains("certificate") ? .serverCertificateUntrusted : .secureConnectionFailed, error.description))
+            fail(TransportError(error.description.contains("certificate") ? .serverCertificateUntrusted : .secureConnectionFailed, error.description))
         }
     }
 
@@ -270,9 +265,7 @@ final class HTTPExchange: TransportTask, HTTPConnectionOwner, @unchecked Sendabl
                 case .head(let head):
                     var fields: [String: String] = [:]
                     for field in head.fields { fields[field.name] = head.value(field.name) }
-                    if let response = HTTPURLResponse(url: url, statusCode: head.status, httpVersion: head.version, headerFields: fields) {
-                        handler?.taskDidReceive(response: response)
-                    }
+                    handler?.taskDidReceive(response: HTTPResponse(statusCode: head.status, headerFields: fields))
                 case .body(let piece):
                     handler?.taskDidReceive(data: Data(piece))
                 case .end:
@@ -282,7 +275,7 @@ final class HTTPExchange: TransportTask, HTTPConnectionOwner, @unchecked Sendabl
             // Bytes after a complete response answer no request: the connection is not reused.
             if parser.isComplete { complete(reusable: parser.keepAlive && sentAll && consumed == bytes.count) }
         } catch {
-            fail(URLError(.badServerResponse, "bad response from \(endpoint.key): \(error.description)"))
+            fail(TransportError(.badServerResponse, "bad response from \(endpoint.key): \(error.description)"))
         }
     }
 
@@ -298,7 +291,7 @@ final class HTTPExchange: TransportTask, HTTPConnectionOwner, @unchecked Sendabl
             return connectFresh()
         }
         // The request may have reached the server: not a "sent nothing" failure.
-        fail(URLError(.networkConnectionLost, "connection to \(endpoint.key) lost: \(reason)"))
+        fail(TransportError(.networkConnectionLost, "connection to \(endpoint.key) lost: \(reason)"))
     }
 
     private func complete(reusable: Bool) {
@@ -308,10 +301,10 @@ final class HTTPExchange: TransportTask, HTTPConnectionOwner, @unchecked Sendabl
         end(nil)
     }
 
-    func fail(_ error: URLError) { end(error) }
+    func fail(_ error: TransportError) { end(error) }
 
     /// The one way out: the connection closed unless kept, the handler told once.
-    private func end(_ error: URLError?) {
+    private func end(_ error: TransportError?) {
         guard !finished else { return }
         finished = true
         connection?.close()

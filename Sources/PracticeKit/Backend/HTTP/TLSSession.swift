@@ -57,7 +57,7 @@ struct TLSError: Error, CustomStringConvertible {
         while case let code = ERR_get_error(), code != 0 {
             var text = [CChar](repeating: 0, count: 256)
             ERR_error_string_n(code, &text, text.count)
-            reasons.append(String(cString: text))
+            reasons.append(String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
         }
         return TLSError(description: "TLS: \(doing) failed" + (reasons.isEmpty ? "" : ": " + reasons.joined(separator: "; ")))
     }
