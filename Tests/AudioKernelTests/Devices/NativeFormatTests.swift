@@ -113,11 +113,14 @@ final class NativeFormatPulseTests: PulseAudioTestCase {
 
     func testAnS16StereoSinkAt44kHzRecordsTheEnginesDitheredConversion() throws {
         if server.kind == .pipewire {
-            throw XCTSkip("""
-                pipewire-pulse presents every sink as float32 (PipeWire's own sample format; `pactl list short sinks` shows the \
-                s16le sink as float32le) and resamples a 44.1 kHz sink through its 48 kHz graph: there is no s16 sink whose bytes \
-                could equal the engine's. PipeWire's native path is the float32 48 kHz test.
-                """)
+            // pipewire-pulse presents every sink as float32 (PipeWire's own sample format) and
+            // resamples a 44.1 kHz sink through its 48 kHz graph: no s16 sink exists whose
+            // bytes could equal the engine's. What holds is that the sink says float32, so the
+            // engine opens it as float; PipeWire's native path is the float32 48 kHz test.
+            _ = try server.pactl(["load-module", "module-null-sink", "sink_name=cd", "format=s16le", "rate=44100", "channels=2"])
+            let sinks = try server.pactl(["list", "short", "sinks"])
+            XCTAssertTrue(sinks.split(separator: "\n").contains { $0.contains("\tcd\t") && $0.contains("float32le 2ch 44100Hz") }, sinks)
+            return
         }
         try playReply(sink: "cd", pulseFormat: "s16le", rate: 44_100, expected: StreamFormat(sampleRate: 44_100, channels: 2, sampleFormat: .s16))
     }

@@ -17,18 +17,10 @@ final class EndToEndBenchmark: XCTestCase {
         rig = nil
     }
 
+    /// Over `https://` (practice-sim behind stunnel4) with PRACTICED_E2E_HTTPS=1
+    /// (`bash .ci/proof e2e-https`): the client's own TLS must cost about what plain HTTP does.
     func testLatenciesCPUAndMemoryOverRealTurns() throws {
-        try measure(tls: false)
-    }
-
-    /// The same over `https://` (practice-sim behind stunnel4): the client's own TLS must
-    /// cost about what plain HTTP does. `.ci/proof e2e-https` runs it; CI runs the HTTPS
-    /// conversation in ConversationTests instead.
-    func testLatenciesCPUAndMemoryOverHTTPS() throws {
-        guard ProcessInfo.processInfo.environment["PRACTICED_E2E_HTTPS"] != nil else {
-            throw XCTSkip("set PRACTICED_E2E_HTTPS=1 (bash .ci/proof e2e-https) to measure over https://")
-        }
-        try measure(tls: true)
+        try measure(tls: ProcessInfo.processInfo.environment["PRACTICED_E2E_HTTPS"] != nil)
     }
 
     private func measure(tls: Bool) throws {
