@@ -17,6 +17,9 @@ final class KioskRig {
         /// A USB speaker at 48 kHz stereo float32 and a USB microphone at 48 kHz stereo s16:
         /// the engine converts both ways.
         case usb48kStereo
+        /// A speaker the microphone hears, with the sound server's echo canceller between
+        /// them (``EchoCancellingRoom``); the learner speaks into the room (``learnerSays(_:)``).
+        case echoCancellingRoom
     }
 
     let pulse: PulseAudioServer
@@ -33,7 +36,18 @@ final class KioskRig {
     static let learner2: [Int16] = try! WAVDecoder.decode(contentsOfFile: SimulatorHarness.samplesDirectory + "/learner-2.wav").samples
 
     let hardware: Hardware
-    private var sinkName: String { hardware == .speech ? "kiosk" : "usbspeaker" }
+    /// The sink the daemon plays to, the one whose monitor the rig hears, and the source the
+    /// daemon records.
+    private var sinkName: String {
+        switch hardware {
+        case .speech: "kiosk"
+        case .usb48kStereo: "usbspeaker"
+        case .echoCancellingRoom: EchoCancellingRoom.speaker
+        }
+    }
+    private var sourceName: String { hardware == .echoCancellingRoom ? EchoCancellingRoom.microphone : "mic" }
+    /// The learner's voice in the echo-cancelling room.
+    private var learnerVoice: StreamingPlayer?
 
     /// With `tls`, the daemon reaches practice-sim as `https://localhost` through Debian's
     /// stunnel4, trusting the test CA (`--backend-ca-file`).
@@ -53,7 +67,12 @@ final class KioskRig {
         var stream = AudioStreamConfiguration()
         stream.pulseServer = pulse.address
         // The rig hears the speaker's monitor at 24 kHz mono, whatever the sink runs.
-        speaker = try CaptureDevice(name: AudioDeviceName(parsing: "pulse:\(hardware == .speech ? "kiosk" : "usbspeaker").monitor"), configuration: stream)
+        let heardSink = hardware == .echoCancellingRoom ? EchoCancellingRoom.loudspeaker : hardware == .speech ? "kiosk" : "usbspeaker"
+        speaker = try CaptureDevice(name: AudioDeviceName(parsing: "pulse:\(heardSink).monitor"), configuration: stream)
+        if hardware == .echoCancellingRoom {
+            learnerVoice = try StreamingPlayer(device: AudioDeviceName(parsing: "pulse:\(EchoCancellingRoom.room)"), stream: stream) { _ in }
+            try learnerVoice?.start()
+        }
         let heard = heard
         try speaker.start(onPeriod: { period in
             let loud = period.reduce(0) { $0 + (abs(Int($1)) > 500 ? 1 : 0) }
@@ -70,7 +89,7 @@ final class KioskRig {
     func startDaemon() throws {
         let tlsArguments = tunnel.map { _ in ["--backend-ca-file", Self.certificates.caFile] } ?? []
         daemon = try DaemonHarness(backend: tunnel?.url(host: "localhost") ?? sim.baseURL, arguments: [
-            "--capture-device", "pulse:mic", "--playback-device", "pulse:\(sinkName)", "--review-poll-ms", "200", "--turn-retry-s", "20",
+            "--capture-device", "pulse:\(sourceName)", "--playback-device", "pulse:\(sinkName)", "--review-poll-ms", "200", "--turn-retry-s", "20",
         ] + tlsArguments + extraArguments, environment: ["PULSE_SERVER": pulse.address], directory: directory)
         daemon.keepsDirectory = true
     }
@@ -78,6 +97,7 @@ final class KioskRig {
     /// The microphone: a pipe source `mic` and its feeder.
     /// The USB speaker, a null sink of its own (the server's `kiosk` is 24 kHz mono).
     private static func plugSpeaker(_ pulse: PulseAudioServer, _ hardware: Hardware) throws {
+        if hardware == .echoCancellingRoom { _ = try EchoCancellingRoom(on: pulse) }
         guard hardware == .usb48kStereo else { return }
         _ = try pulse.pactl(["load-module", "module-null-sink", "sink_name=usbspeaker", "format=float32le", "rate=48000", "channels=2",
                              "norewinds=1"])
@@ -103,7 +123,17 @@ final class KioskRig {
         microphone = try Self.plugMicrophone(pulse, hardware)
     }
 
+    /// The learner speaks in the echo-cancelling room: the microphone hears it with the
+    /// speaker's echo.
+    func learnerSays(_ samples: [Int16]) {
+        guard let learnerVoice else { return XCTFail("only the echo-cancelling room has a learner's voice") }
+        learnerVoice.beginReply()
+        samples.withUnsafeBytes { learnerVoice.enqueue($0) }
+        learnerVoice.endReply()
+    }
+
     func stop() {
+        learnerVoice?.shutdown()
         microphone.stop()
         speaker.stop()
         daemon?.process.terminate(signal: SIGKILL)

@@ -139,6 +139,19 @@ public final class PulseAudioServer: @unchecked Sendable {
         try runTool("env", ["PULSE_SERVER=\(address)", "pactl"] + arguments)
     }
 
+    /// Loads a module that makes source `source` (a null sink's monitor, an echo
+    /// canceller's output) and waits until clients see it: PipeWire makes the node through
+    /// wireplumber a moment after pactl returns. The module's index.
+    @discardableResult
+    public func loadModule(_ arguments: [String], makingSource source: String) throws -> String {
+        let index = try pactl(["load-module"] + arguments).trimmingCharacters(in: .whitespacesAndNewlines)
+        try waitFor("the source \(source)") {
+            let sources = (try? self.pactl(["list", "short", "sources"])) ?? ""
+            return sources.split(separator: "\n").contains { $0.split(separator: "\t").dropFirst().first == Substring(source) }
+        }
+        return index
+    }
+
     /// ALSA configuration defining PCM `name` on this server, the way ALSA programs reach it:
     /// alsa-plugins' `pulse` PCM on PulseAudio, the `pipewire` PCM of pipewire-alsa on
     /// PipeWire. `pulseOptions` are added to the `pulse` PCM only.

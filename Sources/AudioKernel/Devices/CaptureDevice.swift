@@ -11,6 +11,7 @@ public final class CaptureDevice: @unchecked Sendable {
     public let configuration: AudioStreamConfiguration
     private let runner: DeviceRunner<CapturePath>
     private let opened = Locked<StreamFormat?>(nil)
+    private let echoCancelled = Locked(false)
 
     public init(name: AudioDeviceName, configuration: AudioStreamConfiguration = AudioStreamConfiguration()) throws(AudioError) {
         try configuration.validate()
@@ -33,7 +34,7 @@ public final class CaptureDevice: @unchecked Sendable {
         onPeriod: @escaping @Sendable (UnsafeBufferPointer<Int16>) -> Void,
         onEvent: @escaping @Sendable (AudioDeviceEvent) -> Void = { _ in }
     ) throws(AudioError) {
-        let (name, configuration, wake, opened) = (self.name, self.configuration, runner.wake, self.opened)
+        let (name, configuration, wake, opened, echoCancelled) = (self.name, self.configuration, runner.wake, self.opened, self.echoCancelled)
         try runner.start(
             label: "capture on \(name)",
             framesPerPeriod: configuration.periodFrames,
@@ -44,6 +45,7 @@ public final class CaptureDevice: @unchecked Sendable {
                                        targetRate: configuration.sampleRate, targetChannels: configuration.channels)
                 }
                 opened.withLock { $0 = path.backend.format }
+                echoCancelled.withLock { $0 = backend.isEchoCancelled }
                 return path
             },
             step: { path throws(AudioError) -> DeviceIOResult in
@@ -62,6 +64,10 @@ public final class CaptureDevice: @unchecked Sendable {
 
     /// The format the device runs at, once opened (after a reopen, the new one).
     public var deviceFormat: StreamFormat? { opened.withLock { $0 } }
+
+    /// Whether the device is an echo canceller's output, as its server describes it
+    /// (PulseAudio's `module-echo-cancel` source, PipeWire's echo-cancel node), once opened.
+    public var inputIsEchoCancelled: Bool { echoCancelled.withLock { $0 } }
 
     /// Whether the stream is running.
     public var isRunning: Bool { runner.isRunning }

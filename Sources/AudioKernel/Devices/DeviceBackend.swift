@@ -23,11 +23,14 @@ protocol DeviceBackend: AnyObject {
     func latencyFrames() -> Int?
     /// Whether a finite input (a file) has been read to its end; silence follows.
     var reachedEnd: Bool { get }
+    /// Whether the input is an echo canceller's output (the kiosk's own voice removed).
+    var isEchoCancelled: Bool { get }
     func close()
 }
 
 extension DeviceBackend {
     var reachedEnd: Bool { false }
+    var isEchoCancelled: Bool { false }
 }
 
 /// The device-specific half of a capture stream.

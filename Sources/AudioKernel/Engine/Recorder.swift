@@ -8,9 +8,12 @@ public struct RecorderConfiguration: Hashable, Sendable {
     public var preRollMilliseconds: Int = 300
     /// How often a level event is sent (about 15 times a second).
     public var levelIntervalMilliseconds: Int = 66
-    /// The input is echo-cancelled (e.g. PulseAudio's module-echo-cancel): speech may start
-    /// while the kiosk is speaking. Otherwise the recorder is half-duplex.
-    public var echoCancelledInput = false
+    /// Whether the input is echo-cancelled, so that speech may start while the kiosk is
+    /// speaking (voice barge-in, above the detector's barge-in threshold); otherwise the
+    /// recorder is half-duplex. nil asks the device (``CaptureDevice/inputIsEchoCancelled``:
+    /// PulseAudio's and PipeWire's echo-cancel sources are recognised); true declares it (a
+    /// speakerphone that cancels in hardware); false keeps half-duplex whatever the device.
+    public var echoCancelledInput: Bool? = nil
 
     public init() {}
 }
@@ -179,6 +182,12 @@ public final class Recorder: @unchecked Sendable {
     @discardableResult
     public func listen() -> UInt64 { post(numbered: Command.listen) }
 
+    /// Whether speech may start while the kiosk speaks: the configuration's
+    /// ``RecorderConfiguration/echoCancelledInput``, or else what the device says.
+    public var inputIsEchoCancelled: Bool {
+        configuration.echoCancelledInput ?? device?.inputIsEchoCancelled ?? false
+    }
+
     /// Whether the kiosk is playing (half-duplex: no speech may start meanwhile), for a
     /// playback path that is not a ``StreamingPlayer``.
     public func setPlaybackActive(_ active: Bool) { playbackActive.store(active, ordering: .relaxed) }
@@ -218,8 +227,7 @@ public final class Recorder: @unchecked Sendable {
         }
 
         let playing = playbackActive.load(ordering: .relaxed) || followedPlayer.withLock { $0?.isActive ?? false }
-        let suppressed = playing && !configuration.echoCancelledInput
-        let decision = detector.process(level, suppressed: suppressed)
+        let decision = detector.process(level, speaker: !playing ? .silent : inputIsEchoCancelled ? .overEchoCancelledInput : .halfDuplex)
         if case .recording = mode {
             appendToTurn(period, level: level)
         }

@@ -14,6 +14,14 @@ public struct SpeechDetectorConfiguration: Hashable, Sendable {
     public var hangoverMilliseconds: Int = 700
     /// The longest turn; a turn is cut here.
     public var maximumTurnMilliseconds: Int = 60_000
+    /// While the kiosk speaks over an echo-cancelled input (voice barge-in), speech must pass
+    /// this RMS (in blocks adding up to ``bargeInMinimumSpeechMilliseconds``), not the
+    /// gate's: the canceller leaves a residue of the kiosk's own voice
+    /// (measured up to about 700 RMS on PipeWire's WebRTC canceller with the speaker 13 dB
+    /// below the voice at the microphone), and a learner who means to interrupt speaks up.
+    public var bargeInThreshold: Double = 1_200
+    /// ...for at least this long.
+    public var bargeInMinimumSpeechMilliseconds: Int = 300
 
     public init() {}
 }
@@ -54,6 +62,9 @@ public struct SpeechDetector: Sendable {
     private var speechOnset = 0
     private var lastSpeechEnd = 0
     private let minimumSpeechSamples: Int
+    private let bargeInMinimumSpeechSamples: Int
+    private var bargeInLoudSamples = 0
+    private var bargeInPauseSamples = 0
     private let hangoverSamples: Int
     private let maximumSamples: Int
 
@@ -61,6 +72,7 @@ public struct SpeechDetector: Sendable {
         self.configuration = configuration
         self.sampleRate = sampleRate
         minimumSpeechSamples = configuration.minimumSpeechMilliseconds * sampleRate / 1000
+        bargeInMinimumSpeechSamples = configuration.bargeInMinimumSpeechMilliseconds * sampleRate / 1000
         hangoverSamples = configuration.hangoverMilliseconds * sampleRate / 1000
         maximumSamples = configuration.maximumTurnMilliseconds * sampleRate / 1000
     }
@@ -81,28 +93,45 @@ public struct SpeechDetector: Sendable {
         candidateOnset = nil
     }
 
+    /// How the kiosk's own voice reaches the detector.
+    public enum Speaker: Sendable {
+        /// The kiosk is silent.
+        case silent
+        /// The kiosk speaks and the input is not echo-cancelled: its voice is in the input,
+        /// so no new speech may start (half-duplex); speech already in progress continues.
+        case halfDuplex
+        /// The kiosk speaks over an echo-cancelled input: speech may start (barge-in), but
+        /// only above ``SpeechDetectorConfiguration/bargeInThreshold`` for
+        /// ``SpeechDetectorConfiguration/bargeInMinimumSpeechMilliseconds``, and the
+        /// canceller's residue does not teach the noise floor.
+        case overEchoCancelledInput
+    }
+
     /// Processes the next block.
     ///
     /// - Parameters:
     ///   - level: the block's level (``SignalLevel``).
-    ///   - suppressed: when true (the kiosk is speaking and the input is not echo-cancelled)
-    ///     no new speech may start; speech already in progress continues.
-    public mutating func process(_ level: SignalLevel, suppressed: Bool = false) -> Decision {
+    ///   - speaker: whether the kiosk is speaking, and how its voice reaches the input.
+    public mutating func process(_ level: SignalLevel, speaker: Speaker = .silent) -> Decision {
         let start = position
         position += level.sampleCount
         let rms = level.rms
         if !inSpeech {
-            updateNoiseFloor(rms)
-            if rms > startThreshold, !suppressed {
+            switch speaker {
+            case .silent:
+                updateNoiseFloor(rms)
+                bargeInLoudSamples = 0
+            case .halfDuplex:
+                updateNoiseFloor(rms)
+                candidateOnset = nil
+                return .none
+            case .overEchoCancelledInput:
+                return bargeIn(rms, blockStart: start, blockSamples: level.sampleCount)
+            }
+            if rms > startThreshold {
                 if candidateOnset == nil { candidateOnset = start }
-                if position - candidateOnset! >= minimumSpeechSamples {
-                    inSpeech = true
-                    speechOnset = candidateOnset!
-                    lastSpeechEnd = position
-                    candidateOnset = nil
-                    return .speechStarted(onset: speechOnset)
-                }
-            } else if candidateOnset != nil, rms <= stopThreshold || suppressed {
+                if position - candidateOnset! >= minimumSpeechSamples { return confirmSpeech() }
+            } else if candidateOnset != nil, rms <= stopThreshold {
                 candidateOnset = nil  // too short: a click, not speech
             }
             return .none
@@ -115,6 +144,38 @@ public struct SpeechDetector: Sendable {
         if position - lastSpeechEnd >= hangoverSamples {
             inSpeech = false
             return .speechEnded(end: lastSpeechEnd)
+        }
+        return .none
+    }
+
+    private mutating func confirmSpeech() -> Decision {
+        inSpeech = true
+        speechOnset = candidateOnset!
+        lastSpeechEnd = position
+        candidateOnset = nil
+        return .speechStarted(onset: speechOnset)
+    }
+
+    /// Speech over the kiosk's own voice (echo-cancelled input). Spoken words dip between
+    /// syllables far below the barge-in threshold, while the canceller's residue stays
+    /// under it; so the loud blocks are counted, not required back to back: speech starts
+    /// once they add up to the barge-in minimum, with no pause of 150 ms between them.
+    /// The residue does not teach the noise floor.
+    private mutating func bargeIn(_ rms: Double, blockStart: Int, blockSamples: Int) -> Decision {
+        let loud = max(startThreshold, configuration.bargeInThreshold)
+        if rms > loud {
+            if candidateOnset == nil {
+                candidateOnset = blockStart
+                bargeInLoudSamples = 0
+            }
+            bargeInLoudSamples += blockSamples
+            bargeInPauseSamples = 0
+            if bargeInLoudSamples >= max(minimumSpeechSamples, bargeInMinimumSpeechSamples) { return confirmSpeech() }
+        } else if candidateOnset != nil, rms <= loud * configuration.stopFactor / configuration.startFactor {
+            bargeInPauseSamples += blockSamples
+            if bargeInPauseSamples >= sampleRate * 15 / 100 { candidateOnset = nil }
+        } else {
+            bargeInPauseSamples = 0
         }
         return .none
     }

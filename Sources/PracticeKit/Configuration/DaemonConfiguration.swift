@@ -30,6 +30,13 @@ public struct DaemonConfiguration: Equatable, Sendable {
     /// long; 0 keeps them open.
     public var deviceIdleCloseSeconds = 10
     public var speechThreshold = 300.0
+    /// While the kiosk speaks over an echo-cancelled input, speech must pass this RMS to
+    /// interrupt it (voice barge-in).
+    public var bargeInThreshold = 1_200.0
+    /// Whether the microphone is echo-cancelled (voice barge-in): nil asks the sound server
+    /// (its echo-cancel source is recognised), true declares it (a speakerphone cancelling
+    /// in hardware), false keeps the half-duplex rule.
+    public var captureEchoCancelled: Bool?
     public var speechHangoverMilliseconds = 700
     public var minimumSpeechMilliseconds = 250
     public var maximumTurnSeconds = 60
@@ -114,6 +121,8 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public var recorder: RecorderConfiguration {
         var recorder = RecorderConfiguration()
         recorder.detector.gateThreshold = speechThreshold
+        recorder.detector.bargeInThreshold = bargeInThreshold
+        recorder.echoCancelledInput = captureEchoCancelled
         recorder.detector.hangoverMilliseconds = speechHangoverMilliseconds
         recorder.detector.minimumSpeechMilliseconds = minimumSpeechMilliseconds
         recorder.detector.maximumTurnMilliseconds = maximumTurnSeconds * 1000
@@ -149,6 +158,15 @@ struct ConfigurationKey: Sendable {
                              configuration[keyPath: keyPath] = value
                              return true
                          }, current: { "\($0[keyPath: keyPath])" })
+    }
+
+    static func level(_ name: String, help: String, _ keyPath: WritableKeyPath<DaemonConfiguration, Double> & Sendable) -> ConfigurationKey {
+        ConfigurationKey(name: name, allowed: "an RMS level from 1 to 32767", help: help,
+                         apply: { configuration, text in
+                             guard let value = Double(text), value >= 1, value <= 32767 else { return false }
+                             configuration[keyPath: keyPath] = value
+                             return true
+                         }, current: { String(format: "%g", $0[keyPath: keyPath]) })
     }
 
     static func path(_ name: String, help: String, _ keyPath: WritableKeyPath<DaemonConfiguration, String> & Sendable) -> ConfigurationKey {
@@ -209,6 +227,17 @@ struct ConfigurationKey: Sendable {
         .text("user.name", help: "the learner's name, sent with new sessions", \.userName),
         .device("capture.device", help: "the microphone", \.captureDevice),
         .device("playback.device", help: "the speaker", \.playbackDevice),
+        ConfigurationKey(name: "capture.echo_cancelled", allowed: "auto, true or false",
+                         help: "whether the microphone is echo-cancelled, so the learner may interrupt the tutor by speaking (auto: the sound server's echo-cancel source)",
+                         apply: { configuration, text in
+                             switch text.lowercased() {
+                             case "auto": configuration.captureEchoCancelled = nil
+                             case "true", "yes", "1": configuration.captureEchoCancelled = true
+                             case "false", "no", "0": configuration.captureEchoCancelled = false
+                             default: return false
+                             }
+                             return true
+                         }, current: { $0.captureEchoCancelled.map { $0 ? "true" : "false" } ?? "auto" }),
         ConfigurationKey(name: "audio.volume", allowed: "a gain from 0 to 1, a percentage such as 50%, or dB from -100 to 0 such as -6dB",
                          help: "the speaker's volume at first start (volume.set keeps a new one across restarts)",
                          apply: { configuration, text in
@@ -220,12 +249,8 @@ struct ConfigurationKey: Sendable {
         .integer("audio.prebuffer_ms", 0...2000, unit: "milliseconds", help: "reply audio buffered before playback starts", \.prebufferMilliseconds),
         .integer("audio.idle_close_s", 0...86_400, unit: "seconds",
                  help: "devices unused this long (no session, no sound, no level watcher) are closed; 0 keeps them open", \.deviceIdleCloseSeconds),
-        ConfigurationKey(name: "speech.threshold", allowed: "an RMS level from 1 to 32767", help: "the speech gate (the iOS client's 300)",
-                         apply: { configuration, text in
-                             guard let value = Double(text), value >= 1, value <= 32767 else { return false }
-                             configuration.speechThreshold = value
-                             return true
-                         }, current: { String(format: "%g", $0.speechThreshold) }),
+        .level("speech.threshold", help: "the speech gate (the iOS client's 300)", \.speechThreshold),
+        .level("speech.barge_in_threshold", help: "what speech must pass to interrupt the tutor over an echo-cancelled microphone", \.bargeInThreshold),
         .integer("speech.hangover_ms", 100...10_000, unit: "milliseconds", help: "silence that ends a turn", \.speechHangoverMilliseconds),
         .integer("speech.min_speech_ms", 0...5_000, unit: "milliseconds", help: "speech shorter than this is noise", \.minimumSpeechMilliseconds),
         .integer("speech.max_turn_s", 1...600, unit: "seconds", help: "the longest turn", \.maximumTurnSeconds),

@@ -127,14 +127,16 @@ extension PracticeDaemon {
     func currentStatus() -> DaemonStatus {
         let (configuration, probe, capture, playback, user) = lock.withLock { (self.configuration, backendProbe, captureState, playbackState, userID) }
         let control = server?.statisticsSnapshot ?? ControlServerStatistics()
-        func device(_ name: AudioDeviceURI, _ state: DeviceState, _ format: StreamFormat?, _ statistics: AudioDeviceStatistics?) -> DaemonStatus.Device {
+        func device(_ name: AudioDeviceURI, _ state: DeviceState, _ format: StreamFormat?, _ statistics: AudioDeviceStatistics?,
+                    echoCancelled: Bool? = nil) -> DaemonStatus.Device {
             DaemonStatus.Device(name: "\(name)", state: "\(state)", format: format.map { "\($0)" },
-                                periods: statistics?.periods, xruns: statistics?.xruns, reopens: statistics?.reopens)
+                                periods: statistics?.periods, xruns: statistics?.xruns, reopens: statistics?.reopens, echoCancelled: echoCancelled)
         }
         return DaemonStatus(
             version: Self.version, protocol: ControlProtocol.identifier, pid: Int(getpid()), uptimeS: uptime, userId: user,
             backend: .init(url: configuration.backendURL.absoluteString, reachable: probe.reachable, error: probe.error),
-            devices: .init(capture: device(configuration.captureDevice, capture, recorder?.deviceFormat, recorder?.deviceStatistics),
+            devices: .init(capture: device(configuration.captureDevice, capture, recorder?.deviceFormat, recorder?.deviceStatistics,
+                                           echoCancelled: recorder.flatMap { $0.deviceFormat == nil ? nil : $0.inputIsEchoCancelled }),
                            playback: device(configuration.playbackDevice, playback, player?.deviceFormat, player?.deviceStatistics)),
             playback: .init(active: player?.isActive ?? false, positionS: ((player?.position ?? 0) * 1000).rounded() / 1000),
             session: session?.snapshot ?? .idle,

@@ -20,6 +20,9 @@ public protocol SessionAudio: AnyObject, Sendable {
     func startRecording(handsFree: Bool) -> UInt64?
     /// Ends (push-to-talk) or drops the recording in progress; false when there is no microphone.
     func record(_ command: RecorderCommand) -> Bool
+    /// Whether the microphone is echo-cancelled, so that the learner may interrupt the
+    /// tutor by speaking (voice barge-in).
+    var inputIsEchoCancelled: Bool { get }
 }
 
 public enum RecorderCommand: Sendable {
@@ -177,6 +180,8 @@ public final class KioskAudio: SessionAudio, @unchecked Sendable {
             return handsFree ? recorder.listen() : recorder.beginTurn()
         }
     }
+
+    public var inputIsEchoCancelled: Bool { lock.withLock { recorder?.inputIsEchoCancelled ?? false } }
 
     public func record(_ command: RecorderCommand) -> Bool {
         lock.withLock {

@@ -42,6 +42,9 @@ public final class SessionController: SessionContext, @unchecked Sendable {
     private(set) var active: ActiveSession?
     private(set) var epoch = 0
     private var recording: Recording?
+    /// Voice barge-in: the recorder's number while it listens under a reply's sound (an
+    /// echo-cancelled microphone only); speech on it stops the reply and is the next turn.
+    private var bargeInListening: UInt64?
     private(set) var stopping = false
     private let published = Locked(SessionState.idle)
 
@@ -224,6 +227,7 @@ public final class SessionController: SessionContext, @unchecked Sendable {
 
     /// `turn.start` (push-to-talk) or `listen` (hands-free); a reply that plays is stopped.
     private func startRecording(handsFree: Bool) throws(ControlError) {
+        bargeInListening = nil  // the recorder's new command supersedes that listening
         replies.bargeIn()
         guard let number = audio.startRecording(handsFree: handsFree) else {
             throw ControlError(.deviceError, "the microphone is not open", retryable: true)
@@ -240,7 +244,30 @@ public final class SessionController: SessionContext, @unchecked Sendable {
     public func speechStarted(recording number: UInt64?) {
         queue.async { [self] in
             if stage == .listening, let number, number == recording?.number { move(to: .recording) }
+            if let number, number == bargeInListening { bargedIn(recording: number) }
         }
+    }
+
+    /// The learner spoke over the tutor (echo-cancelled microphone): the reply stops (a
+    /// fade within one period) and the recorder, which listened under it, records the turn
+    /// from the speech's onset with its pre-roll.
+    private func bargedIn(recording number: UInt64) {
+        bargeInListening = nil
+        guard stage == .replying || stage == .greeting else { return }
+        logger.info("voice barge-in: the learner spoke over the reply")
+        metrics.increment("practiced_voice_barge_ins_total", help: "Replies the learner interrupted by speaking over them.")
+        replies.bargeIn()
+        recording = Recording(handsFree: true, number: number)
+        move(to: .recording)
+        publish(Event.TurnStarted(mode: .voiceBargeIn))
+    }
+
+    /// A reply's sound began: over an echo-cancelled microphone the recorder listens under
+    /// it (otherwise it stays half-duplex, and only `turn.start` or `listen` interrupt).
+    private func listenForBargeIn() {
+        guard bargeInListening == nil, recording == nil, !stopping, stage == .replying || stage == .greeting,
+              replies.isActive, audio.inputIsEchoCancelled else { return }
+        bargeInListening = audio.startRecording(handsFree: true)
     }
 
     /// A turn came from the recorder (capture thread): dropped below the speech gate,
@@ -300,7 +327,10 @@ public final class SessionController: SessionContext, @unchecked Sendable {
     /// The player's events (playback thread).
     public func playerEvent(_ event: PlayerEvent) {
         let now = DispatchTime.now().uptimeNanoseconds
-        queue.async { self.replies.playerEvent(event, at: now) }
+        queue.async { [self] in
+            replies.playerEvent(event, at: now)
+            if case .started = event { listenForBargeIn() }
+        }
     }
 
     // MARK: - Shutdown
@@ -330,6 +360,11 @@ public final class SessionController: SessionContext, @unchecked Sendable {
         }
         let previous = stage
         stage = next
+        if bargeInListening != nil, next != .replying, next != .greeting {
+            // The reply ended (or the session moved on) with nobody speaking over it.
+            bargeInListening = nil
+            _ = audio.record(.cancel)
+        }
         logger.info("session: \(previous) → \(next)")
         publish(Event.SessionStage(stage: next, previous: previous, sessionId: active?.id, mode: active?.mode))
         stateChanged()

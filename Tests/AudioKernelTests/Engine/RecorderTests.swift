@@ -6,6 +6,10 @@ final class RecorderTests: XCTestCase {
         log.snapshot().compactMap { if case .turn(let t) = $0.event { return t } else { return nil } }
     }
 
+    func speechStarts(_ log: EventLog<RecorderEvent>) -> Int {
+        log.snapshot().filter { if case .speechStarted = $0.event { return true } else { return false } }.count
+    }
+
     func testHandsFreeTurnsEndAfterTheHangoverAndKeepThePreRoll() throws {
         var mic = MicrophoneScript()
         mic.silence(ms: 1000)
@@ -130,6 +134,32 @@ final class RecorderTests: XCTestCase {
             recorder.feed(mic.samples)
             XCTAssertEqual(turns(log).count, echoCancelled ? 1 : 0, "echo cancelled: \(echoCancelled)")
         }
+    }
+
+    /// Over an echo-cancelled input the canceller's residue of the kiosk's voice (here 700
+    /// RMS, well above the gate) is not speech; the learner speaking up is, at once.
+    func testOverAnEchoCancelledInputOnlySpeechAboveTheBargeInThresholdInterrupts() {
+        var config = RecorderConfiguration()
+        config.echoCancelledInput = true
+        let log = EventLog<RecorderEvent>()
+        let recorder = Recorder(configuration: config) { log.append($0) }
+        recorder.setPlaybackActive(true)
+        recorder.listen()
+        var residue = MicrophoneScript()
+        residue.speech(ms: 3000, amplitude: 880)  // RMS 0.79 × amplitude: 700
+        recorder.feed(residue.samples)
+        XCTAssertEqual(speechStarts(log), 0, "the residue of the kiosk's own voice interrupted it")
+        var learner = MicrophoneScript()
+        learner.speech(ms: 1000, amplitude: 3000)
+        learner.silence(ms: 1000)
+        recorder.feed(learner.samples)
+        XCTAssertEqual(speechStarts(log), 1)
+        XCTAssertEqual(turns(log).count, 1)
+        // The same residue once the kiosk is silent: the gate's threshold applies again.
+        recorder.setPlaybackActive(false)
+        recorder.listen()
+        recorder.feed(residue.samples)
+        XCTAssertEqual(speechStarts(log), 2)
     }
 
     func testFollowingAPlayerIsHalfDuplexWhileItPlays() {

@@ -89,7 +89,7 @@ final class ConfigurationLoaderTests: XCTestCase {
 
     func testEveryKeyAppearsInHelpAndDescription() {
         let described = ConfigurationLoader.describe(DaemonConfiguration(environment: [:])).map(\.key)
-        XCTAssertEqual(described.count, 32)
+        XCTAssertEqual(described.count, 34)
         for key in described { XCTAssertTrue(ConfigurationLoader.usage.contains(key), key) }
     }
 }

@@ -14,9 +14,11 @@ final class SessionRecordingTests: XCTestCase {
     /// The microphone is the real recorder; the speaker takes what it is given.
     final class BenchAudio: SessionAudio, @unchecked Sendable {
         let recorder: Recorder
+        /// Reply audio bytes the speaker was given.
+        let played = Awaitable(0)
         init(recorder: Recorder) { self.recorder = recorder }
         func beginReply() -> Int? { 1 }
-        func enqueue(_ bytes: UnsafeRawBufferPointer, reply: Int) {}
+        func enqueue(_ bytes: UnsafeRawBufferPointer, reply: Int) { played.update { $0 += bytes.count } }
         func endReply(_ reply: Int) {}
         func stopReply(_ reply: Int) {}
         func stopAll() -> Bool { false }
@@ -28,6 +30,7 @@ final class SessionRecordingTests: XCTestCase {
             }
             return true
         }
+        var inputIsEchoCancelled: Bool { recorder.inputIsEchoCancelled }
     }
 
     func testATurnThatFinishesAsItsRecordingIsCancelledIsDroppedAndTheNextOneIsSent() throws {
@@ -97,5 +100,65 @@ final class SessionRecordingTests: XCTestCase {
         XCTAssertTrue(events.wait(timeout: 10) { $0.contains { $0.0 == "turn.spooled" } })
         XCTAssertEqual(spooled().count, 1)
         XCTAssertTrue(events.wait(timeout: 10) { list in list.contains { $0.0 == "session.stage" && $0.1["stage"] == "uploading" } })
+    }
+
+    /// Voice barge-in, session side: the tutor speaks (the recorder follows the player), the
+    /// learner speaks over it. Over an echo-cancelled microphone the reply stops and the
+    /// speech is the next turn; over a plain one nothing happens (half-duplex).
+    func testSpeechOverAReplyIsABargeInOnlyOnAnEchoCancelledMicrophone() throws {
+        let learner = try WAVDecoder.decode(contentsOfFile: SimulatorHarness.samplesDirectory + "/learner-1.wav").samples
+        for echoCancelled in [false, true] {
+            let sim = try SimulatorHarness()
+            let directory = try makeTemporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: directory) }
+            var recorderConfiguration = RecorderConfiguration()
+            recorderConfiguration.echoCancelledInput = echoCancelled
+            let session = Locked<SessionController?>(nil)
+            let recorder = Recorder(configuration: recorderConfiguration) { event in
+                switch event {
+                case .turn(let turn): session.withLock { $0 }?.recorded(turn)
+                case .speechStarted(let recording): session.withLock { $0 }?.speechStarted(recording: recording)
+                default: break
+                }
+            }
+            let events = Awaitable([(String, JSONValue)]())
+            let configuration = SimulatorHarness.configuration(sim.baseURL)
+            let audio = BenchAudio(recorder: recorder)
+            let controller = SessionController(settings: SessionSettings(userID: "barge"), backend: { BackendClient(configuration: configuration) },
+                                               audio: audio, spoolDirectory: directory.appendingPathComponent("spool").path,
+                                               stateDirectory: directory.path, metrics: Metrics(), logger: .disabled, publish: { event in
+                events.update { $0.append((type(of: event).name, ProtocolEncoder.encode(event))) }
+            })
+            session.withLock { $0 = controller }
+            let started = Awaitable<Result<JSONValue, ControlError>?>(nil)
+            controller.handle(ControlRequest(id: 1, command: "session.start", args: ["topic_id": "travel"])) { answer in started.update { $0 = answer } }
+            XCTAssertTrue(started.wait(timeout: 10) { $0 != nil })
+            XCTAssertEqual(controller.snapshot.stage, .greeting)
+            // The greeting's first sample reaches the speaker; the tutor is speaking.
+            XCTAssertTrue(audio.played.wait(timeout: 10) { $0 > 0 }, "no greeting audio")
+            recorder.setPlaybackActive(true)
+            controller.playerEvent(.started(latencyFrames: 0, reply: 1))
+            controller.queue.sync {}
+            // Two seconds of the learner, then silence past the hangover.
+            let speech = Array(learner.prefix(48_000)) + [Int16](repeating: 0, count: 36_000)
+            speech.withUnsafeBufferPointer { all in
+                for start in stride(from: 0, to: all.count, by: 240) {
+                    recorder.process(UnsafeBufferPointer(rebasing: all[start..<min(all.count, start + 240)]))
+                }
+            }
+            controller.queue.sync {}
+            func named(_ name: String) -> [JSONValue] { events.value.filter { $0.0 == name }.map(\.1) }
+            if echoCancelled {
+                XCTAssertEqual(named("turn.started").last?["mode"], "voice_barge_in")
+                XCTAssertEqual(named("reply.finished").last?["interrupted"], true, "the greeting was not stopped")
+                XCTAssertTrue(events.wait(timeout: 10) { $0.contains { $0.0 == "turn.spooled" } }, "the learner's speech was not the next turn")
+                let recorded = try XCTUnwrap(named("turn.recorded").first)
+                // 300 ms of pre-roll, 2 s of speech (its onset a little in), the hangover.
+                XCTAssertEqual(recorded["speech_s"]?.doubleValue ?? 0, 1.9, accuracy: 0.3)
+            } else {
+                XCTAssertTrue(named("turn.started").isEmpty, "speech over the tutor started a turn on a plain microphone")
+                XCTAssertEqual(controller.snapshot.stage, .greeting)
+            }
+        }
     }
 }

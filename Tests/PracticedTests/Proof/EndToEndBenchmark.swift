@@ -27,8 +27,14 @@ final class EndToEndBenchmark: XCTestCase {
         let turns = ProofRun.size("PRACTICED_E2E_TURNS", default: 10)
         let perSession = 20
         rig = try KioskRig(arguments: ["--audio-idle-close-s", "2", "--log-level", "info"], tls: tls) { $0.pace = 1 }
+        // A kiosk-sized CPU (`bash .ci/proof e2e-kiosk`): the daemon limited to a share of
+        // one core by the kernel's CFS quota, as `systemd-run -p CPUQuota=25%` would.
+        let kioskCPU = ProcessInfo.processInfo.environment["PRACTICED_E2E_CPU_PERCENT"].flatMap(Int.init)
+        let quota = try kioskCPU.map { try CPUQuota(percentOfACore: $0, name: "practiced-e2e-\(getpid())") }
+        try quota?.add(pid: rig.daemon.process.pid)
         let watcher = try rig.watcher()
         let control = try rig.daemon.client()
+        var underruns = 0
         var endToUpload: [Double] = [], firstAudioToDevice: [Double] = [], streamEndToFinished: [Double] = [], roundTrip: [Double] = []
         var conversation = 0.0  // seconds of sessions, greetings included
         var cpu = 0.0
@@ -56,6 +62,7 @@ final class EndToEndBenchmark: XCTestCase {
                     XCTFail("reply.finished without its figures: \(figures)")
                     continue
                 }
+                underruns += figures["underruns"]?.intValue ?? 0
                 endToUpload.append(upload)
                 firstAudioToDevice.append(device)
                 streamEndToFinished.append(finished)
@@ -72,6 +79,14 @@ final class EndToEndBenchmark: XCTestCase {
         XCTAssertTrue(Poll.until(timeout: 10) { (try? control.request("status")["devices"]?["playback"]?["state"]?.stringValue) == "idle" })
         let idle = try ProcessStatistics.idle(pid: rig.daemon.process.pid, seconds: 10)
 
+        if let kioskCPU, let quota {
+            let throttling = quota.throttling
+            ProofRun.report(String(format: "e2e: the daemon limited to %d %% of a core (CFS quota, %@): throttled in %d of %d periods, %.1f s in all",
+                                   kioskCPU, quota.directory, throttling.throttled, throttling.periods, throttling.throttledSeconds))
+            XCTAssertEqual(underruns, 0, "underruns on a kiosk-sized CPU")
+            XCTAssertLessThan(Percentiles(firstAudioToDevice).p95, 100, "first audio → sound on a kiosk-sized CPU")
+        }
+        ProofRun.report("e2e: underruns \(underruns) in \(turns) replies")
         ProofRun.report("e2e: \(turns) turns over \(String(format: "%.1f", conversation / 60)) min of conversation (practice-sim at real pace\(tls ? " over https:// through stunnel4" : ""), PulseAudio null sink)")
         ProofRun.report("e2e: end of turn → upload start ms \(Percentiles(endToUpload))")
         ProofRun.report("e2e: first SSE audio event → first sample to the device ms \(Percentiles(firstAudioToDevice))")

@@ -26,6 +26,8 @@ final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
     /// The device's sample spec, read by `probeNativeSpec`'s callback.
     private var probedSpec: pa_sample_spec?
     private var probeFinished = false
+    /// Whether the probed source is an echo canceller's output.
+    private(set) var isEchoCancelled = false
     /// Set by `interrupt`, under the main loop lock.
     private var interrupted = false
     /// Underflows and overflows the server reported, counted on the main loop thread.
@@ -148,6 +150,15 @@ final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
         }
     }
 
+    /// Whether a source is an echo canceller's output. PulseAudio's `module-echo-cancel`
+    /// names itself as the source's driver; pipewire-pulse reports every driver as
+    /// "PipeWire", but PipeWire's echo-cancel module groups its nodes as `echo-cancel-*`.
+    static func isEchoCanceller(driver: UnsafePointer<CChar>?, properties: OpaquePointer?) -> Bool {
+        if let driver, String(cString: driver) == "module-echo-cancel.c" { return true }
+        guard let properties, let group = pa_proplist_gets(properties, "node.group") else { return false }
+        return String(cString: group).hasPrefix("echo-cancel")
+    }
+
     /// The sample spec of the sink or source the stream will connect to (the server's
     /// default when `device` is nil); nil when the server does not say.
     private func probeNativeSpec(device: String?, operation: String) throws(AudioError) -> pa_sample_spec? {
@@ -158,7 +169,12 @@ final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
             if isCapture {
                 return pa_context_get_source_info_by_name(context, cName, { _, info, eol, userdata in
                     let me = PulseStream.from(userdata)
-                    if let info, eol == 0 { me.probedSpec = info.pointee.sample_spec } else { me.probeFinished = true }
+                    if let info, eol == 0 {
+                        me.probedSpec = info.pointee.sample_spec
+                        me.isEchoCancelled = PulseStream.isEchoCanceller(driver: info.pointee.driver, properties: info.pointee.proplist)
+                    } else {
+                        me.probeFinished = true
+                    }
                     pa_threaded_mainloop_signal(me.mainloop, 0)
                 }, selfPointer)
             } else {

@@ -6,10 +6,11 @@ extension Event {
     public struct TurnStarted: ProtocolEvent {
         public static let name = "turn.started"
         public static let topic = EventTopic.session
-        public static let summary = "Recording began: `push_to_talk` (`turn.start`) or `hands_free` (`listen`)."
+        public static let summary = "Recording began: `push_to_talk` (`turn.start`), `hands_free` (`listen`), or `voice_barge_in` (the learner spoke over the tutor on an echo-cancelled microphone: the reply was stopped, the turn records like `hands_free`)."
         public enum Mode: String, Codable, Sendable, CaseIterable, WireEnumerable {
             case pushToTalk = "push_to_talk"
             case handsFree = "hands_free"
+            case voiceBargeIn = "voice_barge_in"
         }
         public var mode: Mode
     }

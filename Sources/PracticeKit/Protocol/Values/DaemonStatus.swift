@@ -37,6 +37,9 @@ public struct DaemonStatus: Codable, Sendable {
         public var periods: Int?
         public var xruns: Int?
         public var reopens: Int?
+        /// The microphone only: whether it is echo-cancelled, so that the learner may
+        /// interrupt the tutor by speaking (voice barge-in); null while it is not open.
+        public var echoCancelled: Bool?
     }
 
     public struct Playback: Codable, Sendable {

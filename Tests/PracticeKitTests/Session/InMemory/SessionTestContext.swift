@@ -179,5 +179,6 @@ final class MemoryAudio: SessionAudio, @unchecked Sendable {
     func stopAll() -> Bool { false }
     func startRecording(handsFree: Bool) -> UInt64? { 1 }
     func record(_ command: RecorderCommand) -> Bool { true }
+    var inputIsEchoCancelled: Bool { false }
     var snapshot: (begun: [Int], bytes: Int, ended: [Int], stopped: [Int]) { lock.withLock { (begun, enqueuedBytes, ended, stopped) } }
 }

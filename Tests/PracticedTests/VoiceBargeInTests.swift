@@ -1,0 +1,112 @@
+import AudioKernel
+import Foundation
+import PracticeKit
+import TestSupport
+import XCTest
+
+/// Voice barge-in over a real echo canceller: the kiosk's speaker is heard by its microphone
+/// (a loopback 40 ms late and 13 dB down, ``EchoCancellingRoom``), the sound server's WebRTC
+/// canceller (`module-echo-cancel`) stands between them, and the learner's espeak-ng speech
+/// is played into the room over the tutor. The daemon finds the canceller by itself
+/// (`capture.echo_cancelled` is `auto`).
+final class VoiceBargeInTests: XCTestCase {
+    private var rig: KioskRig!
+
+    override func tearDown() {
+        rig?.stop()
+        rig = nil
+    }
+
+    /// Twenty replies of the tutor alone (the greeting, spoken ones, and the answers to the
+    /// learner's turns) never interrupt themselves; the learner speaking over a reply
+    /// interrupts it every time, within a period and the fade of the speech being heard,
+    /// and the turn recorded is the learner's words.
+    func testTheTutorNeverInterruptsItselfAndTheLearnerAlwaysDoes() throws {
+        rig = try KioskRig(hardware: .echoCancellingRoom) { $0.pace = 1 }
+        let watcher = try rig.watcher(topics: ["session", "playback", "speech", "level"])
+        let control = try rig.daemon.client()
+        _ = try control.request("session.start", ["topic_id": "travel"])
+        var tutorAlone = 0
+        // The loudest the microphone was (66 ms level events) while the tutor spoke alone:
+        // the canceller's residue, against the barge-in threshold.
+        var residues: [Double] = []
+        func tutorSpeaksAlone(after mark: Int, _ what: String) {
+            guard let finished = watcher.wait(for: "reply.finished", after: mark, timeout: 30) else { return }
+            let end = watcher.position(of: "reply.finished", after: mark) ?? watcher.count
+            let levels = watcher.events.value[mark..<end].filter { $0["event"] == "level" }.compactMap { $0["data"]?["rms_dbfs"]?.doubleValue }
+            residues.append(levels.max() ?? -120)
+            XCTAssertEqual(finished["data"]?["interrupted"], false, "\(what) interrupted itself: \(watcher.names(after: mark))")
+            XCTAssertTrue(watcher.all("turn.started", after: mark).isEmpty, "\(what) started a turn")
+            XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
+            tutorAlone += 1
+        }
+        tutorSpeaksAlone(after: 0, "the greeting")
+        let status = try control.request("status")
+        XCTAssertEqual(status["devices"]?["capture"]?["echo_cancelled"], true, "the echo canceller was not recognised")
+
+        let learnerTurns = 5
+        for reply in 1...(20 - 1 - learnerTurns) {
+            let mark = watcher.count
+            _ = try control.request("say", ["text": .string("Tell me more, please (\(reply))")])
+            tutorSpeaksAlone(after: mark, "spoken reply \(reply)")
+        }
+
+        var stopDelays: [Double] = [], likeness: [Double] = []
+        for turn in 1...learnerTurns {
+            var mark = watcher.count
+            _ = try control.request("say", ["text": .string("What should I see first? (\(turn))")])
+            XCTAssertNotNil(watcher.wait(for: "reply.audio_started", after: mark))
+            // The tutor has spoken for a while when the learner speaks up.
+            let heard = rig.heard.value.total
+            XCTAssertTrue(rig.heard.wait(timeout: 10) { $0.total >= heard + 19_200 })
+            rig.learnerSays(KioskRig.learner)
+            guard let started = watcher.wait(for: "turn.started", after: mark, timeout: 10) else { return }
+            XCTAssertEqual(started["data"]?["mode"], "voice_barge_in")
+            guard let speech = watcher.wait(for: "speech.started", after: mark),
+                  let stopped = watcher.wait(for: "playback.finished", after: mark) else { return }
+            XCTAssertEqual(stopped["data"]?["interrupted"], true)
+            let delay = Double((stopped["received_ns"]?.intValue ?? 0) - (speech["received_ns"]?.intValue ?? 0)) / 1e6
+            stopDelays.append(delay)
+            XCTAssertNotNil(watcher.wait(for: "reply.finished", after: mark, where: { $0["interrupted"] == true }))
+            // The learner's words are the next turn: recorded, sent, answered.
+            guard let recorded = watcher.wait(for: "turn.recorded", after: mark, timeout: 15) else { return }
+            XCTAssertEqual(recorded["data"]?["end_reason"], "endOfSpeech")
+            mark = watcher.count
+            XCTAssertNotNil(watcher.wait(for: "transcript", after: mark, timeout: 15))
+            let upload = try WAVDecoder.decode(XCTUnwrap(rig.sim.simulator.lastTurnAudio))
+            let match = try XCTUnwrap(PCMFidelity.correlation(of: KioskRig.learner, in: upload.samples), "the learner's words are not in the turn")
+            likeness.append(match.coefficient)
+            // The turn begins with its pre-roll: the words start after it, not cut.
+            XCTAssertGreaterThan(match.offset, 2_400, "the turn has no pre-roll before the learner's words")
+            tutorSpeaksAlone(after: mark, "the answer to turn \(turn)")
+        }
+        print("figures: voice barge-in: \(tutorAlone) replies of the tutor alone, none interrupted; \(learnerTurns) of \(learnerTurns) barge-ins;",
+              "speech heard → reply stopped \(stopDelays.map { String(format: "%.0f", $0) }.joined(separator: ", ")) ms;",
+              "turn vs learner's words: correlation \(likeness.map { String(format: "%.2f", $0) }.joined(separator: ", "));",
+              "loudest residue of the tutor's voice per reply (dBFS): \(residues.map { String(format: "%.1f", $0) }.joined(separator: ", ")),",
+              "barge-in threshold RMS 1200 (\(String(format: "%.1f", 20 * log10(1_200 / 32_768.0))) dBFS)")
+        XCTAssertEqual(tutorAlone, 20)
+        XCTAssertEqual(stopDelays.count, learnerTurns)
+        // One 10 ms period to see it, the 20 ms fade, the speaker's buffer; events cross
+        // two sockets and the session's queue.
+        for delay in stopDelays { XCTAssertLessThan(delay, 150) }
+        for value in likeness { XCTAssertGreaterThan(value, 0.5, "the turn is not the learner's words") }
+    }
+
+    /// The same room with `capture.echo_cancelled` false: the half-duplex rule. The learner
+    /// speaking over the greeting neither stops it nor starts a turn.
+    func testWithEchoCancellationDeclaredAbsentTheKioskStaysHalfDuplex() throws {
+        rig = try KioskRig(arguments: ["--capture-echo-cancelled", "false"], hardware: .echoCancellingRoom) { $0.pace = 1 }
+        let watcher = try rig.watcher(topics: ["session", "playback", "speech"])
+        let control = try rig.daemon.client()
+        _ = try control.request("session.start", ["topic_id": "travel"])
+        XCTAssertNotNil(watcher.wait(for: "reply.audio_started"))
+        let heard = rig.heard.value.total
+        XCTAssertTrue(rig.heard.wait(timeout: 10) { $0.total >= heard + 12_000 })
+        rig.learnerSays(KioskRig.learner2)
+        guard let finished = watcher.wait(for: "reply.finished", timeout: 30) else { return }
+        XCTAssertEqual(finished["data"]?["interrupted"], false, "speech over the tutor stopped it on a half-duplex kiosk")
+        XCTAssertTrue(watcher.all("turn.started").isEmpty)
+        XCTAssertEqual(try control.request("status")["devices"]?["capture"]?["echo_cancelled"], false)
+    }
+}
