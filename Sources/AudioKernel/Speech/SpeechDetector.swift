@@ -16,9 +16,10 @@ public struct SpeechDetectorConfiguration: Hashable, Sendable {
     public var maximumTurnMilliseconds: Int = 60_000
     /// While the kiosk speaks over an echo-cancelled input (voice barge-in), speech must pass
     /// this RMS (in blocks adding up to ``bargeInMinimumSpeechMilliseconds``), not the
-    /// gate's: the canceller leaves a residue of the kiosk's own voice
-    /// (measured up to about 700 RMS on PipeWire's WebRTC canceller with the speaker 13 dB
-    /// below the voice at the microphone), and a learner who means to interrupt speaks up.
+    /// gate's: the canceller leaves a residue of the kiosk's own voice (10 ms blocks measured
+    /// up to RMS 701 on PulseAudio's WebRTC canceller and 2836 on PipeWire's, with the
+    /// speaker 13 dB down at the microphone; PipeWire's loud blocks never added up to more
+    /// than 80 ms), and a learner who means to interrupt speaks up.
     public var bargeInThreshold: Double = 1_200
     /// ...for at least this long.
     public var bargeInMinimumSpeechMilliseconds: Int = 300

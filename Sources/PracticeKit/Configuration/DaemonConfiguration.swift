@@ -187,14 +187,20 @@ struct ConfigurationKey: Sendable {
                          }, current: { "\($0[keyPath: keyPath])" })
     }
 
+    /// `true`, `yes`, `1` or `false`, `no`, `0`, in any case; nil for anything else.
+    static func parseBoolean(_ text: String) -> Bool? {
+        switch text.lowercased() {
+        case "true", "yes", "1": true
+        case "false", "no", "0": false
+        default: nil
+        }
+    }
+
     static func boolean(_ name: String, help: String, _ keyPath: WritableKeyPath<DaemonConfiguration, Bool> & Sendable) -> ConfigurationKey {
         ConfigurationKey(name: name, allowed: "true or false", help: help,
                          apply: { configuration, text in
-                             switch text.lowercased() {
-                             case "true", "yes", "1": configuration[keyPath: keyPath] = true
-                             case "false", "no", "0": configuration[keyPath: keyPath] = false
-                             default: return false
-                             }
+                             guard let value = parseBoolean(text) else { return false }
+                             configuration[keyPath: keyPath] = value
                              return true
                          }, current: { $0[keyPath: keyPath] ? "true" : "false" })
     }
@@ -230,11 +236,11 @@ struct ConfigurationKey: Sendable {
         ConfigurationKey(name: "capture.echo_cancelled", allowed: "auto, true or false",
                          help: "whether the microphone is echo-cancelled, so the learner may interrupt the tutor by speaking (auto: the sound server's echo-cancel source)",
                          apply: { configuration, text in
-                             switch text.lowercased() {
-                             case "auto": configuration.captureEchoCancelled = nil
-                             case "true", "yes", "1": configuration.captureEchoCancelled = true
-                             case "false", "no", "0": configuration.captureEchoCancelled = false
-                             default: return false
+                             if text.lowercased() == "auto" {
+                                 configuration.captureEchoCancelled = nil
+                             } else {
+                                 guard let value = parseBoolean(text) else { return false }
+                                 configuration.captureEchoCancelled = value
                              }
                              return true
                          }, current: { $0.captureEchoCancelled.map { $0 ? "true" : "false" } ?? "auto" }),
