@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import PracticeKit
 
 /// practiced: wiring only. Reads the configuration, starts the daemon, maps signals
@@ -77,7 +79,8 @@ struct Practiced {
     nonisolated(unsafe) static var signalSources: [DispatchSourceSignal] = []
 
     static func fail(_ message: String, code: Int32) -> Never {
-        FileHandle.standardError.write(Data("practiced: \(message)\n".utf8))
+        let line = Array("practiced: \(message)\n".utf8)
+        _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
         exit(code)
     }
 }

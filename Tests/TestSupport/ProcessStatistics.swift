@@ -63,6 +63,17 @@ public struct ProcessStatistics: Sendable, CustomStringConvertible {
         return byName.map { ($0.key, $0.value) }.sorted { $0.seconds > $1.seconds }
     }
 
+    /// Context switches per second of each thread name between `earlier` and this reading
+    /// (its wake-ups: almost all of a daemon's switches are voluntary), largest first.
+    public func switchesByName(since earlier: ProcessStatistics, seconds: Double) -> [(name: String, perSecond: Double)] {
+        var byName: [String: Int] = [:]
+        for (task, now) in switchesByThread {
+            let name = cpuByThread[task]?.name ?? "?"
+            byName[name, default: 0] += now - (earlier.switchesByThread[task] ?? 0)
+        }
+        return byName.map { ($0.key, Double($0.value) / seconds) }.sorted { $0.perSecond > $1.perSecond }
+    }
+
     /// The number after `key:` in a `status` file (kB for memory lines, a count otherwise).
     private static func kilobytes(_ key: String, in status: String) -> Int {
         for line in status.split(separator: "\n") where line.hasPrefix(key + ":") {

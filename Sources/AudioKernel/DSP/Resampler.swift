@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A band-limited streaming sample-rate converter for Float32 audio, any pair of rates from
 /// 8 to 192 kHz, 1 to 8 interleaved channels.

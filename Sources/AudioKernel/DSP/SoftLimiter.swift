@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Sums two Float32 signals with headroom: where the sum stays within ±`threshold` it is
 /// exact; above, a tanh knee bends it smoothly toward ±1 (continuous in value and slope at

@@ -53,4 +53,16 @@ protocol PlaybackBackend: DeviceBackend {
     func drain(wake: EventSignal) throws(AudioError)
     /// Discards what is queued but not yet played.
     func flush()
+    /// Whether the device can be parked while nothing plays (``park(wake:activity:)``).
+    var canPark: Bool { get }
+    /// Stops the device asking for periods (what it holds is silence), so that while
+    /// the kiosk waits for the learner neither the server nor the I/O thread wakes every
+    /// period; blocks until `activity` is set (the device runs again: true) or `wake` is
+    /// (stop: false).
+    func park(wake: EventSignal, activity: EventSignal) throws(AudioError) -> Bool
+}
+
+extension PlaybackBackend {
+    var canPark: Bool { false }
+    func park(wake: EventSignal, activity: EventSignal) throws(AudioError) -> Bool { !wake.isSet }
 }

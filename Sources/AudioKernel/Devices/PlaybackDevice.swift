@@ -11,12 +11,16 @@ public final class PlaybackDevice: @unchecked Sendable {
     public let configuration: AudioStreamConfiguration
     private let runner: DeviceRunner<PlaybackPath>
     private let opened = Locked<StreamFormat?>(nil)
+    /// Set by ``wakeFromIdle()``: something to play has come to a parked device.
+    private let activity: EventSignal
+    private let parks = Locked(0)
 
     public init(name: AudioDeviceName, configuration: AudioStreamConfiguration = AudioStreamConfiguration()) throws(AudioError) {
         try configuration.validate()
         self.name = name
         self.configuration = configuration
         self.runner = try DeviceRunner(common: { $0 })
+        self.activity = try EventSignal()
     }
 
     deinit { stop(drain: false) }
@@ -27,12 +31,18 @@ public final class PlaybackDevice: @unchecked Sendable {
     ///   - render: called on the I/O thread for Float32 frames at the engine's rate and
     ///     channels (all of the buffer: write silence when there is nothing to play), about
     ///     one period at a time. It must not block.
+    ///   - idle: called on the I/O thread between periods: true while the source has nothing
+    ///     to play nor anything about to (see ``wakeFromIdle()``). A device idle for
+    ///     ``parkAfterMilliseconds`` is parked where its backend can be (PulseAudio corks the
+    ///     stream) until ``wakeFromIdle()``; nil plays silence all the time.
     ///   - onEvent: called on the I/O thread with xruns, losses and restorations.
     public func start(
         render: @escaping @Sendable (UnsafeMutableBufferPointer<Float>) -> Void,
+        idle: (@Sendable () -> Bool)? = nil,
         onEvent: @escaping @Sendable (AudioDeviceEvent) -> Void = { _ in }
     ) throws(AudioError) {
-        let (name, configuration, wake, opened) = (self.name, self.configuration, runner.wake, self.opened)
+        let (name, configuration, wake, opened, activity) = (self.name, self.configuration, runner.wake, self.opened, self.activity)
+        let parking = idle.map { Parking(idle: $0, afterFrames: configuration.sampleRate * Self.parkAfterMilliseconds / 1000, parks: parks) }
         try runner.start(
             label: "playback on \(name)",
             framesPerPeriod: configuration.periodFrames,
@@ -46,6 +56,9 @@ public final class PlaybackDevice: @unchecked Sendable {
                 return path
             },
             step: { path throws(AudioError) -> DeviceIOResult in
+                if let parking, path.backend.canPark, parking.due(after: configuration.periodFrames) {
+                    if try parking.park(path.backend, wake: wake, activity: activity) == .woken { return .woken }
+                }
                 // Room first, then render: the period goes to the device the moment it is made.
                 let room = try path.backend.waitForRoom(wake: wake)
                 if room == .woken { return .woken }
@@ -56,6 +69,14 @@ public final class PlaybackDevice: @unchecked Sendable {
             onEvent: onEvent
         )
     }
+
+    /// How long a device's source must be idle before the device is parked: long enough
+    /// that the gaps inside a reply never park it, short against the learner's turn.
+    public static let parkAfterMilliseconds = 250
+
+    /// Wakes a parked device: call after making something playable (the `idle` closure given
+    /// to ``start(render:idle:onEvent:)`` must already say false).
+    public func wakeFromIdle() { activity.signal() }
 
     /// Starts playing PCM16 frames in the engine's rate and channels (tests and tools that
     /// make PCM16): each is converted to Float32 exactly, then as ``start(render:onEvent:)``.
@@ -94,7 +115,11 @@ public final class PlaybackDevice: @unchecked Sendable {
     public var isRunning: Bool { runner.isRunning }
 
     /// The stream's counters.
-    public var statistics: AudioDeviceStatistics { runner.currentStatistics }
+    public var statistics: AudioDeviceStatistics {
+        var statistics = runner.currentStatistics
+        statistics.parks = parks.withLock { $0 }
+        return statistics
+    }
 }
 
 /// A PCM16 buffer that grows to the largest request once, then is reused (the converter asks
@@ -112,4 +137,35 @@ final class PCM16Scratch: @unchecked Sendable {
     }
 
     deinit { storage.deallocate() }
+}
+
+/// The parking of a playback device, on its I/O thread: counts the frames its source has
+/// been idle, and parks the backend until the source has something again.
+private final class Parking: @unchecked Sendable {
+    let idle: @Sendable () -> Bool
+    let afterFrames: Int
+    private let parks: Locked<Int>
+    private var idleFrames = 0
+
+    init(idle: @escaping @Sendable () -> Bool, afterFrames: Int, parks: Locked<Int>) {
+        self.idle = idle
+        self.afterFrames = afterFrames
+        self.parks = parks
+    }
+
+    /// Whether the source has been idle long enough, counting one more period of `frames`.
+    func due(after frames: Int) -> Bool {
+        if idle() { idleFrames += frames } else { idleFrames = 0 }
+        return idleFrames >= afterFrames
+    }
+
+    /// Parks `backend` until `activity` (something to play) or `wake` (stop) is set.
+    func park(_ backend: any PlaybackBackend, wake: EventSignal, activity: EventSignal) throws(AudioError) -> DeviceIOResult {
+        idleFrames = 0
+        // Cleared before the last look at the source: a wake-up after it stays set.
+        activity.reset()
+        guard idle() else { return .transferred }
+        parks.withLock { $0 += 1 }
+        return try backend.park(wake: wake, activity: activity) ? .transferred : .woken
+    }
 }

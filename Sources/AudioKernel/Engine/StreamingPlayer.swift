@@ -222,9 +222,24 @@ public final class StreamingPlayer: @unchecked Sendable {
         mixScratch.deallocate()
     }
 
-    /// Opens the device; it plays silence until a reply comes.
+    /// Opens the device. Between sounds it is parked where the device can be (PulseAudio
+    /// corks the stream), and plays silence otherwise.
     public func start(onDeviceEvent: @escaping @Sendable (AudioDeviceEvent) -> Void = { _ in }) throws(AudioError) {
-        try device?.start(render: { [unowned self] buffer in self.render(into: buffer) }, onEvent: onDeviceEvent)
+        try device?.start(render: { [unowned self] buffer in self.render(into: buffer) },
+                          idle: { [unowned self] in self.isIdleOnDeviceThread },
+                          onEvent: onDeviceEvent)
+    }
+
+    /// On the device thread, between periods: whether nothing plays nor is about to (no reply
+    /// or clip begun, playing, fading or draining; no volume ramp). A reply or a clip begun
+    /// wakes the device (``beginReply()``, ``beginMix()``), and says false here from then on.
+    var isIdleOnDeviceThread: Bool {
+        guard case .idle = state, fade == nil, seenGeneration == reply.generation.load(ordering: .acquiring),
+              !reply.stopRequested.load(ordering: .acquiring) else { return false }
+        guard !mixPlaying, mixDrainLeft == nil, mixFade == nil, seenMix == mix.generation.load(ordering: .acquiring),
+              !mix.stopRequested.load(ordering: .acquiring), mixRing.availableToRead == 0,
+              !mix.open.load(ordering: .acquiring) || mix.ended.load(ordering: .acquiring) else { return false }
+        return volumeRamp == nil
     }
 
     /// Closes the device at once.
@@ -265,7 +280,7 @@ public final class StreamingPlayer: @unchecked Sendable {
     ///   late event of a stopped reply is told apart from the new one's).
     @discardableResult
     public func beginReply() -> Int {
-        reply.beginNext(deviceRunning: device?.isRunning ?? false) {
+        let number = reply.beginNext(deviceRunning: device?.isRunning ?? false) {
             carry = nil
             replyQueued = 0
             peakDelay.store(0, ordering: .relaxed)
@@ -273,6 +288,8 @@ public final class StreamingPlayer: @unchecked Sendable {
             ring.releaseFreePages()
             releasedAt = ring.writtenCount
         }
+        device?.wakeFromIdle()
+        return number
     }
 
     /// Measures how late `samples` more samples arrive against the reply's first chunk.
@@ -378,7 +395,9 @@ public final class StreamingPlayer: @unchecked Sendable {
     /// - Returns: the mix's number, which its `mixStarted` and `mixFinished` carry.
     @discardableResult
     public func beginMix() -> Int {
-        mix.beginNext(deviceRunning: device?.isRunning ?? false) { mixRing.releaseFreePages() }
+        let number = mix.beginNext(deviceRunning: device?.isRunning ?? false) { mixRing.releaseFreePages() }
+        device?.wakeFromIdle()
+        return number
     }
 
     /// Samples the mix layer can take now.

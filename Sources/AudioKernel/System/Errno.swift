@@ -29,3 +29,21 @@ public struct Errno: Error, RawRepresentable, Hashable, Sendable, CustomStringCo
     /// `strerror` text followed by the symbolic number, e.g. "No such file or directory (errno 2)".
     public var description: String { "\(String(cString: strerror(rawValue))) (errno \(rawValue))" }
 }
+
+/// A failed system call on a named thing: what was being done, and the `errno` it failed with.
+public struct SystemError: Error, Sendable, CustomStringConvertible {
+    public let operation: String
+    public let errno: Errno
+
+    public init(_ operation: String, errno: Errno) {
+        self.operation = operation
+        self.errno = errno
+    }
+
+    public var description: String { "\(operation): \(errno)" }
+}
+
+extension Errno {
+    /// This error number as the failure of `operation`, e.g. "creating /var/lib/x.tmp".
+    public func failure(_ operation: String) -> SystemError { SystemError(operation, errno: self) }
+}

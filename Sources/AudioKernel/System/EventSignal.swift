@@ -10,6 +10,9 @@ import Glibc
 /// observer that `signal` calls too.
 final class EventSignal: @unchecked Sendable {
     let fd: Int32
+    /// Mirrors the eventfd's state, so that ``isSet`` (asked by every I/O loop once a
+    /// period) costs a load rather than a `poll` system call.
+    private let raised = Atomic<Bool>(false)
     private let observer = Locked<(@Sendable () -> Void)?>(nil)
 
     init() throws(AudioError) {
@@ -24,6 +27,7 @@ final class EventSignal: @unchecked Sendable {
 
     /// Wakes the waiting thread; the signal stays set until ``reset()``.
     func signal() {
+        raised.store(true, ordering: .releasing)
         _ = practiced_eventfd_signal(fd)
         let notify = observer.withLock { $0 }
         notify?()
@@ -35,10 +39,13 @@ final class EventSignal: @unchecked Sendable {
     }
 
     /// Clears the signal.
-    func reset() { _ = practiced_eventfd_drain(fd) }
+    func reset() {
+        raised.store(false, ordering: .releasing)
+        _ = practiced_eventfd_drain(fd)
+    }
 
     /// Whether the signal is set, without waiting.
-    var isSet: Bool { wait(timeoutNanoseconds: 0) }
+    var isSet: Bool { raised.load(ordering: .acquiring) }
 
     /// Waits until the signal is set or the timeout passes.
     ///
@@ -54,6 +61,21 @@ final class EventSignal: @unchecked Sendable {
             if r > 0 { return true }
             if r < 0, errno == EINTR { continue }
             if Monotonic.now() >= deadline { return false }
+        }
+    }
+
+    /// Waits until `self` or `other` is set, or the timeout passes.
+    ///
+    /// - Returns: which is set (`self` first when both are), or nil after the timeout.
+    func wait(or other: EventSignal, timeoutNanoseconds: Int64) -> EventSignal? {
+        var entries = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: other.fd, events: Int16(POLLIN), revents: 0)]
+        let deadline = Monotonic.now() + timeoutNanoseconds
+        while true {
+            let left = max(0, deadline - Monotonic.now())
+            let r = poll(&entries, 2, Int32(clamping: (left + 999_999) / 1_000_000))
+            if r > 0 { return entries[0].revents != 0 ? self : other }
+            if r < 0, errno == EINTR { continue }
+            if Monotonic.now() >= deadline { return nil }
         }
     }
 }

@@ -1,5 +1,3 @@
-import Glibc
-
 /// A value shared across threads behind a pthread mutex, with `Mutex`'s `withLock`.
 ///
 /// Why not Synchronization's `Mutex`: on Linux it locks through a futex that
@@ -8,26 +6,18 @@ import Glibc
 /// a pthread mutex it intercepts. Uncontended, the two cost the same (an atomic exchange),
 /// and neither allocates per call, which the capture and playback threads rely on.
 public final class Locked<Value>: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let lock = Lock()
     private var value: Value
 
     public init(_ value: Value) {
         self.value = value
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
     }
 
     /// Runs `body` with the value, the lock held.
     @inline(__always)
     public func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        lock.lock()
+        defer { lock.unlock() }
         return try body(&value)
     }
 }

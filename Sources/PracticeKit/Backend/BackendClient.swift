@@ -1,4 +1,7 @@
-import Foundation
+import AudioKernel
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// The practice backend's client: every endpoint of the contract, over the daemon's own
 /// HTTP/1.1 transport (``BackendTransport``), `http://` or `https://`.
@@ -112,9 +115,20 @@ public final class BackendClient: Sendable {
 
     /// Percent-escapes one path segment (ids are opaque strings).
     static func escape(_ segment: String) -> String {
-        var allowed = CharacterSet.urlPathAllowed
-        allowed.remove(charactersIn: "/?#")
-        return segment.addingPercentEncoding(withAllowedCharacters: allowed) ?? segment
+        // RFC 3986's pchar less ";" and "/" (so "?" and "#" too), UTF-8 percent-escaped
+        // otherwise: what Foundation's urlPathAllowed less "/?#" lets through.
+        let allowed = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,=:@".utf8)
+        let hex = Array("0123456789ABCDEF".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(segment.utf8.count)
+        for byte in segment.utf8 {
+            if allowed.contains(byte) {
+                out.append(byte)
+            } else {
+                out += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     private func makeRequest(_ method: String, _ path: String, accept: String = "application/json") -> HTTPRequest {
@@ -197,7 +211,7 @@ public final class BackendClient: Sendable {
 
 /// Hands the exchange of an attempt to the cancellation handler, which may run first.
 private final class ExchangeBox: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Lock()
     private var stored: RESTExchange?
     private var cancelled = false
 

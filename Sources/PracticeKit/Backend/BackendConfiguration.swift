@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Where the backend is and how patient the client is with it.
 public struct BackendConfiguration: Sendable {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What went wrong talking to the backend, typed so that callers can react: retry, tell
 /// the learner, make a new session.
@@ -43,7 +43,7 @@ public enum BackendError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The server's "still connecting" answer, to be retried shortly.
     public var isStillConnecting: Bool { status == 503 }
 
-    private static func format(_ seconds: Double) -> String { String(format: "%.1f", seconds) }
+    private static func format(_ seconds: Double) -> String { String.printf("%.1f", seconds) }
 
     /// Maps a transport error. Connection refused and unresolvable names mean the request
     /// never left; everything else may have reached the server.

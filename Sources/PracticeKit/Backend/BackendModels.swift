@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 // The backend's JSON shapes (shared/docs/backend-contract.md). Keys are snake_case on the
 // wire; the client's decoder and encoder convert them, so the Swift names are camelCase.

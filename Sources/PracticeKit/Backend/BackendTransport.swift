@@ -1,4 +1,6 @@
-import Foundation
+import AudioKernel
+import Dispatch
+import FoundationEssentials
 
 /// Receives one URLSession task's callbacks, on the transport's serial queue.
 protocol TaskHandler: AnyObject, Sendable {
@@ -49,7 +51,7 @@ final class BackendTransport: @unchecked Sendable {
 final class RESTExchange: TaskHandler, @unchecked Sendable {
     typealias Completion = @Sendable (Result<(HTTPResponse, Data), BackendError>) -> Void
 
-    private let lock = NSLock()
+    private let lock = Lock()
     private var response: HTTPResponse?
     private var body = Data()
     private var completion: Completion?

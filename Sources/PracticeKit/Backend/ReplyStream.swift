@@ -1,4 +1,6 @@
-import Foundation
+import AudioKernel
+import Dispatch
+import FoundationEssentials
 
 /// One reply stream in flight: `/start`, `/chat` or `/chat/text`.
 ///
@@ -45,7 +47,7 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
     private var owner: AnyObject?
 
     // Read from any thread.
-    private let resultLock = NSCondition()
+    private let resultLock = Condition()
     private var result: Result<ReplySummary, BackendError>?
     private var waiters: [@Sendable (Result<ReplySummary, BackendError>) -> Void] = []
 
@@ -101,11 +103,11 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
     /// Waits for the outcome from a thread that may block, at most `timeout` seconds; nil
     /// when the deadline passed first.
     public func wait(timeout: Double) -> Result<ReplySummary, BackendError>? {
-        let deadline = Date().addingTimeInterval(timeout)
+        let deadline = Monotonic.now() + Int64(max(0, min(timeout, 1e9)) * 1e9)
         resultLock.lock()
         defer { resultLock.unlock() }
         while result == nil {
-            if !resultLock.wait(until: deadline) { break }
+            if !resultLock.wait(untilMonotonic: deadline) { break }
         }
         return result
     }

@@ -1,4 +1,6 @@
-import Foundation
+import AudioKernel
+import FoundationEssentials
+import Glibc
 
 /// Resolves ``DaemonConfiguration``: defaults, then the config file, then `PRACTICED_*`
 /// environment variables, then command-line flags; each layer overrides the one before.
@@ -15,6 +17,8 @@ import Foundation
 /// the value, where it came from and what is allowed.
 public struct ConfigurationLoader: Sendable {
     public static let defaultFile = "/etc/practiced/practiced.conf"
+    /// The largest configuration file read: far above any real one (the sample is 8 KiB).
+    static let maximumFileBytes = 1 << 20
 
     /// What the command line asked for besides settings.
     public enum Action: Equatable, Sendable {
@@ -92,11 +96,12 @@ public struct ConfigurationLoader: Sendable {
         let path = file ?? Self.defaultFile
         var readFile: String?
         if FileManager.default.fileExists(atPath: path) || explicitFile {
-            // FileHandle, not FileManager.contents: it reads /dev/null and pipes too.
-            guard let handle = FileHandle(forReadingAtPath: path), let data = try? handle.readToEnd() ?? Data(),
-                  let text = String(data: data, encoding: .utf8) else {
+            // Not FileManager.contents: this reads /dev/null and pipes too, and stops at a
+            // size no configuration reaches (a path to /dev/zero is refused, not read for ever).
+            guard let bytes = try? FileReader.read(path, upTo: Self.maximumFileBytes + 1), bytes.count <= Self.maximumFileBytes,
+                  let text = String(validating: bytes, as: UTF8.self) else {
                 throw ConfigurationError(key: "config file", value: path, source: "command line",
-                                         allowed: "a readable UTF-8 file")
+                                         allowed: "a readable UTF-8 file of at most 1 MiB")
             }
             try Self.apply(file: text, path: path, to: &configuration)
             readFile = path
@@ -113,14 +118,14 @@ public struct ConfigurationLoader: Sendable {
 
     static func apply(file text: String, path: String, to configuration: inout DaemonConfiguration) throws(ConfigurationError) {
         for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = rawLine.trimmingCharacters(in: .whitespacesAndNewlines)
+            let line = rawLine.trimmed()
             if line.isEmpty || line.hasPrefix("#") { continue }
             let source = "\(path):\(number + 1)"
             guard let equals = line.firstIndex(of: "=") else {
                 throw ConfigurationError(key: line, value: "", source: source, allowed: "a line `key = value`")
             }
-            let name = line[..<equals].trimmingCharacters(in: .whitespaces)
-            var value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            let name = line[..<equals].trimmed(newlines: false)
+            var value = line[line.index(after: equals)...].trimmed(newlines: false)
             if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
             guard let key = ConfigurationKey.all.first(where: { $0.name == name }) else {
                 throw ConfigurationError(key: name, value: value, source: source, allowed: "a key of `practiced --help`")
@@ -167,9 +172,9 @@ public struct ConfigurationLoader: Sendable {
     /// kept in `state.dir/user-id` (a 9-digit number, the form newer servers use).
     public static func userID(for configuration: DaemonConfiguration) throws -> String {
         if let id = configuration.userID { return id }
-        let path = (configuration.stateDirectory as NSString).appendingPathComponent("user-id")
+        let path = FilePaths.join(configuration.stateDirectory, "user-id")
         if let data = FileManager.default.contents(atPath: path),
-           let id = String(data: data, encoding: .utf8)?.trimmingCharacters(in: .whitespacesAndNewlines), !id.isEmpty {
+           let id = String(data: data, encoding: .utf8)?.trimmed(), !id.isEmpty {
             return id
         }
         try FileManager.default.createDirectory(atPath: configuration.stateDirectory, withIntermediateDirectories: true,
@@ -178,7 +183,7 @@ public struct ConfigurationLoader: Sendable {
         // Written under a temporary name, then renamed: a crash never leaves half an id.
         let temporary = path + ".tmp"
         try Data((id + "\n").utf8).write(to: URL(fileURLWithPath: temporary))
-        guard rename(temporary, path) == 0 else { throw CocoaError(.fileWriteUnknown) }
+        guard rename(temporary, path) == 0 else { throw Errno.current.failure("renaming \(temporary) to \(path)") }
         return id
     }
 }

@@ -1,5 +1,6 @@
 import AudioKernel
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Everything `practiced` can be told, with its defaults. Resolved by
 /// ``ConfigurationLoader`` from the config file, then the environment, then flags.
@@ -104,7 +105,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
         } else if let state = environment["XDG_STATE_HOME"], !state.isEmpty {
             stateDirectory = "\(state)/practiced"
         } else {
-            stateDirectory = "\(environment["HOME"] ?? NSHomeDirectory())/.local/state/practiced"
+            stateDirectory = "\(FilePaths.home(environment: environment))/.local/state/practiced"
         }
     }
 
@@ -146,9 +147,9 @@ struct ConfigurationKey: Sendable {
     let current: @Sendable (DaemonConfiguration) -> String
 
     /// `PRACTICED_BACKEND_URL` for `backend.url`.
-    var environmentName: String { "PRACTICED_" + name.uppercased().replacingOccurrences(of: ".", with: "_") }
+    var environmentName: String { "PRACTICED_" + name.uppercased().replacing(".", with: "_") }
     /// `--backend-url` for `backend.url`.
-    var flag: String { "--" + name.replacingOccurrences(of: ".", with: "-").replacingOccurrences(of: "_", with: "-") }
+    var flag: String { "--" + name.replacing(".", with: "-").replacing("_", with: "-") }
 
     static func integer(_ name: String, _ range: ClosedRange<Int>, unit: String, help: String,
                         _ keyPath: WritableKeyPath<DaemonConfiguration, Int> & Sendable) -> ConfigurationKey {
@@ -166,7 +167,7 @@ struct ConfigurationKey: Sendable {
                              guard let value = Double(text), value >= 1, value <= 32767 else { return false }
                              configuration[keyPath: keyPath] = value
                              return true
-                         }, current: { String(format: "%g", $0[keyPath: keyPath]) })
+                         }, current: { String.printf("%g", $0[keyPath: keyPath]) })
     }
 
     static func path(_ name: String, help: String, _ keyPath: WritableKeyPath<DaemonConfiguration, String> & Sendable) -> ConfigurationKey {
@@ -250,7 +251,7 @@ struct ConfigurationKey: Sendable {
                              guard let level = VolumeLevel.parse(text) else { return false }
                              configuration.volume = level
                              return true
-                         }, current: { String(format: "%g", $0.volume) }),
+                         }, current: { String.printf("%g", $0.volume) }),
         .integer("audio.period_ms", 5...100, unit: "milliseconds", help: "device period", \.periodMilliseconds),
         .integer("audio.prebuffer_ms", 0...2000, unit: "milliseconds", help: "reply audio buffered before playback starts", \.prebufferMilliseconds),
         .integer("audio.idle_close_s", 0...86_400, unit: "seconds",

@@ -1,5 +1,5 @@
 import AudioKernel
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// A blocking client of the control socket, for practicectl and tests: connects, reads

@@ -1,6 +1,6 @@
 import AudioKernel
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Glibc
 import Synchronization
 

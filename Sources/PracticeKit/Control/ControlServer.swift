@@ -1,6 +1,6 @@
 import AudioKernel
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Glibc
 import Synchronization
 
@@ -58,6 +58,9 @@ public final class ControlServer: @unchecked Sendable {
     private let serverVersion: String
     private let capabilities: [String]
     private let topics: Set<String>
+    /// The topics some client follows, kept on the queue for threads that must not wait
+    /// for it (the capture thread asks before it wakes anyone for a level).
+    private let followedTopics = Locked<Set<String>>([])
     private let socketGroup: UInt32?
     private let logger: Logger
     private weak var handler: ControlCommandHandler?
@@ -111,6 +114,7 @@ public final class ControlServer: @unchecked Sendable {
             idleTimer?.cancel()
             for connection in connections.values { connection.close() }
             connections.removeAll()
+            refreshFollowedTopics()
             listener.close()
         }
     }
@@ -196,6 +200,7 @@ public final class ControlServer: @unchecked Sendable {
 
     func closed(_ connection: ControlConnection, reason: String) {
         guard connections.removeValue(forKey: connection.id) != nil else { return }
+        refreshFollowedTopics()
         statistics.withLock { $0.clients = connections.count }
         logger.debug("client \(connection.id) (pid \(connection.credentials.pid)) closed: \(reason)")
     }
@@ -271,6 +276,7 @@ public final class ControlServer: @unchecked Sendable {
                 }
                 if request.command == Command.Subscribe.name {
                     connection.topics.formUnion(names)
+                    refreshFollowedTopics()
                     CommandReply<Command.Subscribe> { self.reply(connection, id: request.id, $0) }
                         .succeed(.init(topics: connection.topics.sorted(), seq: Int(seq)))
                     // The current state first, so that the client never starts from nothing.
@@ -280,6 +286,7 @@ public final class ControlServer: @unchecked Sendable {
                     }
                 } else {
                     connection.topics.subtract(names)
+                    refreshFollowedTopics()
                     CommandReply<Command.Unsubscribe> { self.reply(connection, id: request.id, $0) }.succeed(.init(topics: connection.topics.sorted()))
                 }
             } catch {
@@ -304,7 +311,20 @@ public final class ControlServer: @unchecked Sendable {
 
     /// Subscribes a client to topics on behalf of a command (`level.watch`).
     public func subscribe(client id: Int, to topics: [String]) {
-        queue.async { self.connections[id]?.topics.formUnion(topics) }
+        queue.async {
+            self.connections[id]?.topics.formUnion(topics)
+            self.refreshFollowedTopics()
+        }
+    }
+
+    /// Whether any client follows `topic`, from any thread, without waiting for the queue
+    /// (a subscription made this moment may be seen a moment later).
+    public func isFollowed(_ topic: String) -> Bool { followedTopics.withLock { $0.contains(topic) } }
+
+    /// On the queue, after any change of a client's topics or of the clients.
+    private func refreshFollowedTopics() {
+        let followed = connections.values.reduce(into: Set<String>()) { $0.formUnion($1.topics) }
+        followedTopics.withLock { $0 = followed }
     }
 
     /// A request's answer: sent, and the client's next request may be served.

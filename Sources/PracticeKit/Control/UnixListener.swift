@@ -1,6 +1,6 @@
 import AudioKernel
 internal import CAudioShim
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// Why the control socket could not be set up.
@@ -56,11 +56,11 @@ public final class UnixListener: @unchecked Sendable {
         guard path.utf8.count < MemoryLayout.size(ofValue: sockaddr_un().sun_path) else {
             throw ControlSocketError(message: "socket path too long (\(path.utf8.count) bytes): \(path)")
         }
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = FilePaths.parent(of: path)
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         } catch {
-            throw ControlSocketError(message: "cannot create \(directory): \(error.localizedDescription)")
+            throw ControlSocketError(message: "cannot create \(directory): \(error)")
         }
         var info = stat()
         if lstat(path, &info) == 0 {

@@ -1,5 +1,6 @@
 import AudioKernel
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A WAV file a client named with `play`, opened the way a daemon that serves untrusted
 /// local clients must open it.
@@ -94,7 +95,7 @@ final class ClipFile {
     }
 
     static func isInside(_ path: String, _ directories: [String]) -> Bool {
-        let components = (path as NSString).standardizingPath
+        let components = FilePaths.normalized(path)
         return directories.contains { directory in
             let base = directory.hasSuffix("/") ? directory : directory + "/"
             return components.hasPrefix(base)

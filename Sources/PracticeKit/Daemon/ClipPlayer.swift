@@ -1,6 +1,7 @@
 import AudioKernel
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// `play`'s files: each opened, checked and streamed to the speaker on a thread of its own,
 /// which nothing else waits on.
@@ -51,7 +52,7 @@ final class ClipPlayer: @unchecked Sendable {
                 logger.warning("play \(path) (pid \(client.credentials.pid)): not opened within \(timeout) ms")
             }
         }
-        let thread = Thread { [self, audio, logger] in
+        let play: @Sendable () -> Void = { [self, audio, logger] in
             defer { filesInUse.withLock { $0 -= 1 } }
             let clip: ClipFile
             do throws(ControlError) {
@@ -79,9 +80,13 @@ final class ClipPlayer: @unchecked Sendable {
             _ = once.send(.success(ProtocolEncoder.encode(Command.Play.Result(path: path, durationS: (clip.layout.duration * 1000).rounded() / 1000))))
             Self.stream(clip, through: converter, to: audio, clip: target)
         }
-        thread.name = "practiced-play"
-        thread.stackSize = 1 << 18
-        thread.start()
+        do {
+            try IOThread.detach(name: "practiced-play", stackBytes: 1 << 18, body: play)
+        } catch {
+            filesInUse.withLock { $0 -= 1 }
+            logger.error("play \(path): \(error)")
+            _ = once.send(.failure(ControlError(.fileError, "\(path): no thread to open it on (\(error))", retryable: true)))
+        }
     }
 
     /// The file is read in pieces of at most this much.
@@ -118,7 +123,7 @@ final class ClipPlayer: @unchecked Sendable {
 
 /// A reply that goes out once: from the work, or from its deadline, whichever comes first.
 final class ReplyOnce: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Lock()
     private var reply: (@Sendable (Result<JSONValue, ControlError>) -> Void)?
 
     init(_ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) { self.reply = reply }

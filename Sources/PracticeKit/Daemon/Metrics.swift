@@ -1,9 +1,10 @@
-import Foundation
+import AudioKernel
+import FoundationEssentials
 
 /// The daemon's counters and latency histograms, written in the Prometheus text
 /// exposition format (version 0.0.4) for `metrics`.
 public final class Metrics: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Lock()
     private var counters: [String: (help: String, values: [String: Double])] = [:]
     private var gauges: [String: (help: String, values: [String: Double])] = [:]
     private var histograms: [String: Histogram] = [:]

@@ -1,6 +1,7 @@
 import AudioKernel
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 // The daemon's own commands (the session's go to ``SessionController``): health, status,
@@ -197,7 +198,7 @@ extension PracticeDaemon {
         player?.volume = Float(level)
         let result = VolumeLevel(level: level)
         if changed {
-            logger.info("volume \(String(format: "%.3f", level))\(result.db.map { String(format: " (%.1f dB)", $0) } ?? " (silent)")")
+            logger.info("volume \(String.printf("%.3f", level))\(result.db.map { String.printf(" (%.1f dB)", $0) } ?? " (silent)")")
             server?.publish(Event.VolumeChanged(result))
         }
         do {

@@ -1,6 +1,7 @@
 import AudioKernel
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 // The microphone and the speaker: opened at start and when needed, closed when idle,
@@ -121,7 +122,8 @@ extension PracticeDaemon {
         switch event {
         case .level(let rms, let peak):
             latestLevel.withLock { $0 = (rms, peak) }
-            levelSignal?.add(data: 1)
+            // Nobody watching, nobody woken: the control queue would publish to no one.
+            if server?.isFollowed("level") == true { levelSignal?.add(data: 1) }
         case .speechStarted(let recording):
             server?.publish(Event.SpeechStarted())
             session?.speechStarted(recording: recording)

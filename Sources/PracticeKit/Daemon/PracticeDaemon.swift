@@ -1,6 +1,7 @@
 import AudioKernel
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// The daemon: the control server, the microphone and speaker (recorder and streaming
@@ -17,7 +18,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     public static let topics = ProtocolCatalog.subscribableTopics
     public static let commands = ProtocolCatalog.commandNames
 
-    let lock = NSLock()
+    let lock = Lock()
     var configuration: DaemonConfiguration
     let sink: FilteringLogSink
     let logger: Logger

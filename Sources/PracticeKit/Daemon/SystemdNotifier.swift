@@ -1,5 +1,5 @@
 import AudioKernel
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// The daemon's side of sd_notify(3), written out: datagrams to `$NOTIFY_SOCKET` (a path,

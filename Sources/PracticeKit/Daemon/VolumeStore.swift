@@ -1,4 +1,6 @@
-import Foundation
+import AudioKernel
+import FoundationEssentials
+import Glibc
 
 /// The speaker's volume kept across restarts: `volume` in the state directory, one line with
 /// the gain, written under a temporary name, synced, then renamed, so a crash or a power cut
@@ -11,31 +13,32 @@ struct VolumeStore {
     let path: String
 
     init(stateDirectory: String) {
-        path = (stateDirectory as NSString).appendingPathComponent("volume")
+        path = FilePaths.join(stateDirectory, "volume")
     }
 
     /// The kept level, or nil when none was kept or the file is not a level (logged by the caller).
     func load() -> Double? {
         guard let data = FileManager.default.contents(atPath: path), data.count < 64,
-              let text = String(data: data, encoding: .utf8)?.trimmingCharacters(in: .whitespacesAndNewlines),
+              let text = String(data: data, encoding: .utf8)?.trimmed(),
               let level = Double(text), (0...1).contains(level) else { return nil }
         return level
     }
 
     /// Keeps `level` durably.
     func save(_ level: Double) throws {
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = FilePaths.parent(of: path)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o750])
         let temporary = path + ".tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o640)
-        guard fd >= 0 else { throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: temporary]) }
+        guard fd >= 0 else { throw Errno.current.failure("creating \(temporary)") }
         let line = Array("\(level)\n".utf8)
         let written = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         let synced = fsync(fd) == 0
         close(fd)
         guard written == line.count, synced, rename(temporary, path) == 0 else {
+            let failure = Errno.current.failure("writing \(path)")
             unlink(temporary)
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
+            throw failure
         }
         // The rename itself is made durable by syncing the directory.
         let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A JSON value with its members in order: the control protocol's messages (read with
 /// `JSONDecoder`, written compact) and practice-sim's answers, written byte for byte as the

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Log levels, with the syslog priority each maps to under the journal.
 public enum LogLevel: Int, Comparable, Sendable, CaseIterable, CustomStringConvertible {
@@ -104,11 +105,16 @@ public final class StandardErrorLogSink: LogSink {
             ? "<\(record.level.syslogPriority)>\(record.category): \(record.message)\n"
             : "\(record.level) \(record.category): \(record.message)\n"
         var bytes = Array(line.utf8)
-        bytes.withUnsafeMutableBytes { _ = Foundation.write(2, $0.baseAddress, $0.count) }
+        bytes.withUnsafeMutableBytes { _ = systemWrite(2, $0.baseAddress, $0.count) }
     }
 }
 
 public struct DiscardLogSink: LogSink {
     public init() {}
     public func write(_ record: LogRecord) {}
+}
+
+/// The C library's write(2), named apart from the sinks' own `write` methods.
+private func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
+    write(fd, buffer, count)
 }

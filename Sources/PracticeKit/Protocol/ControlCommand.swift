@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A command of the `practiced/1` protocol: its wire name, its arguments (read from the
 /// request's `args` by ``ProtocolDecoder``) and its result (the reply's `result`, written

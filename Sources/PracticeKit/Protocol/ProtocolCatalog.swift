@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Every command and event of `practiced/1`. The schema, the reference and the daemon's
 /// routing are built from these lists; a test checks that every command the daemon

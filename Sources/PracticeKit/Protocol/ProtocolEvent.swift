@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The topics a client subscribes to; every event belongs to one.
 public enum EventTopic: String, Codable, Sendable, CaseIterable, WireEnumerable {

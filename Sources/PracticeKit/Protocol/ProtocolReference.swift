@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The reference part of docs/protocol: every command with its arguments and result, every
 /// event with its payload, rendered from ``ProtocolSchema`` (`practiced

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The JSON Schema of everything `practiced/1` carries, built from ``ProtocolCatalog``'s
 /// types (``SchemaBuilder``): `practiced --print-schema` prints it, and

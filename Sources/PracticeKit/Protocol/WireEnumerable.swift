@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A string enumeration on the wire: the schema lists its values, and an argument outside
 /// them is refused with the list.

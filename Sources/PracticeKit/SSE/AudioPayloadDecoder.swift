@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Why an `audio` event's payload could not be decoded; it spoils that event only.
 public enum AudioPayloadError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -21,7 +22,7 @@ public enum AudioPayloadError: Error, Equatable, Sendable, CustomStringConvertib
 /// without the space after the colon) and decodes the base64 straight from the event's bytes
 /// into a reusable buffer: no JSON tree, no intermediate String, no allocation once the
 /// buffer has grown to the largest chunk. Any other shape (other fields, escapes, other
-/// whitespace) goes through JSONSerialization.
+/// whitespace) goes through the JSON decoder.
 public struct AudioPayloadDecoder {
     /// The PCM bytes of the last event decoded (each event's base64 is padded on its own, so
     /// events are decoded separately and their bytes joined by the player).
@@ -38,8 +39,8 @@ public struct AudioPayloadDecoder {
             return try decodeBase64(base64)
         }
         // The general path: any JSON with a string "audio".
-        guard let object = try? JSONSerialization.jsonObject(with: Data(data)) as? [String: Any],
-              let text = object["audio"] as? String else { throw .notAudioJSON }
+        guard case .object(let fields)? = try? JSONDecoder().decode(JSONValue.self, from: Data(data)),
+              case .string(let text)? = fields.last(where: { $0.0 == "audio" })?.1 else { throw .notAudioJSON }
         let utf8 = Array(text.utf8)
         let result = utf8.withUnsafeBytes { bytes in Result { () throws(AudioPayloadError) -> Int in try decodeBase64(bytes) } }
         return try result.get()

@@ -1,5 +1,6 @@
 import AudioKernel
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// What a session needs of the microphone and the speaker. ``KioskAudio`` is the real
 /// one; unit tests of the session pass their own.
@@ -35,7 +36,7 @@ public enum RecorderCommand: Sendable {
 /// playing" and "queue this chunk" one step, so a chunk of a stopped reply can never
 /// slip into the next one.
 public final class KioskAudio: SessionAudio, @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Lock()
     private var player: StreamingPlayer?
     private var recorder: Recorder?
     /// The last reply begun, and whether it may still queue chunks (not stopped or ended).

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The last good backend answers the UI shows offline (topics, the learner's profile),
 /// kept per user under `<state>/cache/<user>/<name>.json` with the time they were fetched.

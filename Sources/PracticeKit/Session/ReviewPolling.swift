@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The end of a conversation: the talk ends (`session.end`), the review is generated and
 /// polled until it has marks, corrections are asked for, the review is finished

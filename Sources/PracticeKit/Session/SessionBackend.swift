@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 // The backend as each piece of the session uses it: ``BackendClient`` over HTTP in the
 // daemon, an in-memory stand-in in the pieces' own tests.

@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 
 /// The session on the backend, as every piece of the session sees it.
 struct ActiveSession: Sendable {

@@ -1,6 +1,7 @@
 import AudioKernel
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The kiosk's conversation with the backend: the one source of truth for the session,
 /// its mode and its ``SessionStage``. It holds the stage and the session's identity,

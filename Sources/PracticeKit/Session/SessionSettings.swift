@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// How the session paces its polling and retries.
 public struct SessionSettings: Sendable {

@@ -1,6 +1,7 @@
 import AudioKernel
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A recorded turn's way to the backend: into the spool (fsynced before anything is sent),
 /// out as an upload (``ReplyPlayback`` streams it and its reply), sent again with backoff

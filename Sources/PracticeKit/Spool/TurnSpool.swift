@@ -1,5 +1,6 @@
 import AudioKernel
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// What the spool knows about a turn besides its audio. Written once, with the audio, in
 /// the turn's file: the file is complete or absent, never half a turn.
@@ -53,10 +54,10 @@ public final class TurnSpool {
     public init(directory: String) throws(SpoolError) {
         self.directory = directory
         var parents: [String] = []
-        var parent = (directory as NSString).deletingLastPathComponent
+        var parent = FilePaths.parent(of: directory)
         while !parent.isEmpty, parent != "/", !FileManager.default.fileExists(atPath: parent) {
             parents.insert(parent, at: 0)
-            parent = (parent as NSString).deletingLastPathComponent
+            parent = FilePaths.parent(of: parent)
         }
         for path in parents + [directory, tmp, new] {
             if mkdir(path, 0o700) != 0 && errno != EEXIST {
@@ -151,9 +152,8 @@ public final class TurnSpool {
     }
 
     private func header(of path: String) throws -> SpooledTurn {
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw SpoolError(path: path, operation: "open", errno: Errno.current) }
-        defer { try? handle.close() }
-        let head = handle.readData(ofLength: 4096)
+        let head: Data
+        do { head = Data(try FileReader.read(path, upTo: 4096)) } catch { throw SpoolError(path: path, operation: "open", errno: error.errno) }
         guard let newline = head.firstIndex(of: 0x0A), let turn = Self.decodeHeader(head[head.startIndex..<newline]) else {
             throw SpoolError(path: path, operation: "parse", errno: nil)
         }

@@ -225,13 +225,53 @@ final class EnginePulseTests: PulseAudioTestCase {
         }
     }
 
-    func testStopMidReplyFadesOutWithinAPeriodAndDoesNotClick() throws {
+    /// A player on the null sink "kiosk", started, and a capture of the sink's monitor.
+    func startPlayerOnTheKioskSink() throws -> (DeviceProbe, CaptureDevice, EventLog<PlayerEvent>, StreamingPlayer) {
         let monitor = DeviceProbe()
         let capture = try CaptureDevice(name: .pulse(device: "kiosk.monitor"), configuration: stream)
         try capture.start(onPeriod: { monitor.append($0) })
         let log = EventLog<PlayerEvent>()
         let player = try StreamingPlayer(device: .pulse(device: "kiosk"), stream: stream) { log.append($0) }
         try player.start()
+        return (monitor, capture, log, player)
+    }
+
+    /// Between sounds the player parks its stream (corked), so that neither the server nor
+    /// the I/O thread wakes every period while the kiosk waits for the learner; a reply
+    /// wakes it and is heard whole, and the stream parks again after it.
+    func testAnIdlePlayerParksItsStreamAndAReplyWakesIt() throws {
+        let (monitor, capture, log, player) = try startPlayerOnTheKioskSink()
+        XCTAssertTrue(Poll.until(timeout: 5) { player.deviceStatistics?.parks == 1 }, "an idle player parks its device")
+        XCTAssertTrue(try server.pactl(["list", "sink-inputs"]).contains("Corked: yes"), "the server sees the stream corked")
+        let periodsParked = try XCTUnwrap(player.deviceStatistics).periods
+
+        let signal = Loopback.signal(count: 24_000)
+        player.beginReply()
+        player.enqueue(WAVBuilder.samples(signal))
+        player.endReply()
+        XCTAssertTrue(log.wait(timeout: 10) { $0.contains { if case .finished = $0.event { return true } else { return false } } })
+        let have = monitor.snapshot().samples.count
+        XCTAssertTrue(monitor.wait(timeout: 5) { $0.samples.count >= have + 4_800 })
+        XCTAssertTrue(Poll.until(timeout: 5) { player.deviceStatistics?.parks == 2 }, "the stream parks again after the reply")
+        let statistics = try XCTUnwrap(player.deviceStatistics)
+        player.shutdown()
+        capture.stop()
+
+        XCTAssertGreaterThanOrEqual(statistics.periods - periodsParked, 100, "the reply's second was played through the device")
+        XCTAssertEqual(statistics.xruns, 0, "a cork is not an underrun")
+        guard case .finished(let report) = log.snapshot().last(where: { if case .finished = $0.event { return true } else { return false } })?.event else {
+            return XCTFail("no finished event")
+        }
+        XCTAssertFalse(report.interrupted)
+        XCTAssertEqual(report.underruns, 0)
+        XCTAssertEqual(report.playedSeconds, 1.0, accuracy: 0.001)
+        let recording = monitor.snapshot().samples
+        let lag = try XCTUnwrap(Loopback.align(signal, in: recording))
+        server.assertCarried(signal, in: recording, at: lag, "the reply after the park, whole and in order")
+    }
+
+    func testStopMidReplyFadesOutWithinAPeriodAndDoesNotClick() throws {
+        let (monitor, capture, log, player) = try startPlayerOnTheKioskSink()
         let tone = TestSignals.sine(amplitude: 16_000, frequency: 200, count: 24_000 * 3)
         player.beginReply()
         player.enqueue(WAVBuilder.samples(tone))

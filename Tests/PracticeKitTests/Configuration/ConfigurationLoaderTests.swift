@@ -76,6 +76,29 @@ final class ConfigurationLoaderTests: XCTestCase {
         XCTAssertThrowsError(try ConfigurationLoader(environment: [:]).load(arguments: ["--config", "/nonexistent.conf"]))
     }
 
+    /// A configuration path to a device that never ends (an operator's slip, or a hostile
+    /// environment variable) is refused after 1 MiB, not read until memory runs out: the
+    /// reader before (Foundation's `readToEnd`) never returned on /dev/zero.
+    func testAConfigFileThatNeverEndsIsRefusedNotReadForEver() throws {
+        XCTAssertThrowsError(try ConfigurationLoader(environment: [:]).load(arguments: ["--config", "/dev/zero"])) { error in
+            XCTAssertTrue("\(error)".contains("a readable UTF-8 file of at most 1 MiB"), "\(error)")
+            XCTAssertTrue("\(error)".contains("/dev/zero"), "\(error)")
+        }
+        // A FIFO with a writer is read like a file.
+        let fifo = NSTemporaryDirectory() + "practiced-conf-\(UUID().uuidString)"
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        defer { unlink(fifo) }
+        let writer = Thread {
+            let fd = open(fifo, O_WRONLY)
+            let text = Array("log.level = debug\n".utf8)
+            _ = text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            close(fd)
+        }
+        writer.start()
+        let result = try ConfigurationLoader(environment: [:]).load(arguments: ["--config", fifo])
+        XCTAssertEqual("\(result.configuration.logLevel)", "debug")
+    }
+
     func testGeneratedUserIDIsKept() throws {
         var configuration = DaemonConfiguration(environment: ["HOME": "/tmp"])
         configuration.stateDirectory = NSTemporaryDirectory() + "practiced-state-\(UUID().uuidString)"

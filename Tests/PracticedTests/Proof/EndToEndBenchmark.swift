@@ -98,6 +98,8 @@ final class EndToEndBenchmark: XCTestCase {
         let perMinute = 60 / conversation
         ProofRun.report("e2e: CPU by thread, s per minute of conversation: " + end.cpuByName(since: first).filter { $0.seconds > 0 }
             .map { String(format: "%@ %.2f", $0.name, $0.seconds * perMinute) }.joined(separator: ", "))
+        ProofRun.report("e2e: wake-ups by thread per second of conversation: " + end.switchesByName(since: first, seconds: conversation)
+            .filter { $0.perSecond >= 0.5 }.map { String(format: "%@ %.0f", $0.name, $0.perSecond) }.joined(separator: ", "))
         ProofRun.report(String(format: "e2e: idle (devices closed): %.2f wake-ups/s, %.3f %% of a core", idle.wakeupsPerSecond, idle.coreShare * 100))
     }
 }

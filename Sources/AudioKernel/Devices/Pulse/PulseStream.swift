@@ -1,12 +1,17 @@
 internal import CPulse
 import Synchronization
 
-/// A PulseAudio stream on libpulse's asynchronous API with a threaded main loop.
+/// A PulseAudio stream on libpulse's asynchronous API, with a plain main loop that the
+/// device's own I/O thread runs.
 ///
 /// Not `pa_simple`: its blocking read cannot be interrupted, and a source that delivers
-/// nothing (a pipe source with no writer) would hold `stop` forever. Here a read or write
-/// waits on the main loop's condition, which the stream's callbacks signal when data or
-/// room arrives, and which `stop` signals through the stream's wake observer.
+/// nothing (a pipe source with no writer) would hold `stop` forever. Not a threaded main
+/// loop either: its thread took each message from the server and woke the I/O thread through
+/// a condition, under a lock the woken thread then waited for, so three wake-ups per period
+/// where one does. Here a read or write runs the main loop itself (`pa_mainloop_iterate`)
+/// until data or room is there; `stop` breaks the wait with `pa_mainloop_wakeup`, which any
+/// thread may call. Every call on the stream comes from one thread at a time (the
+/// ``DeviceBackend`` contract), which is what libpulse requires of a plain main loop.
 ///
 /// Buffer attributes are always explicit (with none the server picks about two seconds):
 /// playback asks for a target length of the stream's buffer (4 × 10 ms by default), a
@@ -28,23 +33,24 @@ final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
     private var probeFinished = false
     /// Whether the probed source is an echo canceller's output.
     private(set) var isEchoCancelled = false
-    /// Set by `interrupt`, under the main loop lock.
-    private var interrupted = false
+    /// Set by the wake observer (`stop`), from any thread.
+    private let interrupted = Atomic<Bool>(false)
     /// Underflows and overflows the server reported, counted on the main loop thread.
     private let xrunsReported = Atomic<Int>(0)
     private var xrunsSeen = 0
     /// A capture fragment peeked but not yet wholly consumed.
     private var peeked: (data: UnsafeRawPointer?, length: Int, offset: Int)?
     private var observedWake: EventSignal?
-    private var started = false
     private var closed = false
+    /// Corked by ``park()``.
+    private var parked = false
 
     init(device: String?, capture: Bool, configuration: AudioStreamConfiguration) throws(AudioError) {
         isCapture = capture
         label = "PulseAudio \(capture ? "source" : "sink") '\(device ?? "default")'"
         format = configuration.engineFormat
-        guard let loop = pa_threaded_mainloop_new() else {
-            throw AudioError(.io, message: "pa_threaded_mainloop_new failed", operation: "opening \(label)")
+        guard let loop = pa_mainloop_new() else {
+            throw AudioError(.io, message: "pa_mainloop_new failed", operation: "opening \(label)")
         }
         mainloop = loop
         try open(device: device, configuration: configuration)
@@ -60,27 +66,17 @@ final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
 
     private func open(device: String?, configuration: AudioStreamConfiguration) throws(AudioError) {
         let operation = "opening \(label)"
-        guard pa_threaded_mainloop_start(mainloop) >= 0 else {
-            throw AudioError(.io, message: "pa_threaded_mainloop_start failed", operation: operation)
-        }
-        started = true
-        pa_threaded_mainloop_lock(mainloop)
-        defer { pa_threaded_mainloop_unlock(mainloop) }
-
-        guard let context = pa_context_new(pa_threaded_mainloop_get_api(mainloop), configuration.applicationName) else {
+        guard let context = pa_context_new(pa_mainloop_get_api(mainloop), configuration.applicationName) else {
             throw AudioError(.io, message: "pa_context_new failed", operation: operation)
         }
         self.context = context
-        pa_context_set_state_callback(context, { _, userdata in
-            pa_threaded_mainloop_signal(PulseStream.from(userdata).mainloop, 0)
-        }, selfPointer)
         let connected = withOptionalCString(configuration.pulseServer) { pa_context_connect(context, $0, PA_CONTEXT_NOAUTOSPAWN, nil) }
         if connected < 0 { throw contextError(operation) }
         while true {
             let state = pa_context_get_state(context)
             if state == PA_CONTEXT_READY { break }
             if state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED { throw contextError(operation) }
-            pa_threaded_mainloop_wait(mainloop)
+            try iterate(operation)
         }
 
         // The device's own format for every field not forced, so the server converts nothing
@@ -108,9 +104,6 @@ final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
             throw contextError(operation)
         }
         self.stream = stream
-        pa_stream_set_state_callback(stream, { _, userdata in
-            pa_threaded_mainloop_signal(PulseStream.from(userdata).mainloop, 0)
-        }, selfPointer)
         let period = UInt32(periodBytes)
         var attributes = pa_buffer_attr(
             maxlength: UInt32.max,
@@ -123,18 +116,12 @@ final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
                                       | PA_STREAM_INTERPOLATE_TIMING.rawValue)
         let result: Int32
         if isCapture {
-            pa_stream_set_read_callback(stream, { _, _, userdata in
-                pa_threaded_mainloop_signal(PulseStream.from(userdata).mainloop, 0)
-            }, selfPointer)
             pa_stream_set_overflow_callback(stream, { _, userdata in
                 let me = PulseStream.from(userdata)
                 me.xrunsReported.add(1, ordering: .relaxed)
             }, selfPointer)
             result = withOptionalCString(device) { pa_stream_connect_record(stream, $0, &attributes, flags) }
         } else {
-            pa_stream_set_write_callback(stream, { _, _, userdata in
-                pa_threaded_mainloop_signal(PulseStream.from(userdata).mainloop, 0)
-            }, selfPointer)
             pa_stream_set_underflow_callback(stream, { _, userdata in
                 let me = PulseStream.from(userdata)
                 me.xrunsReported.add(1, ordering: .relaxed)
@@ -146,7 +133,16 @@ final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
             let state = pa_stream_get_state(stream)
             if state == PA_STREAM_READY { break }
             if state == PA_STREAM_FAILED || state == PA_STREAM_TERMINATED { throw contextError(operation) }
-            pa_threaded_mainloop_wait(mainloop)
+            try iterate(operation)
+        }
+    }
+
+    /// Runs the main loop once: waits for the server (or ``pa_mainloop_wakeup``) and runs
+    /// the callbacks of what came.
+    private func iterate(_ operation: String) throws(AudioError) {
+        var result: Int32 = 0
+        if pa_mainloop_iterate(mainloop, 1, &result) < 0 {
+            throw AudioError(.deviceLost, message: "the main loop ended", operation: operation)
         }
     }
 
@@ -175,20 +171,18 @@ final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
                     } else {
                         me.probeFinished = true
                     }
-                    pa_threaded_mainloop_signal(me.mainloop, 0)
                 }, selfPointer)
             } else {
                 return pa_context_get_sink_info_by_name(context, cName, { _, info, eol, userdata in
                     let me = PulseStream.from(userdata)
                     if let info, eol == 0 { me.probedSpec = info.pointee.sample_spec } else { me.probeFinished = true }
-                    pa_threaded_mainloop_signal(me.mainloop, 0)
                 }, selfPointer)
             }
         }
         guard let op else { throw contextError(operation) }
         defer { pa_operation_unref(op) }
         while !probeFinished, pa_operation_get_state(op) == PA_OPERATION_RUNNING {
-            pa_threaded_mainloop_wait(mainloop)
+            try iterate(operation)
         }
         // A device that does not exist shows as no info (the callback's eol is negative).
         return probedSpec
@@ -229,28 +223,21 @@ final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
         closed = true
         observedWake?.setObserver(nil)
         observedWake = nil
-        pa_threaded_mainloop_lock(mainloop)
         if let stream {
             if peeked != nil { pa_stream_drop(stream) }
-            pa_stream_set_state_callback(stream, nil, nil)
-            pa_stream_set_read_callback(stream, nil, nil)
-            pa_stream_set_write_callback(stream, nil, nil)
             pa_stream_set_overflow_callback(stream, nil, nil)
             pa_stream_set_underflow_callback(stream, nil, nil)
             pa_stream_disconnect(stream)
             pa_stream_unref(stream)
         }
         if let context {
-            pa_context_set_state_callback(context, nil, nil)
             pa_context_disconnect(context)
             pa_context_unref(context)
         }
         stream = nil
         context = nil
         peeked = nil
-        pa_threaded_mainloop_unlock(mainloop)
-        if started { pa_threaded_mainloop_stop(mainloop) }
-        pa_threaded_mainloop_free(mainloop)
+        pa_mainloop_free(mainloop)
     }
 
     /// Registers `stop`'s wake-up once per wake signal; called on the I/O thread.
@@ -259,10 +246,8 @@ final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
         observedWake = wake
         wake.setObserver { [weak self] in
             guard let self else { return }
-            pa_threaded_mainloop_lock(self.mainloop)
-            self.interrupted = true
-            pa_threaded_mainloop_signal(self.mainloop, 0)
-            pa_threaded_mainloop_unlock(self.mainloop)
+            self.interrupted.store(true, ordering: .releasing)
+            pa_mainloop_wakeup(self.mainloop)
         }
     }
 
@@ -282,8 +267,6 @@ final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
 
     func read(into buffer: UnsafeMutableRawPointer, wake: EventSignal) throws(AudioError) -> DeviceIOResult {
         observe(wake)
-        pa_threaded_mainloop_lock(mainloop)
-        defer { pa_threaded_mainloop_unlock(mainloop) }
         let target = buffer
         var filled = 0
         // The stop flag is checked only before waiting: data that is there is still moved.
@@ -294,8 +277,8 @@ final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
                 var length = 0
                 if pa_stream_peek(stream, &data, &length) < 0 { throw contextError("reading from \(label)", kind: .io) }
                 if length == 0 {
-                    if interrupted { return .woken }
-                    pa_threaded_mainloop_wait(mainloop)
+                    if interrupted.load(ordering: .acquiring) { return .woken }
+                    try iterate("reading from \(label)")
                     continue
                 }
                 peeked = (data, length, 0)
@@ -320,29 +303,25 @@ final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
 
     func waitForRoom(wake: EventSignal) throws(AudioError) -> DeviceIOResult {
         observe(wake)
-        pa_threaded_mainloop_lock(mainloop)
-        defer { pa_threaded_mainloop_unlock(mainloop) }
         while true {
             try checkAlive("waiting for room in")
             let room = pa_stream_writable_size(stream)
             if room != Int.max, room >= periodBytes { return .transferred }
-            if interrupted { return .woken }
-            pa_threaded_mainloop_wait(mainloop)
+            if interrupted.load(ordering: .acquiring) { return .woken }
+            try iterate("waiting for room in \(label)")
         }
     }
 
     func write(_ buffer: UnsafeRawPointer, wake: EventSignal) throws(AudioError) -> DeviceIOResult {
         observe(wake)
-        pa_threaded_mainloop_lock(mainloop)
-        defer { pa_threaded_mainloop_unlock(mainloop) }
         let source = buffer
         var written = 0
         while written < periodBytes {
             try checkAlive("writing to")
             let room = pa_stream_writable_size(stream)
             if room == 0 || room == Int.max {
-                if interrupted { return .woken }
-                pa_threaded_mainloop_wait(mainloop)
+                if interrupted.load(ordering: .acquiring) { return .woken }
+                try iterate("writing to \(label)")
                 continue
             }
             let n = min(room, periodBytes - written)
@@ -355,30 +334,64 @@ final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
     }
 
     func drain(wake: EventSignal) throws(AudioError) {
-        pa_threaded_mainloop_lock(mainloop)
-        defer { pa_threaded_mainloop_unlock(mainloop) }
-        interrupted = false
-        guard let stream, pa_stream_get_state(stream) == PA_STREAM_READY else { return }
-        guard let op = pa_stream_drain(stream, { _, _, userdata in
-            pa_threaded_mainloop_signal(PulseStream.from(userdata).mainloop, 0)
-        }, selfPointer) else { throw contextError("draining \(label)", kind: .io) }
+        interrupted.store(false, ordering: .relaxed)
+        // A corked stream would never drain; parked, it holds nothing to play anyway.
+        guard let stream, !parked, pa_stream_get_state(stream) == PA_STREAM_READY else { return }
+        guard let op = pa_stream_drain(stream, nil, nil) else { throw contextError("draining \(label)", kind: .io) }
         defer { pa_operation_unref(op) }
         while pa_operation_get_state(op) == PA_OPERATION_RUNNING {
             if pa_stream_get_state(stream) != PA_STREAM_READY { throw contextError("draining \(label)", kind: .deviceLost) }
-            pa_threaded_mainloop_wait(mainloop)
+            try iterate("draining \(label)")
         }
     }
 
+    var canPark: Bool { !isCapture }
+
+    /// Corks the stream, so that the server stops requesting data (and may suspend an idle
+    /// sink) and nothing wakes per period; runs the main loop until `activity` (uncorked,
+    /// true) or `wake` (left corked, false). A server that goes away meanwhile fails the
+    /// stream, and so the park.
+    ///
+    /// The silence queued is kept, not flushed: uncorked, the stream plays it out while it
+    /// asks for periods at the device's pace, as it did before the park. Flushed, it asked
+    /// for its whole buffer at once, and the player, which counts time in the periods it
+    /// renders, started the reply that much early and ran dry (2 underruns in 20 replies
+    /// with 20 ms periods).
+    func park(wake: EventSignal, activity: EventSignal) throws(AudioError) -> Bool {
+        observe(wake)
+        try checkAlive("parking")
+        activity.setObserver { [weak self] in
+            guard let self else { return }
+            pa_mainloop_wakeup(self.mainloop)
+        }
+        defer { activity.setObserver(nil) }
+        guard let cork = pa_stream_cork(stream, 1, nil, nil) else { throw contextError("parking \(label)", kind: .deviceLost) }
+        pa_operation_unref(cork)
+        parked = true
+        while true {
+            if interrupted.load(ordering: .acquiring) { return false }
+            if activity.isSet { break }
+            try iterate("parking \(label)")
+            try checkAlive("parked")
+        }
+        guard let uncork = pa_stream_cork(stream, 0, nil, nil) else { throw contextError("unparking \(label)", kind: .deviceLost) }
+        pa_operation_unref(uncork)
+        parked = false
+        xrunsSeen = xrunsReported.load(ordering: .relaxed)  // a cork is not an underrun
+        return true
+    }
+
     func flush() {
-        pa_threaded_mainloop_lock(mainloop)
-        defer { pa_threaded_mainloop_unlock(mainloop) }
         guard let stream, pa_stream_get_state(stream) == PA_STREAM_READY else { return }
-        if let op = pa_stream_flush(stream, nil, nil) { pa_operation_unref(op) }
+        guard let op = pa_stream_flush(stream, nil, nil) else { return }
+        defer { pa_operation_unref(op) }
+        // Sent now: nobody runs the main loop after this (the stream is closed next).
+        var result: Int32 = 0
+        while pa_operation_get_state(op) == PA_OPERATION_RUNNING, pa_stream_get_state(stream) == PA_STREAM_READY,
+              pa_mainloop_iterate(mainloop, 1, &result) >= 0 {}
     }
 
     func latencyFrames() -> Int? {
-        pa_threaded_mainloop_lock(mainloop)
-        defer { pa_threaded_mainloop_unlock(mainloop) }
         guard let stream else { return nil }
         var usec: pa_usec_t = 0
         var negative: Int32 = 0

@@ -1,5 +1,6 @@
 import AudioKernel
-import Foundation
+import Dispatch
+import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -57,7 +58,7 @@ final class HTTPExchange: TransportTask, HTTPConnectionOwner, @unchecked Sendabl
             guard !value.contains(where: { $0 == "\r" || $0 == "\n" }) else { continue }
             text += "\(name): \(value)\r\n"
         }
-        if fields.keys.contains(where: { $0.caseInsensitiveCompare("User-Agent") == .orderedSame }) == false {
+        if fields.keys.contains(where: { $0.equalsIgnoringASCIICase("User-Agent") }) == false {
             text += "User-Agent: practiced\r\n"
         }
         if let bodyLength {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 // The transport's request, response and error: what URLRequest, HTTPURLResponse and
 // URLError carried while URLSession was the transport. They live in FoundationNetworking on
@@ -18,7 +18,7 @@ struct HTTPRequest: Sendable {
 
     /// Sets a header field, replacing one of the same name in any case.
     mutating func setValue(_ value: String?, forHTTPHeaderField name: String) {
-        if let existing = headerFields.keys.first(where: { $0.caseInsensitiveCompare(name) == .orderedSame }) {
+        if let existing = headerFields.keys.first(where: { $0.equalsIgnoringASCIICase(name) }) {
             headerFields[existing] = nil
         }
         if let value { headerFields[name] = value }
@@ -32,7 +32,7 @@ struct HTTPResponse: Sendable {
 
     /// A header field by name, in any case.
     func value(forHTTPHeaderField name: String) -> String? {
-        headerFields.first { $0.key.caseInsensitiveCompare(name) == .orderedSame }?.value
+        headerFields.first { $0.key.equalsIgnoringASCIICase(name) }?.value
     }
 
     /// The reason phrase of a status (RFC 9110), for an error answer without a body.

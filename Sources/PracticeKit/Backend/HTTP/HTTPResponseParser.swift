@@ -14,14 +14,14 @@ public struct HTTPResponseParser: Sendable {
 
         /// The field's values joined with ", " (as RFC 9110 allows for lists); nil when absent.
         public func value(_ name: String) -> String? {
-            let values = fields.filter { $0.name.caseInsensitiveCompare(name) == .orderedSame }.map(\.value)
+            let values = fields.filter { $0.name.equalsIgnoringASCIICase(name) }.map(\.value)
             return values.isEmpty ? nil : values.joined(separator: ", ")
         }
 
         /// Whether a comma-separated field lists `token` (case-insensitive).
         public func lists(_ name: String, _ token: String) -> Bool {
             guard let value = value(name) else { return false }
-            return value.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces).caseInsensitiveCompare(token) == .orderedSame }
+            return value.split(separator: ",").contains { $0.trimmed(newlines: false).equalsIgnoringASCIICase(token) }
         }
 
         public static func == (a: Head, b: Head) -> Bool {
@@ -163,8 +163,8 @@ public struct HTTPResponseParser: Sendable {
         }
         if let coding = head.value("Transfer-Encoding") {
             // Chunked must be the last coding; anything else runs until the close.
-            let last = coding.split(separator: ",").last?.trimmingCharacters(in: .whitespaces) ?? ""
-            if last.caseInsensitiveCompare("chunked") == .orderedSame {
+            let last = coding.split(separator: ",").last?.trimmed(newlines: false) ?? ""
+            if last.equalsIgnoringASCIICase("chunked") {
                 state = .chunkSize
                 // Both headers mean someone in between may have read it differently: do not reuse.
                 if head.value("Content-Length") != nil { keepAlive = false }
@@ -176,7 +176,7 @@ public struct HTTPResponseParser: Sendable {
         }
         if let length = head.value("Content-Length") {
             // "5, 5" (a repeated header) is one length; differing values are an error.
-            let values = Set(length.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+            let values = Set(length.split(separator: ",").map { $0.trimmed(newlines: false) })
             guard values.count == 1, let text = values.first, !text.isEmpty, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),
                   text.utf8.count <= 15, let value = Int(text) else {
                 throw Failure(description: "bad Content-Length '\(length)'")
@@ -226,7 +226,7 @@ public struct HTTPResponseParser: Sendable {
             if let first = line.first, first == 32 || first == 9 {
                 // Obsolete line folding: the line continues the previous value.
                 guard !fields.isEmpty else { throw Failure(description: "a folded line before any header field") }
-                fields[fields.count - 1].value += " " + String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespaces)
+                fields[fields.count - 1].value += " " + String(decoding: line, as: UTF8.self).trimmed(newlines: false)
                 continue
             }
             guard let colon = line.firstIndex(of: 58), colon > line.startIndex else {
@@ -237,7 +237,7 @@ public struct HTTPResponseParser: Sendable {
             guard name.allSatisfy({ $0 > 32 && $0 < 127 }) else {
                 throw Failure(description: "bad header name '\(String(decoding: name.prefix(80), as: UTF8.self))'")
             }
-            let value = String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingCharacters(in: .whitespaces)
+            let value = String(decoding: line[(colon + 1)...], as: UTF8.self).trimmed(newlines: false)
             fields.append((String(decoding: name, as: UTF8.self), value))
         }
         return Head(version: version, status: status, fields: fields)

@@ -1,6 +1,6 @@
 import AudioKernel
 import COpenSSL
-import Foundation
+import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #endif

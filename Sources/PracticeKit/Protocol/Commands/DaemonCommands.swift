@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 // Answered by the daemon: health, devices, sounds, configuration, metrics.
 

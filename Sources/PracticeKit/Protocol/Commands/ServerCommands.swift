@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 // Answered by the control server itself: negotiation and subscriptions.
 

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 // Answered by the session: the conversation, its turns, the review, the spool, the learner's data.
 

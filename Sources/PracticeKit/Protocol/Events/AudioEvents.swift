@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 // The microphone, the speaker and their devices (topics `level`, `speech`, `playback`, `device`).
 

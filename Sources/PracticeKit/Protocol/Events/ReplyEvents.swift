@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 // The reply to a greeting or a turn: its stream, its sound, its end (topic `session`).
 

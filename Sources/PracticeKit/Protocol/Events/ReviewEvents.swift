@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 // The review of a conversation: its generation, corrections, the summary (topic `session`).
 

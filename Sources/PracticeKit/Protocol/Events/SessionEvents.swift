@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 // The session's life: created, its stage, ended, failed (topic `session`).
 

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 // A turn from the microphone to the backend, and the spool (topic `session`).
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// `status`: the daemon, its backend, devices, session and clients.
 public struct DaemonStatus: Codable, Sendable {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The session as `session.get`, `status` and the subscription snapshot show it.
 public struct SessionState: Codable, Sendable, Equatable {

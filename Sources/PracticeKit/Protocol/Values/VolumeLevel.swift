@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The speaker's volume as `volume.get`, `volume.set` and `volume.changed` show it: a
 /// linear gain from 0 (silent) to 1 (the reply as the backend sent it), and the same in dB.
@@ -22,9 +23,9 @@ public struct VolumeLevel: Codable, Sendable, Equatable {
     /// Parses a level as the configuration and `practicectl volume` write it: a gain from 0
     /// to 1 (`0.5`), a percentage (`50%`), or dB from -100 to 0 (`-6dB`, `-6 dB`).
     public static func parse(_ text: String) -> Double? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
+        let trimmed = text.trimmed(newlines: false).lowercased()
         if trimmed.hasSuffix("db") {
-            guard let value = Double(trimmed.dropLast(2).trimmingCharacters(in: .whitespaces)), value.isFinite,
+            guard let value = Double(trimmed.dropLast(2).trimmed(newlines: false)), value.isFinite,
                   (minimumDecibels...0).contains(value) else { return nil }
             return gain(decibels: value)
         }

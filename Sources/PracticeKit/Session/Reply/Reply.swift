@@ -1,6 +1,6 @@
 import AudioKernel
 import Dispatch
-import Foundation
+import FoundationEssentials
 
 /// What a reply answers.
 enum ReplyKind: Sendable {

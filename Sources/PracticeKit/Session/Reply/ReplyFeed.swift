@@ -1,11 +1,12 @@
+import AudioKernel
 import Dispatch
-import Foundation
+import FoundationEssentials
 
 /// The part of a reply the backend's callback queue touches: it starts the speaker on the
 /// first chunk and queues every chunk, unless the reply was stopped meanwhile. The audio
 /// goes from the stream to the speaker without waiting for the session's queue.
 final class ReplyFeed: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Lock()
     private let audio: any SessionAudio
     private var number: Int?
     private var stopped = false

@@ -1,0 +1,49 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Path arithmetic on plain strings, as NSString's path methods did (the daemon links only
+/// FoundationEssentials, which has no NSString). Lexical only: nothing is resolved on disk.
+enum FilePaths {
+    /// `directory` and `name` joined by one slash.
+    static func join(_ directory: String, _ name: String) -> String {
+        if directory.isEmpty { return name }
+        return directory.hasSuffix("/") ? directory + name : directory + "/" + name
+    }
+
+    /// The path without its last component: "/a/b" → "/a", "/a" → "/", "a" → "".
+    static func parent(of path: String) -> String {
+        let trimmed = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+        guard let slash = trimmed.lastIndex(of: "/") else { return "" }
+        if slash == trimmed.startIndex { return "/" }
+        return String(trimmed[..<slash])
+    }
+
+    /// `path` with empty and "." components removed and ".." applied (never above the root of
+    /// an absolute path).
+    static func normalized(_ path: String) -> String {
+        let absolute = path.hasPrefix("/")
+        var parts: [Substring] = []
+        for part in path.split(separator: "/", omittingEmptySubsequences: true) {
+            if part == "." { continue }
+            if part == ".." {
+                if let last = parts.last, last != ".." { parts.removeLast() } else if !absolute { parts.append(part) }
+                continue
+            }
+            parts.append(part)
+        }
+        let joined = parts.joined(separator: "/")
+        return absolute ? "/" + joined : (joined.isEmpty ? "." : joined)
+    }
+
+    /// The user's home directory: $HOME, else the password database's.
+    static func home(environment: [String: String]) -> String {
+        if let home = environment["HOME"], !home.isEmpty { return home }
+        if let entry = getpwuid(getuid()), let directory = entry.pointee.pw_dir { return String(cString: directory) }
+        return "/"
+    }
+}
