@@ -85,6 +85,10 @@ public struct DaemonConfiguration: Equatable, Sendable {
     /// After a barge-in, the next upload waits at most this long for the stopped reply's
     /// stream to end (it is read to its end silently), then hangs it up and goes ahead.
     public var replyDrainMilliseconds = 10_000
+    /// A `.prom` file the metrics are written to for node_exporter's textfile collector;
+    /// nil writes none.
+    public var metricsTextfile: String?
+    public var metricsTextfileIntervalSeconds = 15
 
     /// The defaults for this process: a user daemon under `$XDG_RUNTIME_DIR` and
     /// `$XDG_STATE_HOME`, the system service (root, or systemd's `RUNTIME_DIRECTORY` and
@@ -288,6 +292,14 @@ struct ConfigurationKey: Sendable {
         .integer("review.poll_ms", 100...60_000, unit: "milliseconds", help: "how often the review and summary are polled", \.reviewPollMilliseconds),
         .integer("reply.drain_ms", 0...120_000, unit: "milliseconds",
                  help: "after a barge-in, how long the next upload waits for the stopped reply's stream to end", \.replyDrainMilliseconds),
+        ConfigurationKey(name: "metrics.textfile", allowed: "an absolute path ending in .prom, or empty for none",
+                         help: "a file the metrics are written to for node_exporter's textfile collector (its directory, e.g. /var/lib/prometheus/node-exporter/practiced.prom)",
+                         apply: { configuration, text in
+                             guard text.isEmpty || (text.hasPrefix("/") && text.hasSuffix(".prom") && !text.hasSuffix("/.prom") && !text.contains("\0")) else { return false }
+                             configuration.metricsTextfile = text.isEmpty ? nil : text
+                             return true
+                         }, current: { $0.metricsTextfile ?? "" }),
+        .integer("metrics.textfile_interval_s", 1...3_600, unit: "seconds", help: "how often the metrics textfile is written", \.metricsTextfileIntervalSeconds),
         ConfigurationKey(name: "log.level", allowed: LogLevel.allCases.map(\.description).joined(separator: ", "), help: "the least important messages logged",
                          apply: { configuration, text in
                              guard let level = LogLevel(name: text) else { return false }

@@ -29,6 +29,12 @@ public final class Metrics: @unchecked Sendable {
         }
     }
 
+    /// Sets a counter kept elsewhere (the control server's, the devices') to its current
+    /// total: it is still a counter to Prometheus, which needs the `_total` name and type.
+    public func setCounter(_ name: String, help: String, labels: String = "", _ value: Double) {
+        lock.withLock { counters[name, default: (help, [:])].values[labels] = value }
+    }
+
     public func set(_ name: String, help: String, labels: String = "", _ value: Double) {
         lock.withLock { gauges[name, default: (help, [:])].values[labels] = value }
     }

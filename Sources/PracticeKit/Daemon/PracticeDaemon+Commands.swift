@@ -215,14 +215,14 @@ extension PracticeDaemon {
         metrics.set("practiced_clients", help: "Clients connected to the control socket.", Double(control.clients))
         metrics.set("practiced_uptime_seconds", help: "Seconds since start.", uptime)
         for (code, count) in control.errors {
-            metrics.set("practiced_control_errors", help: "Error replies by code.", labels: "code=\"\(code)\"", Double(count))
+            metrics.setCounter("practiced_control_errors_total", help: "Error replies by code.", labels: "code=\"\(code)\"", Double(count))
         }
-        metrics.set("practiced_slow_clients_dropped", help: "Clients disconnected for not reading.", Double(control.slowClientsDropped))
+        metrics.setCounter("practiced_slow_clients_dropped_total", help: "Clients disconnected for not reading.", Double(control.slowClientsDropped))
         if let statistics = recorder?.deviceStatistics {
-            metrics.set("practiced_device_periods", help: "Periods transferred by device.", labels: "direction=\"capture\"", Double(statistics.periods))
+            metrics.setCounter("practiced_device_periods_total", help: "Periods transferred by device.", labels: "direction=\"capture\"", Double(statistics.periods))
         }
         if let statistics = player?.deviceStatistics {
-            metrics.set("practiced_device_periods", help: "Periods transferred by device.", labels: "direction=\"playback\"", Double(statistics.periods))
+            metrics.setCounter("practiced_device_periods_total", help: "Periods transferred by device.", labels: "direction=\"playback\"", Double(statistics.periods))
         }
         return metrics.exposition()
     }

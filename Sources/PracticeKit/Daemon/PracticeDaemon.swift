@@ -51,6 +51,8 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     var deviceKeeper: DispatchSourceTimer?
     var watchdogTimer: DispatchSourceTimer?
     var backendProbe = BackendProbe()
+    /// `metrics.textfile`'s writer, when one is configured (replaced on reload).
+    var metricsTextfile: MetricsTextfile?
     /// The speaker's volume, 0 to 1 (under `lock`); applied to each player as it opens.
     var volume = 1.0
 
@@ -132,6 +134,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         startDeviceKeeper()
         session.recoverSpool()
         startWatchdog(on: server.queue)
+        startMetricsTextfile(configuration)
         notifier.ready(status: statusLine())
     }
 
@@ -141,6 +144,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         logger.notice("stopping")
         watchdogTimer?.cancel()
         deviceKeeper?.cancel()
+        metricsTextfile?.stop()
         // Streams are hung up; a turn being recorded is ended by the recorder's stop and
         // spooled, so that the next start reports it.
         session?.beginShutdown()
@@ -176,6 +180,10 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
             do throws(ControlError) { _ = try setVolume(newConfiguration.volume) } catch {
                 logger.error("audio.volume \(newConfiguration.volume): \(error.message)")
             }
+        }
+        if old.metricsTextfile != newConfiguration.metricsTextfile || old.metricsTextfileIntervalSeconds != newConfiguration.metricsTextfileIntervalSeconds {
+            metricsTextfile?.stop()
+            startMetricsTextfile(newConfiguration)
         }
         if old.socketPath != newConfiguration.socketPath || old.socketGroup != newConfiguration.socketGroup {
             logger.warning("socket.path and socket.group change only on restart")
@@ -217,6 +225,16 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         limits.requestsInFlight = configuration.clientRequestsInFlight
         limits.requestsPerSecond = Double(configuration.clientRequestsPerSecond)
         return limits
+    }
+
+    func startMetricsTextfile(_ configuration: DaemonConfiguration) {
+        metricsTextfile = configuration.metricsTextfile.map { path in
+            let writer = MetricsTextfile(path: path, intervalSeconds: configuration.metricsTextfileIntervalSeconds,
+                                         logger: logger.named("metrics")) { [weak self] in self?.metricsText() ?? "" }
+            logger.info("metrics written to \(path) every \(configuration.metricsTextfileIntervalSeconds) s")
+            writer.start()
+            return writer
+        }
     }
 
     func startWatchdog(on queue: DispatchQueue) {

@@ -23,6 +23,13 @@ enum FilePaths {
         return String(trimmed[..<slash])
     }
 
+    /// The last component: "/a/b.prom" → "b.prom", "/a/b/" → "b", "/" → "/".
+    static func lastComponent(of path: String) -> String {
+        let trimmed = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+        guard let slash = trimmed.lastIndex(of: "/"), trimmed != "/" else { return trimmed }
+        return String(trimmed[trimmed.index(after: slash)...])
+    }
+
     /// `path` with empty and "." components removed and ".." applied (never above the root of
     /// an absolute path).
     static func normalized(_ path: String) -> String {
