@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import PracticeKit
 
 /// practicectl: the control socket from the shell. Human-readable output by default,
@@ -119,7 +120,7 @@ struct PracticeCtl {
                     output(try client.request("volume.get", timeout: timeout), json: json, command: command)
                     break
                 }
-                let lowered = text.lowercased().replacingOccurrences(of: " ", with: "")
+                let lowered = text.lowercased().replacing(" ", with: "")
                 let argument: (String, Double)
                 if lowered.hasSuffix("db"), let decibels = Double(lowered.dropLast(2)) {
                     argument = ("db", decibels)  // the daemon checks the range and says so
@@ -161,14 +162,14 @@ struct PracticeCtl {
                         // -60 dBFS and below: empty; 0 dBFS: full.
                         let filled = max(0, min(40, Int((rms + 60) / 60 * 40)))
                         let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: 40 - filled)
-                        emit(String(format: "\r[%@] %6.1f dBFS ", bar, rms))
+                        emit("\r[\(bar)] \(String.printf("%6.1f", rms)) dBFS ")
                     }
                 }
             default:
                 usageError("unknown command '\(command)'")
             }
         } catch {
-            FileHandle.standardError.write(Data("practicectl: \(error)\n".utf8))
+            write(2, "practicectl: \(error)\n")
             switch error {
             case .notRunning: exit(Exit.notRunning.rawValue)
             case .permissionDenied: exit(Exit.permissionDenied.rawValue)
@@ -234,7 +235,7 @@ struct PracticeCtl {
         while true {
             let remaining = deadline.timeIntervalSinceNow
             guard remaining > 0 else {
-                FileHandle.standardError.write(Data("practicectl: no \(names.joined(separator: " or ")) within \(timeout) s\n".utf8))
+                write(2, "practicectl: no \(names.joined(separator: " or ")) within \(timeout) s\n")
                 exit(Exit.timedOut.rawValue)
             }
             let event = try client.nextEvent(timeout: remaining)
@@ -288,8 +289,8 @@ struct PracticeCtl {
             print("pong (up \(result["uptime_s"]?.doubleValue ?? 0) s)")
         case "volume":
             let level = result["level"]?.doubleValue ?? 0
-            let decibels = result["db"]?.doubleValue.map { String(format: "%.1f dB", $0) } ?? "silent"
-            print("volume \(String(format: "%.3f", level)) (\(decibels))")
+            let decibels = result["db"]?.doubleValue.map { String.printf("%.1f dB", $0) } ?? "silent"
+            print("volume \(String.printf("%.3f", level)) (\(decibels))")
         case "devices":
             for direction in ["capture", "playback"] {
                 print("\(direction):")
@@ -329,10 +330,23 @@ struct PracticeCtl {
     }
 
     /// Followed output goes straight to fd 1 (print's buffer would hold it on a pipe).
-    static func emit(_ text: String) { FileHandle.standardOutput.write(Data(text.utf8)) }
+    static func emit(_ text: String) { write(1, text) }
+
+    /// All of `text` to `fd`, unbuffered (practicectl links FoundationEssentials only: no
+    /// FileHandle).
+    static func write(_ fd: Int32, _ text: String) {
+        var bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let count = bytes.withUnsafeMutableBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { return }
+            offset += count
+        }
+    }
 
     static func usageError(_ message: String) -> Never {
-        FileHandle.standardError.write(Data("practicectl: \(message)\n\(usage)\n".utf8))
+        write(2, "practicectl: \(message)\n\(usage)\n")
         exit(Exit.usage.rawValue)
     }
 }

@@ -31,7 +31,7 @@ extension StringProtocol {
 extension String {
     /// `value` formatted by a printf conversion such as "%.1f" or "%g" (the C library's,
     /// so the figures read as they did with `String(format:)`).
-    static func printf(_ format: String, _ value: Double) -> String {
+    public static func printf(_ format: String, _ value: Double) -> String {
         var buffer = [CChar](repeating: 0, count: 64)
         let count = withVaList([value]) { arguments in
             buffer.withUnsafeMutableBufferPointer { vsnprintf($0.baseAddress, $0.count, format, arguments) }

@@ -22,6 +22,9 @@ final class FoundationReplacementTests: XCTestCase {
         for path in ["/run/practiced/control.sock", "/control.sock", "/a/b/", "relative/file", "file"] {
             XCTAssertEqual(FilePaths.parent(of: path), (path as NSString).deletingLastPathComponent, path)
         }
+        for path in ["/var/lib/prometheus/node-exporter/practiced.prom", "/a/b/", "/", "relative/file", "file"] {
+            XCTAssertEqual(FilePaths.lastComponent(of: path), (path as NSString).lastPathComponent, path)
+        }
         // Lexical normalisation (paths that do not exist, so that NSString resolves nothing).
         for path in ["/nonexistent/a/./b//c", "/nonexistent/a/../../b", "/nonexistent/../../../etc/passwd", "/nonexistent/a/b/.."] {
             XCTAssertEqual(FilePaths.normalized(path), (path as NSString).standardizingPath, path)
