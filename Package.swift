@@ -45,7 +45,7 @@ let package = Package(
 
         // The daemon (wiring: configuration, signals, systemd) and its command-line client.
         .executableTarget(name: "practiced", dependencies: ["PracticeKit"]),
-        .executableTarget(name: "practicectl", dependencies: ["PracticeKit"]),
+        .executableTarget(name: "practicectl", dependencies: ["AudioKernel", "PracticeKit"]),
 
         // A demo of the kernels on a WAV file: the README's first quick-start command.
         .executableTarget(name: "audiokernel-demo", dependencies: ["AudioKernel"]),

@@ -1,3 +1,4 @@
+import AudioKernel
 import FoundationEssentials
 import Glibc
 import PracticeKit
@@ -333,16 +334,10 @@ struct PracticeCtl {
     static func emit(_ text: String) { write(1, text) }
 
     /// All of `text` to `fd`, unbuffered (practicectl links FoundationEssentials only: no
-    /// FileHandle).
+    /// FileHandle). A closed pipe or full disk is not practicectl's to report: ignored.
     static func write(_ fd: Int32, _ text: String) {
-        var bytes = Array(text.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let count = bytes.withUnsafeMutableBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if count < 0, errno == EINTR { continue }
-            guard count > 0 else { return }
-            offset += count
-        }
+        var text = text
+        _ = text.withUTF8 { SystemCall.writeAll(fd, UnsafeRawBufferPointer($0)) }
     }
 
     static func usageError(_ message: String) -> Never {

@@ -101,6 +101,22 @@ final class DaemonHarness {
         return log.contains(text)
     }
 
+    /// Runs a program to its end (at most `timeout` seconds) with a minimal environment plus
+    /// `environment`; its exit status and output.
+    static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
+                    timeout: Double = 30) throws -> (status: Int32, stdout: String, stderr: String) {
+        let out = "/tmp/practiced-run-\(UUID().uuidString)", err = out + ".err"
+        defer {
+            unlink(out)
+            unlink(err)
+        }
+        let process = try ChildProcess(executable: executable, arguments: arguments,
+                                       environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp"].merging(environment) { $1 },
+                                       stdoutPath: out, stderrPath: err)
+        guard let status = process.waitForExit(timeout: timeout) else { throw HarnessError(message: "\(executable) \(arguments) hung") }
+        return (status, read(out), read(err))
+    }
+
     static func read(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
 
     /// Runs practicectl (as another user with `asUser`); its exit status and output.

@@ -101,15 +101,7 @@ final class DaemonLifecycleTests: XCTestCase {
 /// practiced's configuration layers and command line, and practicectl's exit codes.
 final class ConfigurationCommandLineTests: XCTestCase {
     private func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> (Int32, String, String) {
-        let out = "/tmp/practiced-cli-\(UUID().uuidString)", err = out + ".err"
-        defer {
-            unlink(out)
-            unlink(err)
-        }
-        let process = try ChildProcess(executable: executable, arguments: arguments, environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp"].merging(environment) { $1 },
-                                       stdoutPath: out, stderrPath: err)
-        let status = try XCTUnwrap(process.waitForExit(timeout: 30))
-        return (status, DaemonHarness.read(out), DaemonHarness.read(err))
+        try DaemonHarness.run(executable, arguments, environment: environment)
     }
 
     func testFileThenEnvironmentThenFlagsAndCheckConfig() throws {

@@ -13,17 +13,9 @@ final class ManualPageTests: XCTestCase {
     static func page(_ name: String) -> String { "\(repository)/docs/man/\(name)" }
     static let completion = "\(repository)/samples/completion/practicectl.bash"
 
+    /// In the C locale, so that `man` renders ASCII.
     private func output(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, stdout: String, stderr: String) {
-        let out = "/tmp/practiced-man-\(UUID().uuidString)", err = out + ".err"
-        defer {
-            unlink(out)
-            unlink(err)
-        }
-        let process = try ChildProcess(executable: executable, arguments: arguments,
-                                       environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp", "LC_ALL": "C"].merging(environment) { $1 },
-                                       stdoutPath: out, stderrPath: err)
-        let status = try XCTUnwrap(process.waitForExit(timeout: 60), "\(executable) \(arguments) hung")
-        return (status, DaemonHarness.read(out), DaemonHarness.read(err))
+        try DaemonHarness.run(executable, arguments, environment: ["LC_ALL": "C"].merging(environment) { $1 }, timeout: 60)
     }
 
     /// The page as text, one line per output line, wide enough that no entry wraps

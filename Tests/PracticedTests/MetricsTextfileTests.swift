@@ -7,24 +7,14 @@ import XCTest
 /// with its textfile collector on the file's directory serves practiced's series, and
 /// `promtool check metrics` (Debian's `prometheus`) accepts the text as written.
 final class MetricsTextfileTests: XCTestCase {
+    /// `command` in sh; its status and its output and errors together.
     private func shell(_ command: String) throws -> (status: Int32, output: String) {
-        let out = "/tmp/practiced-metrics-\(UUID().uuidString)"
-        defer { unlink(out) }
-        let process = try ChildProcess(executable: "/bin/sh", arguments: ["-c", "\(command) > \(out) 2>&1"], environment: ["PATH": "/usr/bin:/bin"])
-        let status = try XCTUnwrap(process.waitForExit(timeout: 30), command)
-        return (status, DaemonHarness.read(out))
+        let result = try DaemonHarness.run("/bin/sh", ["-c", command])
+        return (result.status, result.stdout + result.stderr)
     }
 
-    /// Polls `condition` until it holds or `timeout` passes (the file is written by a timer
-    /// in another process: there is no event to wait on).
-    private func eventually(timeout: Double = 10, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(20_000)
-        }
-        return condition()
-    }
+    /// The file is written by a timer in another process: there is no event to wait on.
+    private func eventually(_ condition: () -> Bool) -> Bool { Poll.until(timeout: 10, condition) }
 
     func testNodeExporterServesTheDaemonsSeriesAndPromtoolAcceptsThem() throws {
         for tool in ["/usr/bin/prometheus-node-exporter", "/usr/bin/promtool"] {

@@ -7,12 +7,13 @@ import Darwin
 #endif
 
 /// The one place that retries a system call interrupted by a signal (`EINTR`); every call
-/// site goes through it, so no loop forgets to.
-enum SystemCall {
+/// site goes through it, so no loop forgets to. Public for PracticeKit and practicectl, whose
+/// files (spool, metrics textfile, standard output) are written the same way.
+public enum SystemCall {
     /// Calls `body` until it returns something other than -1 with `errno == EINTR`.
     ///
     /// - Returns: the call's non-negative result, or the `errno` it failed with.
-    static func retryingOnInterrupt<T: FixedWidthInteger>(_ body: () -> T) -> Result<T, Errno> {
+    public static func retryingOnInterrupt<T: FixedWidthInteger>(_ body: () -> T) -> Result<T, Errno> {
         while true {
             let result = body()
             if result != -1 { return .success(result) }
@@ -22,7 +23,7 @@ enum SystemCall {
     }
 
     /// Writes all of `bytes` to `fd`, continuing after short writes.
-    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Result<Void, Errno> {
+    public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Result<Void, Errno> {
         var offset = 0
         while offset < bytes.count {
             switch retryingOnInterrupt({ write(fd, bytes.baseAddress! + offset, bytes.count - offset) }) {

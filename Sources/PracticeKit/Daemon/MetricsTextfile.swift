@@ -80,21 +80,10 @@ final class MetricsTextfile: @unchecked Sendable {
             fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         }
         guard fd >= 0 else { throw Errno.current.failure("creating \(temporary)") }
-        var bytes = Array(text.utf8)
-        let written = bytes.withUnsafeMutableBytes { buffer -> Errno? in
-            var offset = 0
-            while offset < buffer.count {
-                let count = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    return Errno.current
-                }
-                offset += count
-            }
-            return nil
-        }
+        var text = text
+        let written = text.withUTF8 { SystemCall.writeAll(fd, UnsafeRawBufferPointer($0)) }
         close(fd)
-        if let failure = written {
+        if case .failure(let failure) = written {
             unlink(temporary)
             throw failure.failure("writing \(temporary)")
         }

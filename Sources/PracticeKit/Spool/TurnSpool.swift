@@ -167,18 +167,8 @@ public final class TurnSpool {
     }
 
     private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    return false
-                }
-                offset += n
-            }
-            return true
-        }
+        if case .success = bytes.withUnsafeBytes({ SystemCall.writeAll(fd, $0) }) { return true }
+        return false
     }
 
     /// A rename or unlink is durable only once its directory is synced.
