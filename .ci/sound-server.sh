@@ -13,7 +13,7 @@ start_sound_server() {
   case "$kind" in
     pulseaudio)
       XDG_RUNTIME_DIR="$dir/run" HOME="$dir/home" pulseaudio -n --daemonize=no --exit-idle-time=-1 \
-        --use-pid-file=no --disable-shm=yes --log-target="file:$dir/pulse.log" \
+        --use-pid-file=no --log-target="file:$dir/pulse.log" \
         --load="module-native-protocol-unix socket=$dir/native auth-anonymous=1" &
       sound_server_pids+=($!)
       export PULSE_SERVER="unix:$dir/native"

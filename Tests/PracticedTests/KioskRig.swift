@@ -109,7 +109,8 @@ final class KioskRig {
         unlink(fifo)
         let (rate, channels) = hardware == .speech ? (24_000, 1) : (48_000, 2)
         try pulse.pactl(["load-module", "module-pipe-source", "source_name=mic", "file=\(fifo)", "format=s16le", "rate=\(rate)", "channels=\(channels)"])
-        return try MicrophoneFeeder(fifo: fifo, rate: rate, channels: channels)
+        // Capturing while the daemon's stream rests (the kiosk speaking), as a real microphone does.
+        return try MicrophoneFeeder(fifo: fifo, rate: rate, channels: channels, keepCapturing: (pulse.address, "mic"))
     }
 
     /// Both devices gone at once, as when the sound server crashes (SIGKILL).

@@ -87,6 +87,7 @@ final class VoiceBargeInTests: XCTestCase {
               "barge-in threshold RMS 1200 (\(String(format: "%.1f", 20 * log10(1_200 / 32_768.0))) dBFS)")
         XCTAssertEqual(tutorAlone, 20)
         XCTAssertEqual(stopDelays.count, learnerTurns)
+        XCTAssertEqual(try control.request("status")["devices"]?["capture"]?["parks"], 0, "an echo-cancelled microphone rested while the tutor spoke")
         // One 10 ms period to see it, the 20 ms fade, the speaker's buffer; events cross
         // two sockets and the session's queue.
         for delay in stopDelays { XCTAssertLessThan(delay, 150) }
@@ -94,7 +95,8 @@ final class VoiceBargeInTests: XCTestCase {
     }
 
     /// The same room with `capture.echo_cancelled` false: the half-duplex rule. The learner
-    /// speaking over the greeting neither stops it nor starts a turn.
+    /// speaking over the greeting neither stops it nor starts a turn, and the microphone
+    /// rests while the tutor speaks.
     func testWithEchoCancellationDeclaredAbsentTheKioskStaysHalfDuplex() throws {
         rig = try KioskRig(arguments: ["--capture-echo-cancelled", "false"], hardware: .echoCancellingRoom) { $0.pace = 1 }
         let watcher = try rig.watcher(topics: ["session", "playback", "speech"])
@@ -107,6 +109,8 @@ final class VoiceBargeInTests: XCTestCase {
         guard let finished = watcher.wait(for: "reply.finished", timeout: 30) else { return }
         XCTAssertEqual(finished["data"]?["interrupted"], false, "speech over the tutor stopped it on a half-duplex kiosk")
         XCTAssertTrue(watcher.all("turn.started").isEmpty)
-        XCTAssertEqual(try control.request("status")["devices"]?["capture"]?["echo_cancelled"], false)
+        let capture = try control.request("status")["devices"]?["capture"]
+        XCTAssertEqual(capture?["echo_cancelled"], false)
+        XCTAssertGreaterThanOrEqual(capture?["parks"]?.intValue ?? 0, 1, "the half-duplex microphone did not rest while the tutor spoke")
     }
 }

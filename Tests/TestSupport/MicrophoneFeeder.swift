@@ -9,6 +9,13 @@ import Synchronization
 /// Speech is queued as PCM16 24 kHz mono; a microphone of another rate or channel count (a
 /// USB microphone's 48 kHz stereo) gets it resampled (AudioKernel's resampler, `.high`) and
 /// copied to every channel, as a real microphone would deliver the same voice.
+///
+/// A real microphone captures whether or not anyone records (an ALSA source in PulseAudio,
+/// a PipeWire node): what nobody records is dropped. A pipe source stops reading its FIFO
+/// while no stream records from it (the daemon corks its stream while a half-duplex kiosk
+/// speaks), so the FIFO fills, the feeder's blocks are lost, and the next stream gets the
+/// FIFO's backlog (1.4 s) at once. Given the source's server and name, the feeder also
+/// records from it itself, as another application would, and keeps it capturing.
 public final class MicrophoneFeeder: @unchecked Sendable {
     private let fd: Int32
     /// NSLock, not Synchronization's Mutex: ThreadSanitizer does not see the futex under a
@@ -25,8 +32,10 @@ public final class MicrophoneFeeder: @unchecked Sendable {
     /// Opens the FIFO the pipe source reads (the module keeps it open, so this does not block).
     private let rate: Int
     private let channels: Int
+    /// The rig's own stream on the source (see the type's notes).
+    private var keeper: CaptureDevice?
 
-    public init(fifo: String, rate: Int = 24_000, channels: Int = 1) throws {
+    public init(fifo: String, rate: Int = 24_000, channels: Int = 1, keepCapturing source: (server: String, name: String)? = nil) throws {
         self.rate = rate
         self.channels = channels
         // Non-blocking: when nothing records from the source (the daemon closed its idle
@@ -38,6 +47,13 @@ public final class MicrophoneFeeder: @unchecked Sendable {
         thread.name = "microphone-feeder"
         self.thread = thread
         thread.start()
+        if let source {
+            var stream = AudioStreamConfiguration()
+            stream.pulseServer = source.server
+            let keeper = try CaptureDevice(name: .pulse(device: source.name), configuration: stream)
+            try keeper.start(onPeriod: { _ in })
+            self.keeper = keeper
+        }
     }
 
     /// Queues speech; it is written after what is queued already, then silence again.
@@ -49,6 +65,7 @@ public final class MicrophoneFeeder: @unchecked Sendable {
     /// Stops the thread and closes the FIFO (once: a second call does nothing).
     public func stop() {
         guard running.exchange(false, ordering: .relaxed) else { return }
+        keeper?.stop()
         while thread?.isFinished == false { usleep(1_000) }
         close(fd)
     }

@@ -66,7 +66,7 @@ public final class PulseAudioServer: @unchecked Sendable {
         switch kind {
         case .pulseaudio:
             processes = [try ChildProcess(executable: "/usr/bin/pulseaudio", arguments: [
-                "-n", "--daemonize=no", "--exit-idle-time=-1", "--use-pid-file=no", "--disable-shm=yes",
+                "-n", "--daemonize=no", "--exit-idle-time=-1", "--use-pid-file=no",
                 "--log-target=file:\(logPath("pulse"))",
                 "--load=module-native-protocol-unix socket=\(socketPath) auth-anonymous=1",
                 "--load=module-null-sink sink_name=kiosk format=s16le rate=24000 channels=1 norewinds=1",

@@ -30,7 +30,8 @@ public struct AudioDeviceStatistics: Equatable, Sendable {
     public var ioThreadCPUNanoseconds: Int64 = 0
     /// Times the I/O thread blocked and woke up again (voluntary context switches).
     public var ioThreadWakeups: Int64 = 0
-    /// Times a playback device was parked while nothing played (PulseAudio: corked).
+    /// Times the device was parked (PulseAudio: corked): a playback device while nothing
+    /// played, a capture device while a half-duplex kiosk spoke.
     public var parks = 0
 
     public init() {}

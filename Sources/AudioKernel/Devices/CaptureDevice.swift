@@ -12,12 +12,16 @@ public final class CaptureDevice: @unchecked Sendable {
     private let runner: DeviceRunner<CapturePath>
     private let opened = Locked<StreamFormat?>(nil)
     private let echoCancelled = Locked(false)
+    /// Set by ``wakeFromRest()``: the input is needed again.
+    private let activity: EventSignal
+    private let parks = Locked(0)
 
     public init(name: AudioDeviceName, configuration: AudioStreamConfiguration = AudioStreamConfiguration()) throws(AudioError) {
         try configuration.validate()
         self.name = name
         self.configuration = configuration
         self.runner = try DeviceRunner(common: { $0 })
+        self.activity = try EventSignal()
     }
 
     deinit { stop() }
@@ -29,12 +33,22 @@ public final class CaptureDevice: @unchecked Sendable {
     ///     rate and channels (a period's duration; the count varies by a frame when the
     ///     rates do not divide); the buffer is reused, so copy what must outlive the call,
     ///     and return quickly (a stall causes an overrun).
+    ///   - rest: called on the I/O thread between periods: true while nobody needs the
+    ///     input (a half-duplex kiosk speaking). The device then rests where its backend can
+    ///     park (PulseAudio corks the stream; elsewhere it goes on delivering) until
+    ///     ``wakeFromRest()``; nil never rests.
+    ///   - resumed: called on the I/O thread after a rest, before the first period after it:
+    ///     the input has a gap there (what was captured before the rest was dropped).
     ///   - onEvent: called on the I/O thread with xruns, losses and restorations.
     public func start(
         onPeriod: @escaping @Sendable (UnsafeBufferPointer<Int16>) -> Void,
+        rest: (@Sendable () -> Bool)? = nil,
+        resumed: @escaping @Sendable () -> Void = {},
         onEvent: @escaping @Sendable (AudioDeviceEvent) -> Void = { _ in }
     ) throws(AudioError) {
         let (name, configuration, wake, opened, echoCancelled) = (self.name, self.configuration, runner.wake, self.opened, self.echoCancelled)
+        let activity = self.activity
+        let parking = rest.map { DeviceParking(idle: $0, afterFrames: 0, parks: parks) }
         try runner.start(
             label: "capture on \(name)",
             framesPerPeriod: configuration.periodFrames,
@@ -49,6 +63,13 @@ public final class CaptureDevice: @unchecked Sendable {
                 return path
             },
             step: { path throws(AudioError) -> DeviceIOResult in
+                if let parking, path.backend.canPark, parking.due(after: configuration.periodFrames) {
+                    switch try parking.park(path.backend, wake: wake, activity: activity) {
+                    case .woken: return .woken
+                    case .resumed: resumed()
+                    case .notParked: break
+                    }
+                }
                 let result = try path.backend.read(into: path.buffer, wake: wake)
                 if result == .transferred || result == .transferredAfterXrun { onPeriod(path.converter.convertToPCM16(path.buffer, frames: path.backend.periodFrames)) }
                 return result
@@ -56,6 +77,10 @@ public final class CaptureDevice: @unchecked Sendable {
             onEvent: onEvent
         )
     }
+
+    /// Ends a rest: call when the `rest` closure given to ``start(onPeriod:rest:resumed:onEvent:)``
+    /// has come to say false.
+    public func wakeFromRest() { activity.signal() }
 
     /// Stops delivering periods (within one period) and closes the device.
     public func stop() {
@@ -72,6 +97,10 @@ public final class CaptureDevice: @unchecked Sendable {
     /// Whether the stream is running.
     public var isRunning: Bool { runner.isRunning }
 
-    /// The stream's counters.
-    public var statistics: AudioDeviceStatistics { runner.currentStatistics }
+    /// The stream's counters (``AudioDeviceStatistics/parks`` counts its rests).
+    public var statistics: AudioDeviceStatistics {
+        var statistics = runner.currentStatistics
+        statistics.parks = parks.withLock { $0 }
+        return statistics
+    }
 }

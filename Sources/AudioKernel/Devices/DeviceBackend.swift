@@ -25,12 +25,23 @@ protocol DeviceBackend: AnyObject {
     var reachedEnd: Bool { get }
     /// Whether the input is an echo canceller's output (the kiosk's own voice removed).
     var isEchoCancelled: Bool { get }
+    /// Whether the device can be parked while nobody needs it (``park(wake:activity:)``).
+    var canPark: Bool { get }
+    /// Stops the stream (PulseAudio corks it) so that neither the server nor the I/O thread
+    /// wakes every period while nobody needs it: a playback device while nothing plays, a
+    /// capture device while a half-duplex kiosk speaks. Blocks until `activity` is set (the
+    /// device runs again: true) or `wake` is (stop: false). A parked playback device holds
+    /// silence; a parked capture device delivers nothing, and what it had captured before
+    /// is dropped, so the first period after it is fresh.
+    func park(wake: EventSignal, activity: EventSignal) throws(AudioError) -> Bool
     func close()
 }
 
 extension DeviceBackend {
     var reachedEnd: Bool { false }
     var isEchoCancelled: Bool { false }
+    var canPark: Bool { false }
+    func park(wake: EventSignal, activity: EventSignal) throws(AudioError) -> Bool { !wake.isSet }
 }
 
 /// The device-specific half of a capture stream.
@@ -53,16 +64,4 @@ protocol PlaybackBackend: DeviceBackend {
     func drain(wake: EventSignal) throws(AudioError)
     /// Discards what is queued but not yet played.
     func flush()
-    /// Whether the device can be parked while nothing plays (``park(wake:activity:)``).
-    var canPark: Bool { get }
-    /// Stops the device asking for periods (what it holds is silence), so that while
-    /// the kiosk waits for the learner neither the server nor the I/O thread wakes every
-    /// period; blocks until `activity` is set (the device runs again: true) or `wake` is
-    /// (stop: false).
-    func park(wake: EventSignal, activity: EventSignal) throws(AudioError) -> Bool
-}
-
-extension PlaybackBackend {
-    var canPark: Bool { false }
-    func park(wake: EventSignal, activity: EventSignal) throws(AudioError) -> Bool { !wake.isSet }
 }

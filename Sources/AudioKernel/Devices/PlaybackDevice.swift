@@ -42,7 +42,7 @@ public final class PlaybackDevice: @unchecked Sendable {
         onEvent: @escaping @Sendable (AudioDeviceEvent) -> Void = { _ in }
     ) throws(AudioError) {
         let (name, configuration, wake, opened, activity) = (self.name, self.configuration, runner.wake, self.opened, self.activity)
-        let parking = idle.map { Parking(idle: $0, afterFrames: configuration.sampleRate * Self.parkAfterMilliseconds / 1000, parks: parks) }
+        let parking = idle.map { DeviceParking(idle: $0, afterFrames: configuration.sampleRate * Self.parkAfterMilliseconds / 1000, parks: parks) }
         try runner.start(
             label: "playback on \(name)",
             framesPerPeriod: configuration.periodFrames,
@@ -137,35 +137,4 @@ final class PCM16Scratch: @unchecked Sendable {
     }
 
     deinit { storage.deallocate() }
-}
-
-/// The parking of a playback device, on its I/O thread: counts the frames its source has
-/// been idle, and parks the backend until the source has something again.
-private final class Parking: @unchecked Sendable {
-    let idle: @Sendable () -> Bool
-    let afterFrames: Int
-    private let parks: Locked<Int>
-    private var idleFrames = 0
-
-    init(idle: @escaping @Sendable () -> Bool, afterFrames: Int, parks: Locked<Int>) {
-        self.idle = idle
-        self.afterFrames = afterFrames
-        self.parks = parks
-    }
-
-    /// Whether the source has been idle long enough, counting one more period of `frames`.
-    func due(after frames: Int) -> Bool {
-        if idle() { idleFrames += frames } else { idleFrames = 0 }
-        return idleFrames >= afterFrames
-    }
-
-    /// Parks `backend` until `activity` (something to play) or `wake` (stop) is set.
-    func park(_ backend: any PlaybackBackend, wake: EventSignal, activity: EventSignal) throws(AudioError) -> DeviceIOResult {
-        idleFrames = 0
-        // Cleared before the last look at the source: a wake-up after it stays set.
-        activity.reset()
-        guard idle() else { return .transferred }
-        parks.withLock { $0 += 1 }
-        return try backend.park(wake: wake, activity: activity) ? .transferred : .woken
-    }
 }

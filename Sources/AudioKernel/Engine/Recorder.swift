@@ -69,6 +69,12 @@ public enum RecorderEvent: Sendable {
 /// start and stop. While the kiosk plays (``setPlaybackActive(_:)``) it does not treat the
 /// kiosk's own voice as speech unless the input is declared echo-cancelled.
 ///
+/// Half-duplex, nothing the microphone hears while the kiosk speaks can become speech, so
+/// the capture device rests meanwhile (PulseAudio: the stream is corked) unless a turn is
+/// being recorded, speech is going on, or a command waits: no period wakes the capture
+/// thread or the sound server, and no level is reported. It listens again the moment the
+/// kiosk falls silent or a command comes; the pre-roll never reaches back across the rest.
+///
 /// All audio work runs on the capture device's thread; commands from other threads pass
 /// through a small mailbox. Per period nothing is allocated; a turn's buffer is allocated
 /// once when the turn starts, sized for the maximum turn.
@@ -91,6 +97,9 @@ public final class Recorder: @unchecked Sendable {
     private var detector: SpeechDetector
     private var preRoll: [Int16]
     private var preRollEnd = 0  // absolute position of the sample after the newest
+    /// The oldest absolute position the pre-roll may hand to a turn: where the input
+    /// resumed after its last rest (what came before is another moment).
+    private var preRollValidFrom = 0
     private let preRollSamples: Int
     private var pending: [Command] = []
     private enum Mode { case idle, listening, recording(handsFree: Bool) }
@@ -148,7 +157,10 @@ public final class Recorder: @unchecked Sendable {
 
     /// Opens the capture device; levels and speech events start flowing.
     public func start(onDeviceEvent: @escaping @Sendable (AudioDeviceEvent) -> Void = { _ in }) throws(AudioError) {
-        try device?.start(onPeriod: { [unowned self] period in self.process(period) }, onEvent: onDeviceEvent)
+        try device?.start(onPeriod: { [unowned self] period in self.process(period) },
+                          rest: { [unowned self] in self.restIsDue },
+                          resumed: { [unowned self] in self.resumedAfterRest() },
+                          onEvent: onDeviceEvent)
     }
 
     /// Closes the capture device. A turn in progress is ended as if released.
@@ -190,11 +202,41 @@ public final class Recorder: @unchecked Sendable {
 
     /// Whether the kiosk is playing (half-duplex: no speech may start meanwhile), for a
     /// playback path that is not a ``StreamingPlayer``.
-    public func setPlaybackActive(_ active: Bool) { playbackActive.store(active, ordering: .relaxed) }
+    public func setPlaybackActive(_ active: Bool) {
+        playbackActive.store(active, ordering: .releasing)
+        if !active { device?.wakeFromRest() }
+    }
 
     /// Makes the recorder half-duplex against `player`: while it plays a reply, no speech may
-    /// start (unless the input is echo-cancelled). Pass nil to stop following.
-    public func follow(_ player: StreamingPlayer?) { followedPlayer.withLock { $0 = player } }
+    /// start (unless the input is echo-cancelled), and the input rests. Pass nil to stop
+    /// following.
+    public func follow(_ player: StreamingPlayer?) {
+        let previous = followedPlayer.withLock { followed in
+            defer { followed = player }
+            return followed
+        }
+        if previous !== player { previous?.whenInactive(nil) }
+        player?.whenInactive { [weak self] in self?.device?.wakeFromRest() }
+        device?.wakeFromRest()
+    }
+
+    /// On the capture thread, between periods: whether the input may rest. Only while the
+    /// kiosk speaks half-duplex, and never with a turn recording, speech going on (it may
+    /// still become a turn) or a command waiting.
+    private var restIsDue: Bool {
+        guard !detector.inSpeech else { return false }
+        if case .recording = mode { return false }
+        guard playbackActive.load(ordering: .acquiring) || followedPlayer.withLock({ $0?.isActive ?? false }),
+              !inputIsEchoCancelled else { return false }
+        return mailbox.withLock { $0.isEmpty }
+    }
+
+    /// On the capture thread, after a rest: the pre-roll starts again here, and the level
+    /// meter's partial interval is dropped.
+    func resumedAfterRest() {
+        preRollValidFrom = preRollEnd
+        meter = .zero
+    }
 
     /// Posts a command that starts a recording, under a fresh number; the number.
     private func post(numbered command: (UInt64) -> Command) -> UInt64 {
@@ -205,6 +247,7 @@ public final class Recorder: @unchecked Sendable {
 
     private func post(_ command: Command) {
         mailbox.withLock { $0.append(command) }
+        device?.wakeFromRest()
     }
 
     // MARK: Audio (capture thread)
@@ -302,7 +345,7 @@ public final class Recorder: @unchecked Sendable {
     /// Starts a turn whose first sample is at absolute position `from` (clamped to what the
     /// pre-roll ring still holds); the samples up to now come from the ring.
     private func startTurn(from: Int, handsFree: Bool) {
-        let oldest = max(0, preRollEnd - preRoll.count)
+        let oldest = max(0, preRollEnd - preRoll.count, preRollValidFrom)
         let first = max(from, oldest)
         turn.removeAll()
         turn.appendZeros(WAVEncoder.headerSize)

@@ -119,6 +119,7 @@ public final class StreamingPlayer: @unchecked Sendable {
     /// The reply's flags, shared by the network side and the device thread.
     private let reply = PlaybackLayer()
     private let playedSamples = Atomic<Int>(0)
+    private let inactiveObserver = Locked<(@Sendable () -> Void)?>(nil)
 
     // Device-thread state.
     private enum State {
@@ -243,7 +244,10 @@ public final class StreamingPlayer: @unchecked Sendable {
     }
 
     /// Closes the device at once.
-    public func shutdown() { device?.stop() }
+    public func shutdown() {
+        device?.stop()
+        inactiveObserver.withLock { $0 }?()
+    }
 
     /// The format the device runs at, once opened.
     public var deviceFormat: StreamFormat? { device?.deviceFormat }
@@ -257,6 +261,17 @@ public final class StreamingPlayer: @unchecked Sendable {
 
     /// Whether a reply (not a mixed clip) is being played.
     public var isReplyActive: Bool { reply.active.load(ordering: .relaxed) }
+
+    /// Sets what is called when ``isActive`` turns false (on the device thread; also after
+    /// ``shutdown()``): a half-duplex recorder's cue to listen again. One observer; nil
+    /// removes it.
+    public func whenInactive(_ body: (@Sendable () -> Void)?) { inactiveObserver.withLock { $0 = body } }
+
+    /// Tells the observer, once neither layer is active.
+    private func notifyIfInactive() {
+        guard !isActive else { return }
+        inactiveObserver.withLock { $0 }?()
+    }
 
     /// The volume, a linear gain from 0 to 1 applied to everything played (replies and
     /// clips); a change is ramped over ``StreamingPlayerConfiguration/volumeRampMilliseconds``.
@@ -473,6 +488,7 @@ public final class StreamingPlayer: @unchecked Sendable {
         mixDrainLeft = nil
         mixPlaying = false
         mix.active.store(false, ordering: .relaxed)
+        notifyIfInactive()
         let seconds = Double(mixPlayed) / Double(format.sampleRate * format.channels)
         onEvent(.mixFinished(PlaybackReport(playedSeconds: seconds, interrupted: interrupted, underruns: 0, reply: seenMix)))
     }
@@ -635,6 +651,7 @@ public final class StreamingPlayer: @unchecked Sendable {
         let needed = peakDelay.load(ordering: .relaxed) + 2 * leadMargin
         if needed > targetLead { setTargetLead(needed) }
         reply.active.store(false, ordering: .relaxed)
+        notifyIfInactive()
         let report = PlaybackReport(playedSeconds: position, interrupted: interrupted, underruns: underruns, reply: seenGeneration,
                                     leadMilliseconds: replyLead * 1000 / samplesPerSecond, nextLeadMilliseconds: targetLead * 1000 / samplesPerSecond)
         onEvent(.finished(report))

@@ -131,7 +131,8 @@ extension PracticeDaemon {
         func device(_ name: AudioDeviceURI, _ state: DeviceState, _ format: StreamFormat?, _ statistics: AudioDeviceStatistics?,
                     echoCancelled: Bool? = nil) -> DaemonStatus.Device {
             DaemonStatus.Device(name: "\(name)", state: "\(state)", format: format.map { "\($0)" },
-                                periods: statistics?.periods, xruns: statistics?.xruns, reopens: statistics?.reopens, echoCancelled: echoCancelled)
+                                periods: statistics?.periods, xruns: statistics?.xruns, reopens: statistics?.reopens, parks: statistics?.parks,
+                                echoCancelled: echoCancelled)
         }
         return DaemonStatus(
             version: Self.version, protocol: ControlProtocol.identifier, pid: Int(getpid()), uptimeS: uptime, userId: user,
@@ -218,11 +219,12 @@ extension PracticeDaemon {
             metrics.setCounter("practiced_control_errors_total", help: "Error replies by code.", labels: "code=\"\(code)\"", Double(count))
         }
         metrics.setCounter("practiced_slow_clients_dropped_total", help: "Clients disconnected for not reading.", Double(control.slowClientsDropped))
-        if let statistics = recorder?.deviceStatistics {
-            metrics.setCounter("practiced_device_periods_total", help: "Periods transferred by device.", labels: "direction=\"capture\"", Double(statistics.periods))
-        }
-        if let statistics = player?.deviceStatistics {
-            metrics.setCounter("practiced_device_periods_total", help: "Periods transferred by device.", labels: "direction=\"playback\"", Double(statistics.periods))
+        for (direction, statistics) in [("capture", recorder?.deviceStatistics), ("playback", player?.deviceStatistics)] {
+            guard let statistics else { continue }
+            metrics.setCounter("practiced_device_periods_total", help: "Periods transferred by device.", labels: "direction=\"\(direction)\"",
+                               Double(statistics.periods))
+            metrics.setCounter("practiced_device_parks_total", help: "Times a device was parked because nobody needed it.",
+                               labels: "direction=\"\(direction)\"", Double(statistics.parks))
         }
         return metrics.exposition()
     }

@@ -270,6 +270,81 @@ final class EnginePulseTests: PulseAudioTestCase {
         server.assertCarried(signal, in: recording, at: lag, "the reply after the park, whole and in order")
     }
 
+    /// Whether `turn` holds 200 ms from the middle of `speech`, sample for sample where the
+    /// server passes PCM16 unchanged.
+    func holds(_ turn: RecordedTurn, _ speech: [Int16]) -> Bool {
+        let needle = speech[(speech.count / 2)..<(speech.count / 2 + 4_800)]
+        if server.passesPCM16Unchanged { return index(of: needle, in: turn.samples) != nil }
+        return (PCMFidelity.bestMatch(of: needle, in: turn.samples)?.snr ?? 0) > 20
+    }
+
+    /// Half-duplex, the microphone rests while the kiosk speaks: its stream is corked as
+    /// soon as a reply plays, no period is captured until the reply has finished, and then
+    /// it listens at once: the learner's answer becomes a hands-free turn. Push-to-talk
+    /// during a reply wakes it, and the turn holds the learner's words.
+    func testAHalfDuplexMicrophoneRestsWhileTheKioskSpeaks() throws {
+        let fifo = server.directory.appendingPathComponent("resting.fifo").path
+        unlink(fifo)
+        try server.pactl(["load-module", "module-pipe-source", "source_name=resting", "file=\(fifo)", "format=s16le", "rate=24000", "channels=1"])
+        // Capturing while the daemon's stream rests, as a real microphone does.
+        let feeder = try MicrophoneFeeder(fifo: fifo, keepCapturing: (server.address, "resting"))
+        defer { feeder.stop() }
+        let (_, monitor, log, player) = try startPlayerOnTheKioskSink()
+        defer { player.shutdown(); monitor.stop() }
+        let turns = EventLog<RecorderEvent>()
+        let recorder = try Recorder(device: .pulse(device: "resting"), stream: stream) { turns.append($0) }
+        recorder.follow(player)
+        try recorder.start()
+        defer { recorder.stop() }
+        func capturePeriods() -> Int { recorder.deviceStatistics?.periods ?? 0 }
+        func finishedReplies() -> Int { log.snapshot().filter { if case .finished = $0.event { return true } else { return false } }.count }
+        XCTAssertTrue(Poll.until(timeout: 5) { capturePeriods() >= 20 }, "the microphone runs")
+        XCTAssertEqual(recorder.deviceStatistics?.parks, 0, "nothing plays: the microphone does not rest")
+
+        // A reply of 1.5 s: the microphone rests through it.
+        let reply = Loopback.signal(count: 36_000)
+        player.beginReply()
+        player.enqueue(WAVBuilder.samples(reply))
+        player.endReply()
+        XCTAssertTrue(Poll.until(timeout: 5) { recorder.deviceStatistics?.parks == 1 }, "the reply rests the microphone")
+        let periodsAtRest = capturePeriods()
+        XCTAssertTrue(try server.pactl(["list", "source-outputs"]).contains("Corked: yes"), "the server sees the microphone's stream corked")
+        XCTAssertTrue(Poll.until(timeout: 10) { finishedReplies() == 1 }, "the reply finished")
+        XCTAssertLessThanOrEqual(capturePeriods() - periodsAtRest, 2,
+                                 "periods captured while the kiosk spoke (1.5 s is 150)")
+        XCTAssertTrue(Poll.until(timeout: 2) { capturePeriods() >= periodsAtRest + 20 }, "the microphone listens again after the reply")
+        XCTAssertFalse(try server.pactl(["list", "source-outputs"]).contains("Corked: yes"))
+
+        // The learner answers at once: a hands-free turn.
+        let answer = try speak("I would like a coffee, please.")
+        recorder.listen()
+        feeder.say(answer)
+        XCTAssertTrue(turns.wait(timeout: 15) { $0.contains { if case .turn = $0.event { return true } else { return false } } }, "the answer became a turn")
+        let first = try XCTUnwrap(turns.snapshot().compactMap { entry -> RecordedTurn? in if case .turn(let t) = entry.event { return t } else { return nil } }.first)
+        XCTAssertTrue(first.holdsSpeech)
+        XCTAssertTrue(holds(first, answer), "the turn is the learner's answer")
+
+        // Push-to-talk while the tutor speaks: the microphone wakes and records.
+        player.beginReply()
+        player.enqueue(WAVBuilder.samples(Loopback.signal(count: 72_000)))
+        player.endReply()
+        XCTAssertTrue(Poll.until(timeout: 5) { recorder.deviceStatistics?.parks == 2 }, "the second reply rests the microphone")
+        let periodsBeforeTalk = capturePeriods()
+        let spokenBefore = feeder.spoken.value
+        recorder.beginTurn()
+        feeder.say(answer)
+        XCTAssertTrue(Poll.until(timeout: 2) { capturePeriods() >= periodsBeforeTalk + 50 }, "push-to-talk wakes the microphone")
+        XCTAssertTrue(player.isActive, "the reply still plays")
+        XCTAssertTrue(feeder.spoken.wait(timeout: 10) { $0 >= spokenBefore + answer.count })
+        recorder.endTurn()
+        XCTAssertTrue(turns.wait(timeout: 5) { $0.filter { if case .turn = $0.event { return true } else { return false } }.count == 2 })
+        let second = try XCTUnwrap(turns.snapshot().compactMap { entry -> RecordedTurn? in if case .turn(let t) = entry.event { return t } else { return nil } }.last)
+        XCTAssertTrue(second.holdsSpeech)
+        XCTAssertTrue(holds(second, answer), "the push-to-talk turn holds the learner's words")
+        XCTAssertTrue(Poll.until(timeout: 10) { finishedReplies() == 2 })
+        XCTAssertEqual(recorder.deviceStatistics?.xruns, 0, "a rest is not an overrun")
+    }
+
     func testStopMidReplyFadesOutWithinAPeriodAndDoesNotClick() throws {
         let (monitor, capture, log, player) = try startPlayerOnTheKioskSink()
         let tone = TestSignals.sine(amplitude: 16_000, frequency: 200, count: 24_000 * 3)

@@ -1,4 +1,4 @@
-import AudioKernel
+@testable import AudioKernel
 import XCTest
 
 final class RecorderTests: XCTestCase {
@@ -186,6 +186,57 @@ final class RecorderTests: XCTestCase {
         XCTAssertFalse(player.isActive)
         recorder.feed(mic.samples)
         XCTAssertEqual(turns(log).count, 1)
+    }
+
+    /// After the input rested (the device delivered nothing while a half-duplex kiosk
+    /// spoke), a turn's pre-roll starts where the input resumed: what came before the rest
+    /// is another moment, and must not be stitched to the learner's words.
+    func testThePreRollNeverReachesBackAcrossARest() {
+        let marker = [Int16](repeating: 77, count: 7_200)  // 300 ms before the rest
+        let quiet = [Int16](repeating: 0, count: 2_400)
+        func turn(resting: Bool) -> RecordedTurn? {
+            let log = EventLog<RecorderEvent>()
+            let recorder = Recorder { log.append($0) }
+            recorder.feed(marker)
+            if resting { recorder.resumedAfterRest() }
+            recorder.feed(quiet)
+            recorder.beginTurn()
+            recorder.feed(quiet)
+            recorder.endTurn()
+            recorder.feed([Int16](repeating: 0, count: 240))
+            return turns(log).first
+        }
+        let rested = turn(resting: true)
+        XCTAssertNotNil(rested)
+        XCTAssertFalse(rested?.samples.contains(77) ?? true, "the pre-roll reached back across the rest")
+        XCTAssertEqual(rested?.samples.count ?? 0, 2 * quiet.count, accuracy: 240, "the turn starts where the input resumed")
+        // Without a rest the same pre-roll holds the marker: the case the rest must prevent.
+        XCTAssertTrue(turn(resting: false)?.samples.contains(77) ?? false)
+    }
+
+    /// A player tells its observer when it falls silent (the recorder's cue to listen again),
+    /// and not before.
+    func testAPlayerTellsWhenItFallsSilent() {
+        let player = StreamingPlayer { _ in }
+        let told = Locked(0)
+        player.whenInactive { told.withLock { $0 += 1 } }
+        player.beginReply()
+        player.enqueue([UInt8](repeating: 1, count: 4_800))
+        player.endReply()
+        var period = [Float](repeating: 0, count: 240)
+        var rendered = 0
+        while !player.isActive, rendered < 100 {
+            period.withUnsafeMutableBufferPointer { player.render(into: $0) }
+            rendered += 1
+        }
+        XCTAssertTrue(player.isActive)
+        XCTAssertEqual(told.withLock { $0 }, 0, "told while it still plays")
+        while player.isActive, rendered < 1_000 {
+            period.withUnsafeMutableBufferPointer { player.render(into: $0) }
+            rendered += 1
+        }
+        XCTAssertFalse(player.isActive)
+        XCTAssertEqual(told.withLock { $0 }, 1)
     }
 
     func testNoiseFloorAdaptsSoThatAHummingRoomIsNotSpeech() {

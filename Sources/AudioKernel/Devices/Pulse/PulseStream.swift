@@ -14,10 +14,13 @@ import Synchronization
 /// ``DeviceBackend`` contract), which is what libpulse requires of a plain main loop.
 ///
 /// Buffer attributes are always explicit (with none the server picks about two seconds):
-/// playback asks for a target length of the stream's buffer (4 × 10 ms by default), a
-/// minimum request of one period and a prebuffer of two periods; capture asks for
-/// fragments of one period. Underflows and overflows reported by the server are counted as
-/// xruns. A server that goes away fails the stream, reported as a lost device.
+/// playback asks for a minimum request of two periods, so that the server asks for data,
+/// and the I/O thread wakes, once per two periods (the thread then writes both, one after
+/// the other, without waiting); a target length of the stream's buffer plus two periods,
+/// so that the sink's own latency stays one period (PulseAudio gives the sink
+/// (tlength − 2·minreq) / 2); and a prebuffer of two periods. Capture asks for fragments of
+/// one period. Underflows and overflows reported by the server are counted as xruns. A
+/// server that goes away fails the stream, reported as a lost device.
 final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
     private let mainloop: OpaquePointer
     private var context: OpaquePointer?
@@ -107,9 +110,9 @@ final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
         let period = UInt32(periodBytes)
         var attributes = pa_buffer_attr(
             maxlength: UInt32.max,
-            tlength: isCapture ? UInt32.max : UInt32(configuration.periods) * period,
+            tlength: isCapture ? UInt32.max : UInt32(configuration.periods + 2) * period,
             prebuf: isCapture ? UInt32.max : 2 * period,
-            minreq: isCapture ? UInt32.max : period,
+            minreq: isCapture ? UInt32.max : 2 * period,
             fragsize: isCapture ? period : UInt32.max
         )
         let flags = pa_stream_flags_t(rawValue: PA_STREAM_ADJUST_LATENCY.rawValue | PA_STREAM_AUTO_TIMING_UPDATE.rawValue
@@ -139,10 +142,12 @@ final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
 
     /// Runs the main loop once: waits for the server (or ``pa_mainloop_wakeup``) and runs
     /// the callbacks of what came.
-    private func iterate(_ operation: String) throws(AudioError) {
+    /// The operation's name is made only for an error: this runs every period, and an
+    /// interpolated string is an allocation.
+    private func iterate(_ operation: @autoclosure () -> String) throws(AudioError) {
         var result: Int32 = 0
         if pa_mainloop_iterate(mainloop, 1, &result) < 0 {
-            throw AudioError(.deviceLost, message: "the main loop ended", operation: operation)
+            throw AudioError(.deviceLost, message: "the main loop ended", operation: operation())
         }
     }
 
@@ -345,18 +350,21 @@ final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
         }
     }
 
-    var canPark: Bool { !isCapture }
+    var canPark: Bool { true }
 
-    /// Corks the stream, so that the server stops requesting data (and may suspend an idle
-    /// sink) and nothing wakes per period; runs the main loop until `activity` (uncorked,
-    /// true) or `wake` (left corked, false). A server that goes away meanwhile fails the
-    /// stream, and so the park.
+    /// Corks the stream, so that the server stops exchanging periods with it (and may
+    /// suspend an idle device) and nothing wakes per period; runs the main loop until
+    /// `activity` (uncorked, true) or `wake` (left corked, false). A server that goes away
+    /// meanwhile fails the stream, and so the park.
     ///
-    /// The silence queued is kept, not flushed: uncorked, the stream plays it out while it
-    /// asks for periods at the device's pace, as it did before the park. Flushed, it asked
-    /// for its whole buffer at once, and the player, which counts time in the periods it
-    /// renders, started the reply that much early and ran dry (2 underruns in 20 replies
-    /// with 20 ms periods).
+    /// Playback: the silence queued is kept, not flushed: uncorked, the stream plays it out
+    /// while it asks for periods at the device's pace, as it did before the park. Flushed,
+    /// it asked for its whole buffer at once, and the player, which counts time in the
+    /// periods it renders, started the reply that much early and ran dry (2 underruns in 20
+    /// replies with 20 ms periods).
+    ///
+    /// Capture: once the server has acknowledged the cork, everything captured before it
+    /// has arrived, and is dropped; the first period read after the park is fresh.
     func park(wake: EventSignal, activity: EventSignal) throws(AudioError) -> Bool {
         observe(wake)
         try checkAlive("parking")
@@ -366,19 +374,39 @@ final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
         }
         defer { activity.setObserver(nil) }
         guard let cork = pa_stream_cork(stream, 1, nil, nil) else { throw contextError("parking \(label)", kind: .deviceLost) }
-        pa_operation_unref(cork)
+        defer { pa_operation_unref(cork) }
         parked = true
+        var stale = isCapture
         while true {
+            if stale, pa_operation_get_state(cork) != PA_OPERATION_RUNNING {
+                try dropCaptured()
+                stale = false
+            }
             if interrupted.load(ordering: .acquiring) { return false }
-            if activity.isSet { break }
+            if activity.isSet, !stale { break }
             try iterate("parking \(label)")
             try checkAlive("parked")
         }
         guard let uncork = pa_stream_cork(stream, 0, nil, nil) else { throw contextError("unparking \(label)", kind: .deviceLost) }
         pa_operation_unref(uncork)
         parked = false
-        xrunsSeen = xrunsReported.load(ordering: .relaxed)  // a cork is not an underrun
+        xrunsSeen = xrunsReported.load(ordering: .relaxed)  // a cork is not an xrun
         return true
+    }
+
+    /// Drops what a record stream holds (a fragment half read, and every one queued).
+    private func dropCaptured() throws(AudioError) {
+        if peeked != nil {
+            pa_stream_drop(stream)
+            peeked = nil
+        }
+        while true {
+            var data: UnsafeRawPointer?
+            var length = 0
+            if pa_stream_peek(stream, &data, &length) < 0 { throw contextError("parking \(label)", kind: .io) }
+            if length == 0 { return }
+            pa_stream_drop(stream)
+        }
     }
 
     func flush() {

@@ -37,6 +37,10 @@ public struct DaemonStatus: Codable, Sendable {
         public var periods: Int?
         public var xruns: Int?
         public var reopens: Int?
+        /// Times the device was parked (PulseAudio: corked) because nobody needed it: the
+        /// speaker while nothing played, the microphone while a half-duplex kiosk spoke.
+        /// Null while the device is not open.
+        public var parks: Int?
         /// The microphone only: whether it is echo-cancelled, so that the learner may
         /// interrupt the tutor by speaking (voice barge-in); null while it is not open.
         public var echoCancelled: Bool?
