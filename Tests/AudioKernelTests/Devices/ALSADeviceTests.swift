@@ -71,6 +71,48 @@ final class ALSADeviceTests: XCTestCase {
         XCTAssertFalse(device.isRunning)
     }
 
+    /// A sound server's ALSA PCM whose server is gone may report it as an xrun, for ever:
+    /// pipewire-alsa's pointer says -EPIPE, and its prepare (which `snd_pcm_recover` calls)
+    /// succeeds with a new stream on the dead connection. Recovering again and again, the
+    /// I/O thread never saw a loss (1 run in 20 when PipeWire was killed under load). Xruns
+    /// sooner after each recovery than a device can run are a lost device: reported at
+    /// once (well within the 2 s a stalled PCM is given), reopened when the server is back.
+    func testXrunsForEverFromAGoneServerAreALostDeviceThatComesBack() throws {
+        let played = dir.appendingPathComponent("played.raw").path
+        let gone = dir.appendingPathComponent("server-gone").path
+        var stream = AudioStreamConfiguration()
+        stream.alsaConfiguration = try FixedALSADevice.configuration(name: "serverpcm", format: "S16_LE", rate: 24_000, channels: 1,
+                                                                     file: played, gone: gone)
+        let device = try PlaybackDevice(name: .alsa(pcm: "serverpcm"), configuration: stream)
+        let source = SignalSource(Loopback.signal(count: 24_000 * 20))
+        let probe = DeviceProbe()
+        try device.start(renderPCM16: { source.render(into: $0) }, onEvent: { event in
+            switch event {
+            case .deviceLost(let error): probe.record(.lost("\(error)"))
+            case .deviceRestored(let attempts): probe.record(.restored(attempts))
+            default: break
+            }
+        })
+        defer { device.stop() }
+        XCTAssertTrue(source.wait(timeout: 5) { $0 >= 4_800 }, "the device plays")
+
+        XCTAssertTrue(FileManager.default.createFile(atPath: gone, contents: nil))
+        let goneAt = Date()
+        XCTAssertTrue(probe.wait(timeout: 1.5) { $0.events.contains { if case .lost = $0 { return true } else { return false } } },
+                      "no loss reported; xruns counted: \(device.statistics.xruns)")
+        XCTAssertLessThan(Date().timeIntervalSince(goneAt), 1.5)
+        let lost = probe.snapshot().events.compactMap { if case .lost(let text) = $0 { return text } else { return nil } }.first ?? ""
+        XCTAssertTrue(lost.contains("xruns in a row"), lost)
+        XCTAssertLessThanOrEqual(device.statistics.xruns, 10, "the loop went on recovering")
+
+        try FileManager.default.removeItem(atPath: gone)
+        XCTAssertTrue(probe.wait(timeout: 10) { $0.events.contains { if case .restored = $0 { return true } else { return false } } },
+                      "\(probe.snapshot().events)")
+        let after = source.position
+        XCTAssertTrue(source.wait(timeout: 5) { $0 >= after + 4_800 }, "playback did not resume")
+        XCTAssertGreaterThanOrEqual(device.statistics.reopens, 1)
+    }
+
     func testListsALSAPCMs() {
         let (devices, _) = AudioDeviceList.all(pulseServer: "unix:/nonexistent/socket")
         XCTAssertTrue(devices.contains { $0.name == .alsa(pcm: "null") }, "\(devices.map(\.name))")

@@ -30,10 +30,12 @@ enum FixedALSADevice {
 
     /// ALSA configuration text defining `name` as a device that runs only `format`
     /// (`S32_LE`, `S24_3LE`…), `rate` and `channels`, playing into or capturing from `file`.
-    static func configuration(name: String, format: String, rate: Int, channels: Int, file: String) throws -> String {
+    /// With `gone`, the device's server is gone while a file exists at that path (see the
+    /// plugin's notes).
+    static func configuration(name: String, format: String, rate: Int, channels: Int, file: String, gone: String? = nil) throws -> String {
         """
         pcm_type.fixed { lib "\(try plugin())" }
-        pcm.\(name) { type fixed format \(format) rate \(rate) channels \(channels) file "\(file)" }
+        pcm.\(name) { type fixed format \(format) rate \(rate) channels \(channels) file "\(file)"\(gone.map { " gone \"\($0)\"" } ?? "") }
         """
     }
 }

@@ -11,6 +11,11 @@
  * hardware pointer advances with CLOCK_MONOTONIC at the rate, so a writer is paced as by a
  * sound card; a timerfd armed at the period wakes poll.
  *
+ * With `gone "/path"`, the device stands for a sound server's PCM (pipewire-alsa's) whose
+ * server is gone while a file exists at that path: opening fails with ECONNREFUSED, and an
+ * open PCM's pointer says -EPIPE, an xrun, every time; prepare succeeds, as pipewire-alsa's
+ * does when it makes a new stream on the dead connection.
+ *
  * Built by the tests with `cc -shared -fPIC`; not part of the shipped package.
  */
 #include <alsa/asoundlib.h>
@@ -37,7 +42,12 @@ typedef struct {
     /* Frames the device has consumed (playback) or produced (capture) since start. */
     uint64_t done;
     snd_pcm_uframes_t hw_ptr;
+    char *gone;
 } fixed_t;
+
+static int server_gone(fixed_t *f) {
+    return f->gone && access(f->gone, F_OK) == 0;
+}
 
 static uint64_t elapsed_frames(fixed_t *f) {
     struct timespec now;
@@ -68,6 +78,7 @@ static int fixed_stop(snd_pcm_ioplug_t *io) {
 
 static snd_pcm_sframes_t fixed_pointer(snd_pcm_ioplug_t *io) {
     fixed_t *f = io->private_data;
+    if (server_gone(f)) return -EPIPE;
     if (!f->running) return f->hw_ptr;
     uint64_t target = elapsed_frames(f);
     if (io->stream == SND_PCM_STREAM_PLAYBACK) {
@@ -132,6 +143,7 @@ static int fixed_close(snd_pcm_ioplug_t *io) {
     fixed_t *f = io->private_data;
     close(f->file);
     close(f->timer);
+    free(f->gone);
     free(f);
     return 0;
 }
@@ -149,6 +161,7 @@ static const snd_pcm_ioplug_callback_t fixed_callbacks = {
 SND_PCM_PLUGIN_DEFINE_FUNC(fixed) {
     snd_config_iterator_t i, next;
     const char *path = NULL;
+    const char *gone = NULL;
     const char *format_name = "S16_LE";
     long rate = 48000, channels = 2;
     snd_config_for_each(i, next, conf) {
@@ -157,6 +170,7 @@ SND_PCM_PLUGIN_DEFINE_FUNC(fixed) {
         if (snd_config_get_id(n, &id) < 0) continue;
         if (!strcmp(id, "comment") || !strcmp(id, "type") || !strcmp(id, "hint")) continue;
         if (!strcmp(id, "file")) { if (snd_config_get_string(n, &path) < 0) return -EINVAL; continue; }
+        if (!strcmp(id, "gone")) { if (snd_config_get_string(n, &gone) < 0) return -EINVAL; continue; }
         if (!strcmp(id, "format")) { if (snd_config_get_string(n, &format_name) < 0) return -EINVAL; continue; }
         if (!strcmp(id, "rate")) { if (snd_config_get_integer(n, &rate) < 0) return -EINVAL; continue; }
         if (!strcmp(id, "channels")) { if (snd_config_get_integer(n, &channels) < 0) return -EINVAL; continue; }
@@ -167,8 +181,10 @@ SND_PCM_PLUGIN_DEFINE_FUNC(fixed) {
     snd_pcm_format_t format = snd_pcm_format_value(format_name);
     if (format == SND_PCM_FORMAT_UNKNOWN) { SNDERR("fixed: unknown format %s", format_name); return -EINVAL; }
 
+    if (gone && access(gone, F_OK) == 0) return -ECONNREFUSED;
     fixed_t *f = calloc(1, sizeof *f);
     if (!f) return -ENOMEM;
+    f->gone = gone ? strdup(gone) : NULL;
     f->format = format;
     f->rate = (unsigned int)rate;
     f->channels = (unsigned int)channels;
@@ -179,6 +195,7 @@ SND_PCM_PLUGIN_DEFINE_FUNC(fixed) {
         int err = -errno;
         if (f->file >= 0) close(f->file);
         if (f->timer >= 0) close(f->timer);
+        free(f->gone);
         free(f);
         return err;
     }
@@ -193,6 +210,7 @@ SND_PCM_PLUGIN_DEFINE_FUNC(fixed) {
     if (err < 0) {
         close(f->file);
         close(f->timer);
+        free(f->gone);
         free(f);
         return err;
     }

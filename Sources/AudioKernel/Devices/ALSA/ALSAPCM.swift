@@ -34,6 +34,18 @@ final class ALSAPCM: CaptureBackend, PlaybackBackend {
     /// server died may never wake it again (pipewire-alsa's PCM, when PipeWire is killed,
     /// leaves poll waiting for ever), and reopening is the only way back.
     private let stallMilliseconds: Int32
+    /// An xrun comes at the earliest two periods after the last recovery: a playback PCM
+    /// must first play the two periods that start it, a capture PCM fill its buffer. Xruns
+    /// that come sooner, again and again, are not the device's: pipewire-alsa reports a
+    /// server that went away as an xrun (`-EPIPE` from its pointer), its prepare (which
+    /// `snd_pcm_recover` calls) clears that error and makes a new stream on the dead
+    /// connection, and the next look reports the xrun again, so the I/O thread ran in that
+    /// loop for ever (1 run in 20 when PipeWire was killed under load).
+    private let earliestXrunNanoseconds: Int64
+    private var lastRecovery: Int64?
+    private var xrunsTooSoon = 0
+    /// How many xruns in a row, each too soon after the last, make the device lost.
+    static let xrunsTooSoonForLoss = 4
     /// Poll descriptors: the PCM's, then the eventfd. Allocated once at open.
     private var pollDescriptors: UnsafeMutableBufferPointer<pollfd>
     private let pcmDescriptorCount: Int
@@ -132,6 +144,7 @@ final class ALSAPCM: CaptureBackend, PlaybackBackend {
         bufferFrames = Int(buffer)
         bytesPerFrame = granted.bytesPerFrame
         stallMilliseconds = Int32(max(2_000, 4 * 1_000 * Int(buffer) / Int(rate)))
+        earliestXrunNanoseconds = Int64(2 * wantedPeriod) * 1_000_000_000 / Int64(rate)
 
         // Software parameters.
         var sw: OpaquePointer?
@@ -338,6 +351,14 @@ final class ALSAPCM: CaptureBackend, PlaybackBackend {
     }
 
     private func recover(_ pcm: OpaquePointer, code: Int32) throws(AudioError) {
+        let now = Monotonic.now()
+        if let lastRecovery, now - lastRecovery < earliestXrunNanoseconds { xrunsTooSoon += 1 } else { xrunsTooSoon = 0 }
+        lastRecovery = now
+        if xrunsTooSoon >= Self.xrunsTooSoonForLoss {
+            throw AudioError(.deviceLost, code: code,
+                             message: "\(xrunsTooSoon + 1) xruns in a row, each sooner than the device can run: the device or its server stopped",
+                             operation: "recovering ALSA PCM '\(pcmName)'")
+        }
         var err = snd_pcm_recover(pcm, code, 1)
         if err >= 0, isCapture { err = snd_pcm_start(pcm) }
         if err < 0 {
