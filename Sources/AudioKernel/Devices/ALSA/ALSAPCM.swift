@@ -341,12 +341,14 @@ final class ALSAPCM: CaptureBackend, PlaybackBackend {
             var revents: UInt16 = 0
             let err = snd_pcm_poll_descriptors_revents(pcm, pollDescriptors.baseAddress, UInt32(pcmDescriptorCount), &revents)
             if err < 0 { throw classify(err, doing: "polling") }
-            if revents & UInt16(POLLERR) != 0 {
-                let state = snd_pcm_state(pcm)
-                if state == SND_PCM_STATE_DISCONNECTED { throw classify(-ENODEV, doing: "polling") }
-                if state == SND_PCM_STATE_XRUN || state == SND_PCM_STATE_SUSPENDED { return .xrun }
-            }
             if revents & UInt16(isCapture ? POLLIN : POLLOUT) != 0 { return .transferred }
+            // Woken but not ready: a hardware PCM says why with POLLERR, but an ioplug PCM
+            // (a sound server's) may say it only through its state. Its revents callback asks
+            // the pointer, and a failing pointer leaves the PCM in XRUN with no event bit:
+            // polling again would wake on the plugin's timer for ever without an xrun seen.
+            let state = snd_pcm_state(pcm)
+            if state == SND_PCM_STATE_DISCONNECTED { throw classify(-ENODEV, doing: "polling") }
+            if state == SND_PCM_STATE_XRUN || state == SND_PCM_STATE_SUSPENDED { return .xrun }
         }
     }
 
