@@ -83,6 +83,12 @@ final class DaemonHarness {
     }
 
     deinit {
+        // A daemon that crashed under a test says so here, with its log kept: otherwise the
+        // test sees only a refused connection or a broken pipe, and the reason is gone.
+        if let status = process.status, [SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGABRT, SIGFPE].contains(status - 128) {
+            FileHandle.standardError.write(Data("practiced (pid \(process.pid)) died of signal \(status - 128) during the test; its directory is kept: \(directory)\n\(String(log.suffix(4_000)))\n".utf8))
+            keepsDirectory = true
+        }
         process.terminate(signal: SIGKILL)
         if !keepsDirectory { try? FileManager.default.removeItem(atPath: directory) }
     }

@@ -77,6 +77,75 @@ final class FloodTests: XCTestCase {
         XCTAssertNotNil(try client.request("status")["counters"]?["throttled"])
     }
 
+    /// Clients that come and go by the thousand, each leaving in a different way (after its
+    /// reply, with its request unread, half-closed, at once, in the middle of a line),
+    /// while others flood and follow events. libdispatch's epoll sources crashed the daemon
+    /// under this churn (a SIGSEGV in `_dispatch_unote_register_muxed` and "Source
+    /// finalized twice"); its own epoll thread must keep it alive and answering.
+    func testClientsThatComeAndGoByTheThousandNeverCrashTheDaemon() throws {
+        let daemon = try DaemonHarness(arguments: ["--socket-max-clients", "64"])
+        let seconds = Double(ProcessInfo.processInfo.environment["PRACTICED_CHURN_SECONDS"] ?? "") ?? 8
+        let deadline = Date().addingTimeInterval(seconds)
+        let socketPath = daemon.socketPath
+        let connections = Awaitable(0)
+        let hello = Array(#"{"id":1,"command":"subscribe","args":{"topics":["session","device","playback"]}}"#.utf8) + [0x0A]
+        let batch = Array((Self.lines + Self.lines).joined(separator: "\n").utf8) + [0x0A]
+        var threads: [Thread] = []
+        for worker in 0..<12 {
+            threads.append(Thread {
+                var buffer = [UInt8](repeating: 0, count: 4_096)
+                var round = worker
+                while Date() < deadline {
+                    round += 1
+                    guard let fd = try? Self.connect(socketPath) else { continue }
+                    connections.update { $0 += 1 }
+                    _ = hello.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                    switch round % 6 {
+                    case 0:  // reads its reply, then leaves
+                        _ = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                    case 1:  // leaves with replies unread: the close is a reset
+                        _ = batch.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                        var hard = linger(l_onoff: 1, l_linger: 0)
+                        setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, socklen_t(MemoryLayout<linger>.size))
+                    case 2:  // half-closes, then reads what comes until the end
+                        _ = batch.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                        shutdown(fd, Int32(SHUT_WR))
+                        var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
+                        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                        while buffer.withUnsafeMutableBytes({ recv(fd, $0.baseAddress, $0.count, 0) }) > 0 {}
+                    case 3:  // in the middle of a line
+                        _ = batch.withUnsafeBytes { send(fd, $0.baseAddress, $0.count / 2, Int32(MSG_NOSIGNAL)) }
+                    case 4:  // floods for a moment
+                        for _ in 0..<4 { _ = batch.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
+                        _ = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+                    default:  // at once
+                        break
+                    }
+                    close(fd)
+                }
+            })
+        }
+        threads.forEach { $0.start() }
+        // Meanwhile a well-behaved client keeps being answered.
+        let client = try daemon.client()
+        var pings = 0
+        while Date() < deadline {
+            XCTAssertEqual(try client.request("ping")["pong"], true, "after \(connections.value) connections")
+            pings += 1
+            guard daemon.process.isRunning else { break }
+        }
+        for thread in threads { while !thread.isFinished { usleep(1_000) } }
+        print("figures: \(connections.value) connections in \(seconds) s, \(pings) pings answered meanwhile")
+        XCTAssertTrue(daemon.process.isRunning, "the daemon died (status \(daemon.process.status ?? -1)): \(daemon.log.suffix(2_000))")
+        XCTAssertGreaterThan(connections.value, 1_000, "too few connections to stand for churn")
+        XCTAssertEqual(try daemon.client().request("ping")["pong"], true)
+        // Every client that left was let go: none is left behind.
+        let waited = Date()
+        let released = Poll.until(timeout: 3) { ((try? client.request("status")["clients"]?.intValue) ?? -1) == 1 }
+        print("figures: released after \(Date().timeIntervalSince(waited)) s")
+        XCTAssertTrue(released, "clients still held: \(Self.heldClients(in: daemon.log))")
+    }
+
     /// A client over its request rate is held back (its lines wait unread), told in the
     /// log and the counters; another client meanwhile is served at once.
     func testAClientOverItsRateIsHeldBackAndOthersAreNot() throws {
@@ -99,6 +168,21 @@ final class FloodTests: XCTestCase {
         XCTAssertGreaterThan(Date().timeIntervalSince(started), 1.5, "the rate limit did not hold the client back")
         XCTAssertGreaterThanOrEqual(try other.request("status")["counters"]?["throttled"]?.intValue ?? 0, 1)
         XCTAssertTrue(daemon.waitForLog("requests/s: held back"), "the throttling was not logged")
+    }
+
+    /// The daemon's log lines of each client it logged as connected and never as closed.
+    static func heldClients(in log: String) -> String {
+        let lines = log.split(separator: "\n")
+        func id(_ line: Substring, after marker: String) -> String? {
+            guard let range = line.range(of: marker) else { return nil }
+            return line[range.upperBound...].split(whereSeparator: { $0 == " " || $0 == ":" }).first.map(String.init)
+        }
+        let connected = Set(lines.filter { $0.contains(" connected: pid") }.compactMap { id($0, after: "client ") })
+        let closed = Set(lines.filter { $0.contains(" closed") }.compactMap { id($0, after: "client ") })
+        let held = connected.subtracting(closed)
+        return held.sorted().map { client in
+            "client \(client): " + lines.filter { $0.contains("client \(client) ") || $0.contains("client \(client):") }.suffix(6).joined(separator: " | ")
+        }.joined(separator: "\n")
     }
 
     static func connect(_ path: String) throws -> Int32 {

@@ -2,10 +2,12 @@
 #define PRACTICED_CAUDIOSHIM_H
 
 // What Swift cannot import from Glibc: eventfd(2), the per-thread resource counters and
-// SO_PEERCRED's struct ucred (glibc declares it only under _GNU_SOURCE).
-// Every name carries the practiced_ prefix.
+// SO_PEERCRED's struct ucred (glibc declares it only under _GNU_SOURCE), and epoll(7)
+// (Glibc's module map leaves <sys/epoll.h> out; its declarations come through as they are).
+// Every name of the shim's own carries the practiced_ prefix.
 
 #include <stdint.h>
+#include <sys/epoll.h>
 #include <sys/types.h>
 
 /// eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); -1 with errno on failure.

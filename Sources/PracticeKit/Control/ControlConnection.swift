@@ -32,12 +32,10 @@ final class ControlConnection: @unchecked Sendable {
     private var inbound: [UInt8] = []
     private var outbound: [UInt8] = []
     private var outboundOffset = 0
-    private var readSource: DispatchSourceRead?
-    private var writeSource: DispatchSourceWrite?
+    private var watch: DescriptorWatch?
     private var writeArmed = false
     private var isClosed = false
     private var closing = false
-    private var pendingCancels = 0
 
     init(id: Int, fd: Int32, credentials: PeerCredentials, server: ControlServer) {
         self.id = id
@@ -47,16 +45,12 @@ final class ControlConnection: @unchecked Sendable {
     }
 
     func start() {
-        let read = DispatchSource.makeReadSource(fileDescriptor: fd, queue: server.queue)
-        read.setEventHandler { [self] in readAvailable() }
-        read.setCancelHandler { [self] in cancelled() }
-        let write = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: server.queue)
-        write.setEventHandler { [self] in flush() }
-        write.setCancelHandler { [self] in cancelled() }
-        readSource = read
-        writeSource = write
-        pendingCancels = 2
-        read.resume()
+        // A client that leaves while its requests wait unread (reading is suspended past
+        // ``maximumPending``) is let go at once: nothing it asked can reach it.
+        let watch = DescriptorWatch(fd: fd, queue: server.queue, onReadable: { [self] in readAvailable() }, onWritable: { [self] in flush() },
+                                    onHangUp: { [self] in drop("hung up with \(pending.count) requests unserved") })
+        self.watch = watch
+        watch.setReading(true)
     }
 
     /// Queues a line; a client whose queue passes the limit is disconnected.
@@ -107,7 +101,7 @@ final class ControlConnection: @unchecked Sendable {
             outbound.removeAll(keepingCapacity: outbound.capacity <= 256 * 1024)
             outboundOffset = 0
             if writeArmed {
-                writeSource?.suspend()
+                watch?.setWriting(false)
                 writeArmed = false
             }
             if closing { shutdown(fd, Int32(SHUT_WR)) }  // all sent: the client reads an end
@@ -117,7 +111,7 @@ final class ControlConnection: @unchecked Sendable {
                 outboundOffset = 0
             }
             if !writeArmed {
-                writeSource?.resume()
+                watch?.setWriting(true)
                 writeArmed = true
             }
         }
@@ -149,13 +143,13 @@ final class ControlConnection: @unchecked Sendable {
     private func suspendReading() {
         guard !readSuspended, !isClosed else { return }
         readSuspended = true
-        readSource?.suspend()
+        watch?.setReading(false)
     }
 
     private func resumeReading() {
         guard readSuspended, !isClosed else { return }
         readSuspended = false
-        readSource?.resume()
+        watch?.setReading(true)
     }
 
     /// A request was answered: the next may go.
@@ -232,26 +226,11 @@ final class ControlConnection: @unchecked Sendable {
 
     func close() {
         guard !isClosed else { return }
-        if readSuspended {
-            readSuspended = false
-            readSource?.resume()  // a suspended source must not be cancelled or released
-        }
         isClosed = true
         pending.removeAll()
-        if !writeArmed {
-            writeSource?.resume()  // a suspended source must not be cancelled or released
-            writeArmed = true
-        }
-        readSource?.cancel()
-        writeSource?.cancel()
-    }
-
-    private func cancelled() {
-        pendingCancels -= 1
-        if pendingCancels == 0 {
-            Glibc.close(fd)
-            readSource = nil
-            writeSource = nil
-        }
+        // Out of epoll first, then closed: the number may be reused by the next accept.
+        watch?.cancel()
+        watch = nil
+        Glibc.close(fd)
     }
 }

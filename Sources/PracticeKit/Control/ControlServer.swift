@@ -50,7 +50,7 @@ public struct ControlServerStatistics: Equatable, Sendable {
 
 /// The control socket's server: accepts local clients, checks who they are, reads request
 /// lines, writes replies and events. One serial queue owns every connection; reads and
-/// writes are non-blocking, driven by dispatch sources, so a client that stops reading
+/// writes are non-blocking, driven by ``DescriptorWatch`` (the daemon's own epoll thread), so a client that stops reading
 /// never stalls the daemon: its queue grows to the limit and it is disconnected.
 public final class ControlServer: @unchecked Sendable {
     public let queue = DispatchQueue(label: "practiced.control")
@@ -67,7 +67,7 @@ public final class ControlServer: @unchecked Sendable {
 
     // Touched only on the queue.
     private var limits: ControlServerLimits
-    private var acceptSource: DispatchSourceRead?
+    private var acceptWatch: DescriptorWatch?
     private var idleTimer: DispatchSourceTimer?
     private var connections: [Int: ControlConnection] = [:]
     private var nextClientID = 1
@@ -92,10 +92,9 @@ public final class ControlServer: @unchecked Sendable {
 
     public func start() {
         queue.sync {
-            let source = DispatchSource.makeReadSource(fileDescriptor: listener.fd, queue: queue)
-            source.setEventHandler { [unowned self] in acceptPending() }
-            source.resume()
-            acceptSource = source
+            let watch = DescriptorWatch(fd: listener.fd, queue: queue, onReadable: { [unowned self] in acceptPending() })
+            watch.setReading(true)
+            acceptWatch = watch
             let timer = DispatchSource.makeTimerSource(queue: queue)
             timer.schedule(deadline: .now() + 1, repeating: 1, leeway: .milliseconds(200))
             timer.setEventHandler { [unowned self] in closeIdleClients() }
@@ -110,7 +109,7 @@ public final class ControlServer: @unchecked Sendable {
         queue.sync {
             guard !stopped else { return }
             stopped = true
-            acceptSource?.cancel()
+            acceptWatch?.cancel()  // before the listener closes: out of epoll first
             idleTimer?.cancel()
             for connection in connections.values { connection.close() }
             connections.removeAll()
@@ -160,7 +159,17 @@ public final class ControlServer: @unchecked Sendable {
             }
             if fd < 0 {
                 if errno == EINTR || errno == ECONNABORTED { continue }
-                if errno != EAGAIN && errno != EWOULDBLOCK { logger.warning("accept on the control socket: \(Errno(rawValue: errno).description)") }
+                if errno == EAGAIN || errno == EWOULDBLOCK { return }
+                logger.warning("accept on the control socket: \(Errno(rawValue: errno).description)")
+                if errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM {
+                    // The pending client stays readable: accepting again at once would spin
+                    // a core until a descriptor is free. Wait a little, as nginx does.
+                    acceptWatch?.setReading(false)
+                    queue.asyncAfter(deadline: .now() + .milliseconds(100)) { [weak self] in
+                        guard let self, !stopped else { return }
+                        acceptWatch?.setReading(true)
+                    }
+                }
                 return
             }
             admit(fd)

@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// The backend client's own HTTP/1.1 transport for `http://` and `https://` URLs:
-/// non-blocking sockets on Dispatch sources, TLS through the system's OpenSSL
+/// non-blocking sockets watched by the daemon's own epoll thread (``DescriptorWatch``), TLS through the system's OpenSSL
 /// (``TLSSession``), keep-alive connections kept in a small pool, responses parsed as they
 /// arrive by ``HTTPResponseParser``.
 ///
@@ -14,7 +14,7 @@ import Glibc
 /// never disarms a socket's write source once curl stops asking to write, so for the whole
 /// of a streamed reply the socket (writable) woke a worker thread about 15,000 times a
 /// second: half a core of a kiosk's CPU per conversation, and jitter for everything else.
-/// This transport arms a write source only while a write is waiting for room.
+/// This transport watches for room to write only while a write is waiting for it.
 ///
 /// Everything runs on `queue`, the backend client's serial queue; the handlers' callbacks
 /// come on it as they did from URLSession's delegate.

@@ -11,29 +11,24 @@ protocol HTTPConnectionOwner: AnyObject {
     func connectionIsReadable(_ connection: HTTPConnection)
 }
 
-/// One non-blocking TCP connection to the backend, driven by Dispatch sources on the
-/// client's serial queue.
+/// One non-blocking TCP connection to the backend, driven by a ``DescriptorWatch`` on the
+/// client's serial queue (every method is called there).
 ///
-/// The read source lives as long as the connection, from `connect` to the close: an
-/// idle pooled connection must still notice the server closing it, and on Linux it is the
-/// one source sure to hear a reset. libdispatch's epoll backend keeps one registration per
-/// descriptor; a hang-up is delivered to the sources registered at that moment and then the
-/// descriptor leaves epoll, so a source registered afterwards (say a read source made once
-/// a connect completes) silently never fires. Registered first, the reader hears it always.
+/// Reading is wanted as long as the connection lives, from `connect` to the close: an idle
+/// pooled connection must still notice the server closing it.
 ///
-/// A write source exists only while a write waits for room in the socket buffer (or for
-/// the connect), and is cancelled the moment it fires: a write source left armed on a
-/// writable socket fires on every turn of the event loop, which is exactly what made
+/// Writing is wanted only while a write waits for room in the socket buffer (or for the
+/// connect), and is given up the moment it is granted: a writable socket watched for writing
+/// is ready on every turn of the event loop, which is exactly what made
 /// FoundationNetworking's transport spin a core for the length of each reply.
 final class HTTPConnection {
     let fd: Int32
     /// `host:port`: the pool's key.
     let key: String
     private let queue: DispatchQueue
-    private var reader: DispatchSourceRead?
-    private var writer: DispatchSourceWrite?
-    /// Sources whose cancel handler has not run yet; the descriptor is closed after the last.
-    private var liveSources = 0
+    private var watch: DescriptorWatch?
+    /// What to run once the socket can take more bytes.
+    private var writable: (() -> Void)?
     private(set) var isClosed = false
     weak var owner: HTTPConnectionOwner?
     /// When it last finished a response (for the pool's age limit).
@@ -48,35 +43,35 @@ final class HTTPConnection {
         self.queue = queue
     }
 
+    private var descriptorWatch: DescriptorWatch {
+        if let watch { return watch }
+        let made = DescriptorWatch(fd: fd, queue: queue, onReadable: { [self] in owner?.connectionIsReadable(self) },
+                                   onWritable: { [self] in
+                                       let body = writable
+                                       cancelWriteWait()
+                                       body?()
+                                   })
+        watch = made
+        return made
+    }
+
     /// Starts watching for bytes (or the server's close).
     func startReading() {
-        guard reader == nil, !isClosed else { return }
-        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-        source.setEventHandler { [self] in owner?.connectionIsReadable(self) }
-        source.setCancelHandler { [self] in sourceCancelled() }
-        liveSources += 1
-        reader = source
-        source.resume()
+        guard !isClosed else { return }
+        descriptorWatch.setReading(true)
     }
 
     /// Calls `body` once when the socket can take more bytes (or has failed).
     func whenWritable(_ body: @escaping () -> Void) {
-        guard writer == nil, !isClosed else { return }
-        let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
-        source.setEventHandler { [self] in
-            cancelWriteWait()
-            body()
-        }
-        source.setCancelHandler { [self] in sourceCancelled() }
-        liveSources += 1
-        writer = source
-        source.resume()
+        guard writable == nil, !isClosed else { return }
+        writable = body
+        descriptorWatch.setWriting(true)
     }
 
     /// Forgets a pending `whenWritable` (its body will not run).
     func cancelWriteWait() {
-        writer?.cancel()
-        writer = nil
+        writable = nil
+        watch?.setWriting(false)
     }
 
     /// Reads what is there: the byte count, 0 at the server's close, or an errno
@@ -103,19 +98,15 @@ final class HTTPConnection {
         }
     }
 
-    /// Stops both sources; the descriptor is closed once Dispatch has let go of it.
+    /// Stops watching and closes the descriptor (out of epoll first: its number may be
+    /// reused by the next connect).
     func close() {
         guard !isClosed else { return }
         isClosed = true
         owner = nil
-        cancelWriteWait()
-        reader?.cancel()
-        reader = nil
-        if liveSources == 0 { Glibc.close(fd) }
-    }
-
-    private func sourceCancelled() {
-        liveSources -= 1
-        if liveSources == 0 && isClosed { Glibc.close(fd) }
+        writable = nil
+        watch?.cancel()
+        watch = nil
+        Glibc.close(fd)
     }
 }

@@ -135,17 +135,16 @@ final class HTTPExchange: TransportTask, HTTPConnectionOwner, @unchecked Sendabl
             connection.close()
             return tryNextAddress()
         }
-        // The read source comes first (see HTTPConnection on hang-ups), but not before the
-        // connect: a socket not yet connecting reports a hang-up of its own.
+        // Reading is wanted from the connect on, not before it: a socket not yet connecting
+        // reports a hang-up of its own.
         connection.startReading()
         if status == 0 { return connected(connection) }
         connecting = true
         connection.whenWritable { [self] in settleConnect(connection) }
     }
 
-    /// The connect in progress has ended, told by whichever source fired first: the write
-    /// source (connected, or failed), or the read source (a hang-up, which the write source
-    /// may never hear).
+    /// The connect in progress has ended, told by whichever handler ran first: writable
+    /// (connected, or failed), or readable (a hang-up or an error).
     private func settleConnect(_ connection: HTTPConnection) {
         guard connecting, !finished, self.connection === connection else { return }
         connecting = false
@@ -176,7 +175,7 @@ final class HTTPExchange: TransportTask, HTTPConnectionOwner, @unchecked Sendabl
         }
     }
 
-    /// Moves the handshake on; it resumes when the socket is readable (the read source
+    /// Moves the handshake on; it resumes when the socket is readable (the connection
     /// calls ``connectionIsReadable(_:)``) or writable.
     private func continueHandshake(_ connection: HTTPConnection) {
         guard !finished, let session = handshake, self.connection === connection else { return }
@@ -231,8 +230,8 @@ final class HTTPExchange: TransportTask, HTTPConnectionOwner, @unchecked Sendabl
 
     private var sentAll: Bool { sent == head.count + (body?.count ?? 0) }
 
-    /// Reads until the socket is drained: Dispatch reports a close that arrives with the
-    /// last bytes only once, so a handler that reads once and returns never hears it.
+    /// Reads until the socket is drained: one event for the last bytes and the close that
+    /// follows them, and a handler that reads once would hear the close only on the next.
     func connectionIsReadable(_ connection: HTTPConnection) {
         if connecting { settleConnect(connection) }
         if handshake != nil { return continueHandshake(connection) }

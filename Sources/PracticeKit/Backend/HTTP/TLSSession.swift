@@ -12,8 +12,8 @@ import Glibc
 /// Why not URLSession for `https://`: FoundationNetworking drives libcurl through Dispatch
 /// and leaves the socket's write source armed for the length of a streamed reply; over TLS
 /// that spun a core at 38 % for a conversation (issue 20: 22.9 s of CPU a minute against
-/// 1.9 s over `http://`). The client's own transport arms a write source only while a write
-/// waits, and OpenSSL here is the library libcurl already loaded.
+/// 1.9 s over `http://`). The client's own transport watches for room to write only while a
+/// write waits, and OpenSSL here is the library libcurl already loaded.
 final class TLSContext: @unchecked Sendable {
     let context: OpaquePointer
     /// Where trust comes from, for messages: the system store or the configured file.
@@ -129,8 +129,8 @@ final class TLSSession {
     }
 
     /// Reads decrypted bytes: the count, 0 at the end of the stream, or `.wouldBlock` when
-    /// the socket has nothing more (OpenSSL may need to read to give more; a read source
-    /// then fires again).
+    /// the socket has nothing more (OpenSSL may need to read to give more; the socket
+    /// then reports readable again).
     func read(into buffer: UnsafeMutableRawBufferPointer) -> Result<Int, Errno> {
         ERR_clear_error()
         let n = SSL_read(ssl, buffer.baseAddress, Int32(min(buffer.count, Int(Int32.max))))

@@ -1,0 +1,88 @@
+import AudioKernel
+internal import CAudioShim
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The process's one epoll instance and the thread that waits on it: readiness of the
+/// control sockets and the backend's connections, handed to each ``DescriptorWatch``'s
+/// serial queue.
+///
+/// Why not Dispatch's read and write sources: on Linux, libdispatch multiplexes every source
+/// of a descriptor onto one epoll registration (a "muxnote"), and its bookkeeping breaks
+/// under churn: sources made and cancelled while others of the same or a reused descriptor
+/// fire. The daemon died of it under a 64-client flood (SIGSEGV in
+/// `_dispatch_unote_register_muxed`) and during the soak ("BUG IN LIBDISPATCH: Source
+/// finalized twice", a trap in `_dispatch_source_refs_finalize_unregistration`); upstream
+/// tracks the same class of faults as swift-corelibs-libdispatch #833 and #949, open. Here
+/// each descriptor has one registration, owned by one watch, removed synchronously before
+/// the descriptor is closed, and events name the watch by a number never reused, so an
+/// event that was already on its way for a closed descriptor finds nothing.
+final class DescriptorEventLoop: @unchecked Sendable {
+    static let shared = DescriptorEventLoop()
+
+    private let epoll: Int32
+    private let watches = Locked<[UInt64: DescriptorWatch]>([:])
+    private let nextID = Locked<UInt64>(1)
+    private let started = Locked(false)
+
+    private init() {
+        epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
+        precondition(epoll >= 0, "epoll_create1: \(Errno.current)")
+    }
+
+    /// A number for a new watch, never given twice.
+    func register(_ watch: DescriptorWatch) -> UInt64 {
+        startIfNeeded()
+        let id = nextID.withLock { next -> UInt64 in
+            defer { next += 1 }
+            return next
+        }
+        watches.withLock { $0[id] = watch }
+        return id
+    }
+
+    /// Forgets a watch: an event for it already taken from epoll is dropped.
+    func unregister(_ id: UInt64) {
+        _ = watches.withLock { $0.removeValue(forKey: id) }
+    }
+
+    /// `epoll_ctl` for one descriptor; the errno on failure.
+    func control(_ operation: Int32, fd: Int32, events: UInt32, id: UInt64) -> Errno? {
+        var event = epoll_event()
+        event.events = events
+        event.data.u64 = id
+        return epoll_ctl(epoll, operation, fd, &event) == 0 ? nil : Errno.current
+    }
+
+    private func startIfNeeded() {
+        let first = started.withLock { started -> Bool in
+            defer { started = true }
+            return !started
+        }
+        guard first else { return }
+        do {
+            try IOThread.detach(name: "descriptor events") { [self] in run() }
+        } catch {
+            preconditionFailure("starting the descriptor event thread: \(error)")
+        }
+    }
+
+    private func run() {
+        var events = [epoll_event](repeating: epoll_event(), count: 64)
+        while true {
+            let count = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, Int32($0.count), -1) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                preconditionFailure("epoll_wait: \(Errno.current)")
+            }
+            for index in 0..<Int(count) {
+                let id = events[index].data.u64
+                let ready = events[index].events
+                guard let watch = watches.withLock({ $0[id] }) else { continue }
+                watch.fired(ready)
+            }
+        }
+    }
+}
