@@ -140,9 +140,12 @@ public final class Recorder: @unchecked Sendable {
         let samplesPerMillisecond = format.sampleRate * format.channels / 1000
         detector = SpeechDetector(configuration: configuration.detector, sampleRate: format.sampleRate * format.channels)
         preRollSamples = configuration.preRollMilliseconds * samplesPerMillisecond
-        // The ring also holds the minimum speech length (speech is confirmed only after it)
-        // and a spare period.
-        let ringSize = preRollSamples + configuration.detector.minimumSpeechMilliseconds * samplesPerMillisecond + 4_800
+        // The ring also holds the detector's onset window (speech is confirmed up to that
+        // long after its first loud block, where the turn starts) and 200 ms to spare:
+        // 1.5 s, 72 KB at 24 kHz.
+        let onsetWindow = max(configuration.detector.onsetWindowMilliseconds, configuration.detector.minimumSpeechMilliseconds,
+                              configuration.detector.bargeInMinimumSpeechMilliseconds)
+        let ringSize = preRollSamples + onsetWindow * samplesPerMillisecond + 4_800
         preRoll = [Int16](repeating: 0, count: ringSize)
         maximumTurnSamples = configuration.detector.maximumTurnMilliseconds * samplesPerMillisecond
         meterInterval = max(1, configuration.levelIntervalMilliseconds * samplesPerMillisecond)

@@ -8,8 +8,15 @@ public struct SpeechDetectorConfiguration: Hashable, Sendable {
     public var stopFactor: Double = 0.8
     /// Both thresholds are raised to this multiple of the noise floor in a noisy room.
     public var noiseFactor: Double = 3
-    /// Speech shorter than this is a click or a cough, not a turn.
+    /// Speech shorter than this is a click or a cough, not a turn. Counted in loud blocks,
+    /// not back to back: words dip between syllables far below any threshold.
     public var minimumSpeechMilliseconds: Int = 250
+    /// A pause this long before the minimum is reached ends the candidate (a click, then
+    /// nothing); shorter ones are the gaps between syllables ("Ex-cuse": the "k" is silent).
+    public var syllablePauseMilliseconds: Int = 150
+    /// Speech must reach its minimum within this long of its first loud block, or that
+    /// block was noise; it bounds how far back the recorder's pre-roll has to reach.
+    public var onsetWindowMilliseconds: Int = 1_000
     /// Silence after speech that ends the turn.
     public var hangoverMilliseconds: Int = 700
     /// The longest turn; a turn is cut here.
@@ -60,12 +67,15 @@ public struct SpeechDetector: Sendable {
     public private(set) var inSpeech = false
 
     private var candidateOnset: Int?
+    /// Loud samples, and the pause since the last loud block, of the candidate.
+    private var candidateLoudSamples = 0
+    private var candidatePauseSamples = 0
     private var speechOnset = 0
     private var lastSpeechEnd = 0
     private let minimumSpeechSamples: Int
     private let bargeInMinimumSpeechSamples: Int
-    private var bargeInLoudSamples = 0
-    private var bargeInPauseSamples = 0
+    private let syllablePauseSamples: Int
+    private let onsetWindowSamples: Int
     private let hangoverSamples: Int
     private let maximumSamples: Int
 
@@ -74,6 +84,9 @@ public struct SpeechDetector: Sendable {
         self.sampleRate = sampleRate
         minimumSpeechSamples = configuration.minimumSpeechMilliseconds * sampleRate / 1000
         bargeInMinimumSpeechSamples = configuration.bargeInMinimumSpeechMilliseconds * sampleRate / 1000
+        syllablePauseSamples = configuration.syllablePauseMilliseconds * sampleRate / 1000
+        onsetWindowSamples = max(configuration.onsetWindowMilliseconds * sampleRate / 1000,
+                                 max(minimumSpeechSamples, bargeInMinimumSpeechSamples))
         hangoverSamples = configuration.hangoverMilliseconds * sampleRate / 1000
         maximumSamples = configuration.maximumTurnMilliseconds * sampleRate / 1000
     }
@@ -121,21 +134,20 @@ public struct SpeechDetector: Sendable {
             switch speaker {
             case .silent:
                 updateNoiseFloor(rms)
-                bargeInLoudSamples = 0
+                return candidate(rms, loud: startThreshold, quiet: stopThreshold, minimum: minimumSpeechSamples,
+                                 blockStart: start, blockSamples: level.sampleCount)
             case .halfDuplex:
                 updateNoiseFloor(rms)
                 candidateOnset = nil
                 return .none
             case .overEchoCancelledInput:
-                return bargeIn(rms, blockStart: start, blockSamples: level.sampleCount)
+                // Over the canceller's residue of the kiosk's own voice, which stays under
+                // the barge-in threshold and does not teach the noise floor.
+                let loud = max(startThreshold, configuration.bargeInThreshold)
+                return candidate(rms, loud: loud, quiet: loud * configuration.stopFactor / configuration.startFactor,
+                                 minimum: max(minimumSpeechSamples, bargeInMinimumSpeechSamples),
+                                 blockStart: start, blockSamples: level.sampleCount)
             }
-            if rms > startThreshold {
-                if candidateOnset == nil { candidateOnset = start }
-                if position - candidateOnset! >= minimumSpeechSamples { return confirmSpeech() }
-            } else if candidateOnset != nil, rms <= stopThreshold {
-                candidateOnset = nil  // too short: a click, not speech
-            }
-            return .none
         }
         if rms > stopThreshold { lastSpeechEnd = position }
         if position - speechOnset >= maximumSamples {
@@ -157,26 +169,28 @@ public struct SpeechDetector: Sendable {
         return .speechStarted(onset: speechOnset)
     }
 
-    /// Speech over the kiosk's own voice (echo-cancelled input). Spoken words dip between
-    /// syllables far below the barge-in threshold, while the canceller's residue stays
-    /// under it; so the loud blocks are counted, not required back to back: speech starts
-    /// once they add up to the barge-in minimum, with no pause of 150 ms between them.
-    /// The residue does not teach the noise floor.
-    private mutating func bargeIn(_ rms: Double, blockStart: Int, blockSamples: Int) -> Decision {
-        let loud = max(startThreshold, configuration.bargeInThreshold)
+    /// Speech that may be starting. Spoken words dip between syllables far below any
+    /// threshold, so the blocks above `loud` are counted, not required back to back: speech
+    /// starts once they add up to `minimum`, with no pause (blocks at or under `quiet`) of
+    /// ``SpeechDetectorConfiguration/syllablePauseMilliseconds`` between them and within
+    /// ``SpeechDetectorConfiguration/onsetWindowMilliseconds`` of the first. Its onset is
+    /// that first loud block: the turn, with its pre-roll, reaches back to the first syllable.
+    private mutating func candidate(_ rms: Double, loud: Double, quiet: Double, minimum: Int,
+                                    blockStart: Int, blockSamples: Int) -> Decision {
+        if let onset = candidateOnset, position - onset > onsetWindowSamples { candidateOnset = nil }
         if rms > loud {
             if candidateOnset == nil {
                 candidateOnset = blockStart
-                bargeInLoudSamples = 0
+                candidateLoudSamples = 0
             }
-            bargeInLoudSamples += blockSamples
-            bargeInPauseSamples = 0
-            if bargeInLoudSamples >= max(minimumSpeechSamples, bargeInMinimumSpeechSamples) { return confirmSpeech() }
-        } else if candidateOnset != nil, rms <= loud * configuration.stopFactor / configuration.startFactor {
-            bargeInPauseSamples += blockSamples
-            if bargeInPauseSamples >= sampleRate * 15 / 100 { candidateOnset = nil }
+            candidateLoudSamples += blockSamples
+            candidatePauseSamples = 0
+            if candidateLoudSamples >= minimum { return confirmSpeech() }
+        } else if candidateOnset != nil, rms <= quiet {
+            candidatePauseSamples += blockSamples
+            if candidatePauseSamples >= syllablePauseSamples { candidateOnset = nil }  // a click, not speech
         } else {
-            bargeInPauseSamples = 0
+            candidatePauseSamples = 0
         }
         return .none
     }

@@ -1,4 +1,5 @@
 @testable import AudioKernel
+import TestSupport
 import XCTest
 
 final class RecorderTests: XCTestCase {
@@ -81,6 +82,74 @@ final class RecorderTests: XCTestCase {
         recorder.listen()
         recorder.feed(mic.samples)
         XCTAssertTrue(turns(log).isEmpty)
+    }
+
+    /// Words dip between syllables far below the gate: speech that starts "I would…" is
+    /// loud for 60–100 ms at a time. The turn must begin before its first syllable, not at
+    /// the first stretch loud for the whole minimum (which cut "I would" off the turn).
+    func testAHandsFreeTurnBeginsBeforeTheFirstSyllable() {
+        var mic = MicrophoneScript()
+        mic.silence(ms: 1000)
+        for _ in 0..<3 {
+            mic.speech(ms: 90)
+            mic.silence(ms: 70)
+        }
+        mic.speech(ms: 700)
+        mic.silence(ms: 1500)
+        let log = EventLog<RecorderEvent>()
+        let recorder = Recorder { log.append($0) }
+        recorder.listen()
+        recorder.feed(mic.samples)
+        guard let turn = turns(log).first else { return XCTFail("no turn") }
+        let first = mic.utterances[0]
+        let start = Self.position(of: turn, in: mic.samples)
+        XCTAssertNotNil(start, "the turn's audio is not the microphone's")
+        // The whole pre-roll before the first syllable, give or take a period.
+        XCTAssertLessThanOrEqual(start ?? .max, first.start - 300 * 24 + 240, "the turn began \(((start ?? 0) - first.start) / 24) ms after the first syllable")
+        XCTAssertEqual(turns(log).count, 1)
+    }
+
+    /// The same with real speech: espeak-ng's "Excuse me, where is the station?" in a room
+    /// with some noise ("Ex-" is loud for a moment, then "-cuse" comes after the "k"'s
+    /// silence; the turn began 210 ms after the first loud block). The turn holds the whole
+    /// pre-roll before the phrase's first block above the gate.
+    func testAHandsFreeTurnHoldsTheFirstWordOfRealSpeech() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let raw = directory.appendingPathComponent("phrase.wav").path
+        try runTool("espeak-ng", ["-w", raw, "Excuse me, where is the station?"])
+        try runTool("sox", [raw, "-r", "24000", "-c", "1", "-b", "16", "-e", "signed-integer", raw + ".24k.wav"])
+        let phrase = try WAVDecoder.decode(contentsOfFile: raw + ".24k.wav").samples
+        // A room's steady noise under it all (RMS about 115: the detector's thresholds rise
+        // with the noise floor).
+        var mic = MicrophoneScript(noiseAmplitude: 200)
+        mic.silence(ms: 1000)
+        var generator = SeededGenerator(seed: 7)
+        mic.append(phrase.map { Int16(clamping: Int($0) + Int(Double.random(in: -1...1, using: &generator) * 200)) }, isSpeech: true)
+        mic.silence(ms: 1500)
+        let log = EventLog<RecorderEvent>()
+        let recorder = Recorder { log.append($0) }
+        recorder.listen()
+        recorder.feed(mic.samples)
+        guard let turn = turns(log).first else { return XCTFail("no turn") }
+        // The phrase's first 10 ms block above the gate: its first syllable.
+        let phraseStart = mic.utterances[0].start
+        let firstLoud = stride(from: 0, to: phrase.count - 240, by: 240).first { offset in
+            SignalLevel(measuring: Array(phrase[offset..<(offset + 240)])).rms > SpeechGate.defaultThreshold
+        } ?? 0
+        let start = Self.position(of: turn, in: mic.samples)
+        XCTAssertNotNil(start, "the turn's audio is not the microphone's")
+        print("figures: first loud block \(firstLoud / 24) ms into the phrase; the turn began \(((start ?? 0) - phraseStart - firstLoud) / 24) ms from it")
+        XCTAssertLessThanOrEqual(start ?? .max, phraseStart + firstLoud - 300 * 24 + 240,
+                                 "the turn began \(((start ?? 0) - phraseStart - firstLoud) / 24) ms after the phrase's first loud block")
+        XCTAssertGreaterThanOrEqual(turn.duration, Double(phrase.count - firstLoud) / 24_000, "the turn is shorter than the phrase")
+    }
+
+    /// Where a turn's first samples are in the microphone's stream (the noise makes them unique).
+    static func position(of turn: RecordedTurn, in stream: [Int16]) -> Int? {
+        let head = Array(turn.samples.prefix(480))
+        guard head.count == 480 else { return nil }
+        return stream.indices.dropLast(480).first { stream[$0] == head[0] && Array(stream[$0..<($0 + 480)]) == head }
     }
 
     func testATurnLongerThanTheMaximumIsCut() {
