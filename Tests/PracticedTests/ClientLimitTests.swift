@@ -28,6 +28,28 @@ final class ClientLimitTests: XCTestCase {
         XCTAssertNotNil(admitted)
     }
 
+    /// Out of descriptors, the listening socket stays readable with clients in its backlog:
+    /// accepting again at once would spin a core. The daemon waits 100 ms between tries,
+    /// says so once, and serves again when descriptors are free.
+    func testOutOfDescriptorsTheDaemonWaitsInsteadOfSpinningAndServesAgain() throws {
+        let daemon = try DaemonHarness(arguments: ["--socket-max-clients", "200"], openFileLimit: 48)
+        // More than the limit leaves room for; the rest wait in the backlog (64).
+        var held: [Int32] = []
+        defer { held.forEach { close($0) } }
+        for _ in 0..<56 { held.append(try FloodTests.connect(daemon.socketPath)) }
+        XCTAssertTrue(daemon.waitForLog("Too many open files", timeout: 10), "accept never ran out of descriptors")
+        let before = try ProcessStatistics(pid: daemon.process.pid).cpuSeconds
+        usleep(1_000_000)  // a rate, measured over one second
+        let used = try ProcessStatistics(pid: daemon.process.pid).cpuSeconds - before
+        print("figures: out of descriptors, \(used) s of CPU in 1 s")
+        XCTAssertLessThan(used, 0.2, "the daemon spun on its listening socket: \(used) s of CPU in 1 s")
+        held.forEach { close($0) }
+        held = []
+        XCTAssertTrue(daemon.waitForLog("accepting clients on the control socket again", timeout: 10))
+        XCTAssertEqual(try daemon.client().request("ping")["pong"], true)
+        XCTAssertEqual(daemon.log.components(separatedBy: "Too many open files").count - 1, 1, "logged more than once")
+    }
+
     func testASlowClientIsDisconnectedWhileAFastOneGetsEveryEventInOrder() throws {
         let daemon = try DaemonHarness(arguments: ["--audio-level-interval-ms", "10", "--socket-client-queue-bytes", "4096"])
         let slow = try daemon.client()

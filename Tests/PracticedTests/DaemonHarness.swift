@@ -34,7 +34,7 @@ final class DaemonHarness {
     /// override them.
     init(backend: URL? = nil, arguments: [String] = [], environment: [String: String] = [:], directory: String? = nil,
          socketPath: String? = nil, passing: [(Int32, Int32)] = [], viaShell: Bool = false, waitReady: Bool = true,
-         namesSpool: Bool = true) throws {
+         namesSpool: Bool = true, openFileLimit: Int? = nil) throws {
         // Every line a test reads from this daemon is checked against the protocol's schema.
         ProtocolConformance.install()
         self.directory = directory ?? Self.makeDirectory()
@@ -61,6 +61,11 @@ final class DaemonHarness {
             // execs keeps its pid, so $$ is that pid.
             let quoted = ([Self.practiced] + defaults + arguments).map { "'\($0)'" }.joined(separator: " ")
             process = try ChildProcess(executable: "/bin/sh", arguments: ["-c", "export LISTEN_PID=$$ WATCHDOG_PID=$$; exec \(quoted)"],
+                                       environment: env, stderrPath: stderrPath, passing: passing)
+        } else if let openFileLimit {
+            // RLIMIT_NOFILE as `LimitNOFILE=` or a busy kiosk would leave it.
+            let quoted = ([Self.practiced] + defaults + arguments).map { "'\($0)'" }.joined(separator: " ")
+            process = try ChildProcess(executable: "/bin/sh", arguments: ["-c", "ulimit -n \(openFileLimit) && exec \(quoted)"],
                                        environment: env, stderrPath: stderrPath, passing: passing)
         } else if let wrapper = ProcessInfo.processInfo.environment["PRACTICED_TEST_WRAPPER"], !wrapper.isEmpty {
             // A profiler around the daemon (`heaptrack -o /tmp/practiced`, `valgrind`); the

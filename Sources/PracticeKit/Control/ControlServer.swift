@@ -75,6 +75,8 @@ public final class ControlServer: @unchecked Sendable {
     /// Read from any thread (a command handler on the queue asks for it too).
     private let statistics = Locked(ControlServerStatistics())
     private var stopped = false
+    /// accept() is failing (out of descriptors): logged when it starts and when it ends.
+    private var acceptFailing = false
     /// The one read buffer: every connection reads on the queue, one at a time.
     var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
 
@@ -158,10 +160,15 @@ public final class ControlServer: @unchecked Sendable {
                 _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sendBuffer, socklen_t(MemoryLayout<Int32>.size))
             }
             if fd < 0 {
-                if errno == EINTR || errno == ECONNABORTED { continue }
-                if errno == EAGAIN || errno == EWOULDBLOCK { return }
-                logger.warning("accept on the control socket: \(Errno(rawValue: errno).description)")
-                if errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM {
+                let error = errno
+                if error == EINTR || error == ECONNABORTED { continue }
+                if error == EAGAIN || error == EWOULDBLOCK { return }
+                if !acceptFailing {
+                    // Once per episode: a daemon out of descriptors would log ten lines a second.
+                    acceptFailing = true
+                    logger.warning("accept on the control socket: \(Errno(rawValue: error).description); clients wait in the backlog")
+                }
+                if error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM {
                     // The pending client stays readable: accepting again at once would spin
                     // a core until a descriptor is free. Wait a little, as nginx does.
                     acceptWatch?.setReading(false)
@@ -171,6 +178,10 @@ public final class ControlServer: @unchecked Sendable {
                     }
                 }
                 return
+            }
+            if acceptFailing {
+                acceptFailing = false
+                logger.notice("accepting clients on the control socket again")
             }
             admit(fd)
         }
