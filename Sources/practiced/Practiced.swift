@@ -59,16 +59,24 @@ struct Practiced {
             source.resume()
             return source
         }
-        do {
-            try daemon.start()
-        } catch let error as ControlSocketError where error.alreadyRunning {
-            fail("\(error)", code: 75)  // EX_TEMPFAIL: another instance owns the socket
-        } catch let error as ConfigurationError {
-            fail("\(error)", code: 78)
-        } catch {
-            fail("cannot start: \(error)", code: 1)
+        // The daemon starts on the main queue, after dispatchMain() has parked the main
+        // thread. As it parks it, libdispatch makes the main queue's wake-up descriptor (an
+        // eventfd, `_dispatch_runloop_queue_handle_init`) and traps if it cannot: clients
+        // let in by READY=1, or already waiting on an activated socket, could use up the
+        // descriptors first (CI: SIGILL with 56 clients at a 48-descriptor limit). This
+        // async is the first work for the main queue, which makes that descriptor now, while
+        // there are descriptors to spare, and the daemon is started only after it.
+        DispatchQueue.main.async {
+            do {
+                try daemon.start()
+            } catch let error as ControlSocketError where error.alreadyRunning {
+                fail("\(error)", code: 75)  // EX_TEMPFAIL: another instance owns the socket
+            } catch let error as ConfigurationError {
+                fail("\(error)", code: 78)
+            } catch {
+                fail("cannot start: \(error)", code: 1)
+            }
         }
-
         dispatchMain()
     }
 

@@ -60,7 +60,8 @@ final class DaemonHarness {
             // systemd sets LISTEN_PID and WATCHDOG_PID to the daemon's pid; a shell that
             // execs keeps its pid, so $$ is that pid.
             let quoted = ([Self.practiced] + defaults + arguments).map { "'\($0)'" }.joined(separator: " ")
-            process = try ChildProcess(executable: "/bin/sh", arguments: ["-c", "export LISTEN_PID=$$ WATCHDOG_PID=$$; exec \(quoted)"],
+            let limit = openFileLimit.map { "ulimit -n \($0) && " } ?? ""
+            process = try ChildProcess(executable: "/bin/sh", arguments: ["-c", "\(limit)export LISTEN_PID=$$ WATCHDOG_PID=$$; exec \(quoted)"],
                                        environment: env, stderrPath: stderrPath, passing: passing)
         } else if let openFileLimit {
             // RLIMIT_NOFILE as `LimitNOFILE=` or a busy kiosk would leave it.

@@ -71,6 +71,39 @@ final class DaemonLifecycleTests: XCTestCase {
         XCTAssertTrue(FileManager.default.fileExists(atPath: path), "systemd owns an activated socket's file")
     }
 
+    /// The main thread makes no descriptor once the control socket listens. libdispatch
+    /// makes the main queue's eventfd as dispatchMain() parks the main thread, and traps if it
+    /// cannot; when that came after the socket listened, clients let in by READY=1 could use
+    /// up the descriptors first (CI: the release daemon died of SIGILL in
+    /// `_dispatch_runloop_queue_handle_init` with 56 clients at a 48-descriptor limit). strace
+    /// (outside the project) tells which thread made which descriptor, and when.
+    func testTheMainThreadMakesNoDescriptorAfterTheSocketListens() throws {
+        let directory = DaemonHarness.makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let trace = "\(directory)/trace", socket = "\(directory)/control.sock"
+        let daemon = try ChildProcess(executable: "/usr/bin/strace",
+                                      arguments: ["-f", "-qq", "-o", trace, "-e", "trace=eventfd2,listen",
+                                                  DaemonHarness.practiced, "--socket-path", socket, "--state-dir", "\(directory)/state",
+                                                  "--capture-device", "null:", "--playback-device", "null:", "--backend-url", "http://127.0.0.1:9"],
+                                      environment: ["PATH": "/usr/bin:/bin", "HOME": directory, "PRACTICED_CONFIG": "/dev/null"],
+                                      stderrPath: "\(directory)/daemon.log")
+        XCTAssertTrue(Poll.until(timeout: 20) { (try? ControlClient(path: socket).request("ping")["pong"]) == .bool(true) },
+                      DaemonHarness.read("\(directory)/daemon.log"))
+        let lines = DaemonHarness.read(trace).split(separator: "\n")
+        // The first traced pid is the daemon's main thread: stopped through it, as strace
+        // passes on no signal; strace ends with it.
+        defer {
+            if let pid = lines.first?.split(separator: " ").first.flatMap({ pid_t($0) }) { kill(pid, SIGTERM) }
+            if daemon.waitForExit(timeout: 10) == nil { daemon.terminate(signal: SIGKILL) }
+        }
+        guard let main = lines.first?.split(separator: " ").first,
+              let listened = lines.firstIndex(where: { $0.contains("listen(") }) else { return XCTFail("no trace: \(lines.prefix(5))") }
+        let mainAfter = lines[listened...].filter { $0.hasPrefix("\(main) ") && $0.contains("eventfd2(") }
+        XCTAssertEqual(mainAfter, [], "the main thread made a descriptor after the socket listened")
+        XCTAssertTrue(lines[..<listened].contains { $0.hasPrefix("\(main) ") && $0.contains("eventfd2(") },
+                      "no eventfd of the main thread's before the socket: the trace proves nothing")
+    }
+
     func testStaleSocketIsReplacedAndARunningDaemonIsNotHijacked() throws {
         let directory = DaemonHarness.makeDirectory()
         let path = "\(directory)/run/control.sock"
