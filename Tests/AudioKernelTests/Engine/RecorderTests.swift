@@ -7,6 +7,15 @@ final class RecorderTests: XCTestCase {
         log.snapshot().compactMap { if case .turn(let t) = $0.event { return t } else { return nil } }
     }
 
+    /// The turns a default recorder, listening hands-free, makes of `samples`.
+    func handsFreeTurns(_ samples: [Int16]) -> [RecordedTurn] {
+        let log = EventLog<RecorderEvent>()
+        let recorder = Recorder { log.append($0) }
+        recorder.listen()
+        recorder.feed(samples)
+        return turns(log)
+    }
+
     func speechStarts(_ log: EventLog<RecorderEvent>) -> Int {
         log.snapshot().filter { if case .speechStarted = $0.event { return true } else { return false } }.count
     }
@@ -77,11 +86,7 @@ final class RecorderTests: XCTestCase {
         mic.silence(ms: 800)
         mic.speech(ms: 120)
         mic.silence(ms: 1500)
-        let log = EventLog<RecorderEvent>()
-        let recorder = Recorder { log.append($0) }
-        recorder.listen()
-        recorder.feed(mic.samples)
-        XCTAssertTrue(turns(log).isEmpty)
+        XCTAssertTrue(handsFreeTurns(mic.samples).isEmpty)
     }
 
     /// Words dip between syllables far below the gate: speech that starts "I would…" is
@@ -96,17 +101,14 @@ final class RecorderTests: XCTestCase {
         }
         mic.speech(ms: 700)
         mic.silence(ms: 1500)
-        let log = EventLog<RecorderEvent>()
-        let recorder = Recorder { log.append($0) }
-        recorder.listen()
-        recorder.feed(mic.samples)
-        guard let turn = turns(log).first else { return XCTFail("no turn") }
+        let made = handsFreeTurns(mic.samples)
+        guard let turn = made.first else { return XCTFail("no turn") }
         let first = mic.utterances[0]
         let start = Self.position(of: turn, in: mic.samples)
         XCTAssertNotNil(start, "the turn's audio is not the microphone's")
         // The whole pre-roll before the first syllable, give or take a period.
         XCTAssertLessThanOrEqual(start ?? .max, first.start - 300 * 24 + 240, "the turn began \(((start ?? 0) - first.start) / 24) ms after the first syllable")
-        XCTAssertEqual(turns(log).count, 1)
+        XCTAssertEqual(made.count, 1)
     }
 
     /// The same with real speech: espeak-ng's "Excuse me, where is the station?" in a room
@@ -127,11 +129,7 @@ final class RecorderTests: XCTestCase {
         var generator = SeededGenerator(seed: 7)
         mic.append(phrase.map { Int16(clamping: Int($0) + Int(Double.random(in: -1...1, using: &generator) * 200)) }, isSpeech: true)
         mic.silence(ms: 1500)
-        let log = EventLog<RecorderEvent>()
-        let recorder = Recorder { log.append($0) }
-        recorder.listen()
-        recorder.feed(mic.samples)
-        guard let turn = turns(log).first else { return XCTFail("no turn") }
+        guard let turn = handsFreeTurns(mic.samples).first else { return XCTFail("no turn") }
         // The phrase's first 10 ms block above the gate: its first syllable.
         let phraseStart = mic.utterances[0].start
         let firstLoud = stride(from: 0, to: phrase.count - 240, by: 240).first { offset in
