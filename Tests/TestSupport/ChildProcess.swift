@@ -92,6 +92,11 @@ public final class ChildProcess: @unchecked Sendable {
         return reap(blocking: false)
     }
 
+    /// Sends `signal` (SIGSTOP, SIGCONT) without waiting for anything.
+    public func send(signal: Int32) {
+        if reap(blocking: false) == nil { kill(pid, signal) }
+    }
+
     /// Sends `signal` and waits for the child to exit; its status.
     @discardableResult
     public func terminate(signal: Int32 = SIGTERM) -> Int32 {

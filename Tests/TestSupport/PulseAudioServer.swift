@@ -80,7 +80,11 @@ public final class PulseAudioServer: @unchecked Sendable {
                 ], environment: environment, stderrPath: logPath("dbus"))
             }
             // PipeWire first: the session manager and the PulseAudio layer are its clients.
-            processes = [try ChildProcess(executable: "/usr/bin/pipewire", arguments: [], environment: environment,
+            // The graph's scheduling at info level (only that topic): how the daemon reports
+            // a node that missed its cycle (``graphXruns``).
+            var daemonEnvironment = environment
+            daemonEnvironment["PIPEWIRE_DEBUG"] = "2,pw.node:3"
+            processes = [try ChildProcess(executable: "/usr/bin/pipewire", arguments: [], environment: daemonEnvironment,
                                           stderrPath: logPath("pipewire"))]
             try waitFor("pipewire's socket") { FileManager.default.fileExists(atPath: self.pipewireSocketPath) }
             processes.append(try ChildProcess(executable: "/usr/bin/wireplumber", arguments: [], environment: environment,
@@ -182,6 +186,47 @@ public final class PulseAudioServer: @unchecked Sendable {
             throw ToolError(command: "pipewire-alsa", status: -1, stderr: "no libasound_module_pcm_pipewire.so; run .ci/setup")
         }
         return found
+    }
+
+    /// The graph xruns PipeWire has logged so far: cycles in which a node (a PulseAudio
+    /// client's stream in pipewire-pulse, the null sink) had not finished when the next one
+    /// began. The sink then mixes one quantum of silence in place of that node's data and
+    /// plays the data a quantum later, so a sound recorded through the monitor has a hole
+    /// and is shifted after it, while no client is told (pipewire-pulse's underflow notice
+    /// is for its own buffer running dry, which did not happen). PipeWire 0.3.65 logs "client
+    /// too slow!", later versions "graph xrun", both at info level on `pw.node`, rate-limited.
+    /// Always empty on PulseAudio, whose null sink renders a late cycle late, not short.
+    public var graphXruns: [String] {
+        guard kind == .pipewire, let text = try? String(contentsOfFile: logPath("pipewire"), encoding: .utf8) else { return [] }
+        return text.split(separator: "\n").filter { $0.contains("client too slow") || $0.contains("graph xrun") }.map(String.init)
+    }
+
+    /// Stops pipewire-pulse's process (SIGSTOP) for `milliseconds`, real-time threads and
+    /// all, as a machine too busy to schedule it would: its nodes miss the graph's cycles.
+    public func stallPulseLayer(milliseconds: Int) {
+        guard kind == .pipewire, let layer = processes.last else { return }
+        layer.send(signal: SIGSTOP)
+        usleep(UInt32(milliseconds) * 1_000)  // the stall itself, not a wait for an event
+        layer.send(signal: SIGCONT)
+    }
+
+    /// Runs `attempt` again (up to `attempts` times in all) while the server logged a graph
+    /// xrun during it (``graphXruns``), and returns the first result the server did not
+    /// spoil: a test that measures the sound through PipeWire's monitor holds the player to
+    /// what it controls, and a stall of the server's own real-time threads (a loaded or
+    /// virtual machine) is not the player's gap. Every discarded attempt is printed with the
+    /// server's words. Whatever the last attempt returns is returned, so that its
+    /// assertions fail if the server stalled every time.
+    public func retryingGraphXruns<T>(attempts: Int = 3, _ attempt: () throws -> T) rethrows -> T {
+        var number = 1
+        while true {
+            let before = graphXruns.count
+            let result = try attempt()
+            let stalls = graphXruns.dropFirst(before)
+            if stalls.isEmpty || number >= attempts { return result }
+            print("attempt \(number) discarded: PipeWire's graph stalled during it (\(stalls.joined(separator: "; ")))")
+            number += 1
+        }
     }
 
     private func logPath(_ name: String) -> String { directory.appendingPathComponent("\(name).log").path }
