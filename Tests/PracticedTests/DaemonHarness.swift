@@ -34,7 +34,7 @@ final class DaemonHarness {
     /// override them.
     init(backend: URL? = nil, arguments: [String] = [], environment: [String: String] = [:], directory: String? = nil,
          socketPath: String? = nil, passing: [(Int32, Int32)] = [], viaShell: Bool = false, waitReady: Bool = true,
-         namesSpool: Bool = true, openFileLimit: Int? = nil) throws {
+         namesSpool: Bool = true, openFileLimit: Int? = nil, softOpenFileLimit: Int? = nil) throws {
         // Every line a test reads from this daemon is checked against the protocol's schema.
         ProtocolConformance.install()
         self.directory = directory ?? Self.makeDirectory()
@@ -56,17 +56,15 @@ final class DaemonHarness {
             "--capture-device", "null:", "--playback-device", "file:\(self.directory)/speaker.wav?realtime",
             "--backend-url", (backend ?? URL(string: "http://127.0.0.1:9")!).absoluteString, "--log-level", "debug",
         ]
-        if viaShell {
+        // RLIMIT_NOFILE as `LimitNOFILE=` or a busy kiosk would leave it: both limits, or
+        // the soft one only (systemd's default: 1,024 soft, 524,288 hard).
+        let limit = (openFileLimit.map { "ulimit -n \($0) && " } ?? "") + (softOpenFileLimit.map { "ulimit -S -n \($0) && " } ?? "")
+        if viaShell || !limit.isEmpty {
             // systemd sets LISTEN_PID and WATCHDOG_PID to the daemon's pid; a shell that
             // execs keeps its pid, so $$ is that pid.
             let quoted = ([Self.practiced] + defaults + arguments).map { "'\($0)'" }.joined(separator: " ")
-            let limit = openFileLimit.map { "ulimit -n \($0) && " } ?? ""
-            process = try ChildProcess(executable: "/bin/sh", arguments: ["-c", "\(limit)export LISTEN_PID=$$ WATCHDOG_PID=$$; exec \(quoted)"],
-                                       environment: env, stderrPath: stderrPath, passing: passing)
-        } else if let openFileLimit {
-            // RLIMIT_NOFILE as `LimitNOFILE=` or a busy kiosk would leave it.
-            let quoted = ([Self.practiced] + defaults + arguments).map { "'\($0)'" }.joined(separator: " ")
-            process = try ChildProcess(executable: "/bin/sh", arguments: ["-c", "ulimit -n \(openFileLimit) && exec \(quoted)"],
+            let activation = viaShell ? "export LISTEN_PID=$$ WATCHDOG_PID=$$; " : ""
+            process = try ChildProcess(executable: "/bin/sh", arguments: ["-c", "\(limit)\(activation)exec \(quoted)"],
                                        environment: env, stderrPath: stderrPath, passing: passing)
         } else if let wrapper = ProcessInfo.processInfo.environment["PRACTICED_TEST_WRAPPER"], !wrapper.isEmpty {
             // A profiler around the daemon (`heaptrack -o /tmp/practiced`, `valgrind`); the

@@ -104,6 +104,49 @@ final class DaemonLifecycleTests: XCTestCase {
                       "no eventfd of the main thread's before the socket: the trace proves nothing")
     }
 
+    /// Clients already waiting on an activated socket took a descriptor each as the daemon
+    /// accepted them; at a low limit (60 clients, 40 descriptors) they took the ones the
+    /// devices open with ("creating an eventfd: Too many open files"), and READY=1 never
+    /// came. The devices open before the first client is accepted.
+    func testClientsWaitingOnAnActivatedSocketDoNotStarveTheDevicesAtStart() throws {
+        let directory = DaemonHarness.makeDirectory()
+        let path = "\(directory)/activated.sock"
+        let listener = try UnixListener.bind(path: path, group: nil)  // what systemd would create
+        var waiting: [Int32] = []
+        defer { waiting.forEach { close($0) } }
+        for _ in 0..<60 {
+            let fd = try FloodTests.connect(path)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)  // the daemon inherits none of them: systemd passes only the socket
+            waiting.append(fd)
+        }
+        let daemon = try DaemonHarness(environment: ["LISTEN_FDS": "1"], directory: directory, socketPath: path,
+                                       passing: [(listener.fd, 3)], viaShell: true, openFileLimit: 40)
+        close(listener.fd)
+        XCTAssertTrue(daemon.log.contains("capture device null:: running"), daemon.log)
+        XCTAssertTrue(daemon.log.contains("playback device file:"), daemon.log)
+        XCTAssertFalse(daemon.log.contains("eventfd"), daemon.log)
+        XCTAssertTrue(daemon.log.contains("leaves room for 0 of socket.max_clients 64 clients"), daemon.log)
+        XCTAssertTrue(daemon.waitForLog("Too many open files", timeout: 10), "the clients were not accepted up to the limit")
+        // The crowd leaves; a new client is served.
+        waiting.forEach { close($0) }
+        waiting = []
+        XCTAssertTrue(Poll.until(timeout: 10) { (try? daemon.client().request("ping")["pong"]) == .bool(true) }, daemon.log)
+    }
+
+    /// systemd gives services a soft descriptor limit of 1,024 under a hard one of 524,288
+    /// and asks programs without select() to raise the soft one; the daemon does, to the
+    /// hard limit or 65,536, as /proc/<pid>/limits shows.
+    func testTheSoftDescriptorLimitIsRaisedToTheHardOne() throws {
+        let daemon = try DaemonHarness(softOpenFileLimit: 100)
+        let limits = try String(contentsOfFile: "/proc/\(daemon.process.pid)/limits", encoding: .utf8)
+        let line = try XCTUnwrap(limits.split(separator: "\n").first { $0.hasPrefix("Max open files") }, limits)
+        let fields = line.split(separator: " ").dropFirst(3).prefix(2).map { Int($0) ?? Int.max }
+        XCTAssertEqual(fields.count, 2, String(line))
+        XCTAssertEqual(fields[0], min(fields[1], DescriptorLimit.ceiling), String(line))
+        XCTAssertTrue(daemon.log.contains("descriptor limit raised from 100 to \(fields[0])"), daemon.log)
+        XCTAssertFalse(daemon.log.contains("leaves room"), daemon.log)
+    }
+
     func testStaleSocketIsReplacedAndARunningDaemonIsNotHijacked() throws {
         let directory = DaemonHarness.makeDirectory()
         let path = "\(directory)/run/control.sock"

@@ -55,6 +55,8 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     var metricsTextfile: MetricsTextfile?
     /// The speaker's volume, 0 to 1 (under `lock`); applied to each player as it opens.
     var volume = 1.0
+    /// `RLIMIT_NOFILE` as raised at start (DescriptorLimit).
+    var descriptorLimits = DescriptorLimit.Limits(before: -1, soft: -1, hard: -1)
 
     /// The newest input level, written on the capture thread; the control queue publishes
     /// it when `levelSignal` fires (coalesced: a slow control queue sees the latest only).
@@ -90,9 +92,10 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
 
     // MARK: - Life cycle
 
-    /// Opens the control socket (or takes systemd's), starts serving, opens the devices.
+    /// Opens the control socket (or takes systemd's), opens the devices, then accepts clients.
     /// Device failures do not stop the daemon: they are reported and retried.
     public func start() throws {
+        descriptorLimits = DescriptorLimit.raise()
         userID = try ConfigurationLoader.userID(for: configuration)
         volume = VolumeStore(stateDirectory: configuration.stateDirectory).load() ?? configuration.volume
         let group: UInt32?
@@ -127,14 +130,23 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         signal.setEventHandler { [unowned self] in publishLevel() }
         signal.resume()
         levelSignal = signal
-        server.start()
+        // The socket listens (clients wait in its backlog); they are accepted once the
+        // devices are open, below.
         logger.notice("practiced \(Self.version) listening on \(listener.path)\(listener.ownsPath ? "" : " (socket activation)"); backend \(configuration.backendURL.absoluteString), user \(userID)")
+        if descriptorLimits.soft > descriptorLimits.before {
+            logger.info("descriptor limit raised from \(descriptorLimits.before) to \(descriptorLimits.soft) (hard \(descriptorLimits.hard))")
+        }
+        checkDescriptorRoom(configuration)
         // Opened at start so that a missing sound card shows at once; closed again when idle.
+        // Before the first client is accepted: clients already waiting on an activated socket
+        // (or let in by a listening one) take a descriptor each, and at a low descriptor
+        // limit they took the ones the devices open with, so READY=1 never came.
         audioQueue.sync { openDevices() }
         startDeviceKeeper()
         session.recoverSpool()
         startWatchdog(on: server.queue)
         startMetricsTextfile(configuration)
+        server.start()
         notifier.ready(status: statusLine())
     }
 
@@ -176,6 +188,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         if let id = try? ConfigurationLoader.userID(for: newConfiguration) { lock.withLock { userID = id } }
         session?.update(settings: sessionSettings(newConfiguration))
         server?.update(limits: limits(newConfiguration))
+        if newConfiguration.maxClients != old.maxClients { checkDescriptorRoom(newConfiguration) }
         if old.volume != newConfiguration.volume {
             do throws(ControlError) { _ = try setVolume(newConfiguration.volume) } catch {
                 logger.error("audio.volume \(newConfiguration.volume): \(error.message)")
@@ -215,6 +228,17 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         settings.pollInterval = Double(configuration.reviewPollMilliseconds) / 1000
         settings.drainTimeout = Double(configuration.replyDrainMilliseconds) / 1000
         return settings
+    }
+
+    /// Warns when the descriptor limit leaves less room than `socket.max_clients` beside
+    /// the daemon's own descriptors: a full house of clients could then leave a device that
+    /// reopens without any. Clients are not capped below the setting: the accept loop waits
+    /// out a lack of descriptors (ControlServer), and the warning says what to raise.
+    func checkDescriptorRoom(_ configuration: DaemonConfiguration) {
+        let room = DescriptorLimit.clientRoom(descriptorLimits)
+        guard descriptorLimits.soft >= 0, room < configuration.maxClients else { return }
+        logger.warning("the descriptor limit (\(descriptorLimits.soft), hard \(descriptorLimits.hard)) leaves room for \(room) of socket.max_clients "
+                       + "\(configuration.maxClients) clients beside the daemon's own \(DescriptorLimit.reserve): raise LimitNOFILE= or lower socket.max_clients")
     }
 
     func limits(_ configuration: DaemonConfiguration) -> ControlServerLimits {
