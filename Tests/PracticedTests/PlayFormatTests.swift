@@ -5,8 +5,8 @@ import PracticeKit
 import TestSupport
 import XCTest
 
-/// `play` with WAV files as other tools write them (8-192 kHz, 1-8 channels, 16/24/32-bit
-/// integer and 32-bit float), converted on the fly by the daemon as a real process, and
+/// `play` with WAV files as other tools write them (8-192 kHz, 1-8 channels, 8-bit unsigned,
+/// 16/24/32-bit integer, 32-bit float, G.711 A-law and µ-law), converted on the fly by the daemon as a real process, and
 /// measured where they land: the speaker (a PCM16 24 kHz mono WAV file device). Encodings
 /// the decoder does not read are typed errors. A clip played with `mix: true` is mixed over
 /// what plays, through the limiter.
@@ -38,6 +38,9 @@ final class PlayFormatTests: XCTestCase {
             WAVFormat(sampleRate: 8_000, channels: 1, sampleFormat: .s32),
             WAVFormat(sampleRate: 192_000, channels: 8, sampleFormat: .s24),
             WAVFormat(sampleRate: 96_000, channels: 1, sampleFormat: .s16),
+            WAVFormat(sampleRate: 22_050, channels: 2, sampleFormat: .u8),
+            WAVFormat(sampleRate: 8_000, channels: 1, sampleFormat: .alaw),
+            WAVFormat(sampleRate: 8_000, channels: 1, sampleFormat: .mulaw),
         ]
         for format in formats {
             // Half a second of a 1 kHz tone at 0.5 on every channel (the mix-down keeps 0.5).
@@ -56,8 +59,11 @@ final class PlayFormatTests: XCTestCase {
             XCTAssertGreaterThan(heard.count, onset + 1_200 + 8_192, "\(format)")
             let steady = heard[(onset + 1_200)..<(onset + 1_200 + 8_192)].map { Double($0) / 32_768 }
             let spectrum = Spectrum(steady, rate: 24_000)
-            XCTAssertEqual(spectrum.amplitude(at: 1_000), 0.5, accuracy: 0.002, "\(format)")
-            XCTAssertLessThan(spectrum.thdPlusNoise(fundamental: 1_000), -85, "\(format)")
+            XCTAssertEqual(spectrum.amplitude(at: 1_000), 0.5, accuracy: format.sampleFormat.bytesPerSample == 1 ? 0.01 : 0.002, "\(format)")
+            // The 8-bit formats' own floors: 8-bit PCM's rounding (about -44 dB for a tone
+            // at half scale) and G.711's segments (about -38 dB); the rest PCM16's.
+            let floor: [SampleFormat: Double] = [.u8: -40, .alaw: -33, .mulaw: -33]
+            XCTAssertLessThan(spectrum.thdPlusNoise(fundamental: 1_000), floor[format.sampleFormat] ?? -85, "\(format)")
         }
     }
 
@@ -68,8 +74,8 @@ final class PlayFormatTests: XCTestCase {
         let cases: [(String, [UInt8], String)] = [
             ("adpcm.wav", WAVFixture.header(pcm, dataBytes: 4, formatTag: 2) + [0, 0, 0, 0], "unsupported encoding (format tag 2)"),
             ("mp3.wav", WAVFixture.header(pcm, dataBytes: 4, formatTag: 0x55) + [0, 0, 0, 0], "compressed encodings are not"),
-            ("u8.wav", WAVFixture.header(WAVFormat(sampleRate: 24_000, channels: 2), dataBytes: 4, bitsPerSample: 8) + [0, 0, 0, 0],
-             "unsupported bit depth 8"),
+            ("s12.wav", WAVFixture.header(WAVFormat(sampleRate: 24_000, channels: 2), dataBytes: 4, bitsPerSample: 12) + [0, 0, 0, 0],
+             "unsupported bit depth 12"),
             ("float64.wav", WAVFixture.header(WAVFormat(sampleRate: 24_000, channels: 1, sampleFormat: .float), dataBytes: 8, bitsPerSample: 64)
                 + [UInt8](repeating: 0, count: 8), "unsupported bit depth 64"),
             ("nine.wav", WAVFixture.file(WAVFormat(sampleRate: 24_000, channels: 9), frames: 10) { _, _ in 0 }, "1 to 8 channels"),

@@ -2,7 +2,8 @@ import AudioKernel
 import Foundation
 
 /// WAV files of any PCM or float format for tests, written by hand here (the project's own
-/// encoder writes PCM16 only): integer PCM with format tag 1, float with tag 3, 24-bit in
+/// encoder writes PCM16 only): integer PCM with format tag 1 (8-bit unsigned), float with
+/// tag 3, G.711 A-law and µ-law with tags 6 and 7, 24-bit in
 /// 32-bit containers as WAVE_FORMAT_EXTENSIBLE with 24 valid bits, as sox and ffmpeg write them.
 public enum WAVFixture {
     /// A file of `frames` frames whose sample at (frame, channel) is `value(frame, channel)`
@@ -22,6 +23,9 @@ public enum WAVFixture {
                 case .s24: put(Int32(clamping: Int((x * 8_388_608).rounded()).clamped(-8_388_608, 8_388_607)), bytes: 4)
                 case .s32: put(Int32(clamping: Int((x * 2_147_483_648).rounded())), bytes: 4)
                 case .float: put(Float(x).bitPattern, bytes: 4)
+                case .u8: put(UInt8(Int((x * 128).rounded()).clamped(-128, 127) + 128), bytes: 1)
+                case .alaw: put(G711.aLaw(Int16(clamping: Int((x * 32_768).rounded()))), bytes: 1)
+                case .mulaw: put(G711.muLaw(Int16(clamping: Int((x * 32_768).rounded()))), bytes: 1)
                 }
             }
         }
@@ -37,7 +41,8 @@ public enum WAVFixture {
         let fmtSize = extensible ? 40 : 16
         out += Array("RIFF".utf8); u32(4 + 8 + fmtSize + 8 + dataBytes); out += Array("WAVE".utf8)
         out += Array("fmt ".utf8); u32(fmtSize)
-        u16(extensible ? 0xFFFE : formatTag ?? (format.sampleFormat == .float ? 3 : 1))
+        let tags: [SampleFormat: Int] = [.float: 3, .alaw: 6, .mulaw: 7]
+        u16(extensible ? 0xFFFE : formatTag ?? tags[format.sampleFormat] ?? 1)
         u16(format.channels)
         u32(format.sampleRate)
         u32(format.bytesPerSecond)

@@ -58,6 +58,26 @@ public enum SampleCodec {
                 destination[i] = x == x ? x : 0
                 i &+= 1
             }
+        case .u8:
+            // Unsigned, silence at 128: sox's and every player's reading, n / 2^7 around it.
+            let bytes = source.assumingMemoryBound(to: UInt8.self)
+            let scale: Float = 1.0 / 128
+            while i < count {
+                destination[i] = (Float(bytes[i]) - 128) * scale
+                i &+= 1
+            }
+        case .alaw, .mulaw:
+            // G.711 expands to 16-bit linear values exactly (ITU-T G.711's tables, as sox
+            // reads them); those then scale as PCM16 does.
+            let bytes = source.assumingMemoryBound(to: UInt8.self)
+            let scale: Float = 1.0 / 32_768
+            let table = format == .alaw ? G711.aLawToLinear : G711.muLawToLinear
+            table.withUnsafeBufferPointer { linear in
+                while i < count {
+                    destination[i] = Float(linear[Int(bytes[i])]) * scale
+                    i &+= 1
+                }
+            }
         }
     }
 
@@ -71,10 +91,7 @@ public enum SampleCodec {
         case .s16:
             let out = destination.assumingMemoryBound(to: Int16.self)
             while i < count {
-                let v = source[i] * 32_768
-                let finite = v == v ? v : 0
-                var rounded = roundToWhole(finite)
-                if rounded != finite { rounded = roundToWhole(finite + dither.next()) }
+                let rounded = ditheredWhole(source[i] * 32_768, &dither)
                 out[i] = Int16(littleEndian: Int16(Swift.min(Swift.max(rounded, -32_768), 32_767)))
                 i &+= 1
             }
@@ -109,7 +126,34 @@ public enum SampleCodec {
                 out[i] = clipped.bitPattern.littleEndian
                 i &+= 1
             }
+        case .u8:
+            // Dithered as 16 bits are, at 8 bits' LSB (its rounding error is far louder).
+            let out = destination.assumingMemoryBound(to: UInt8.self)
+            while i < count {
+                let rounded = ditheredWhole(source[i] * 128, &dither)
+                out[i] = UInt8(Int(Swift.min(Swift.max(rounded, -128), 127)) + 128)
+                i &+= 1
+            }
+        case .alaw, .mulaw:
+            // To 16 bits as for s16 (dithered), then companded.
+            let out = destination.assumingMemoryBound(to: UInt8.self)
+            let aLaw = format == .alaw
+            while i < count {
+                let rounded = ditheredWhole(source[i] * 32_768, &dither)
+                let linear = Int16(Swift.min(Swift.max(rounded, -32_768), 32_767))
+                out[i] = aLaw ? G711.aLaw(linear) : G711.muLaw(linear)
+                i &+= 1
+            }
         }
+    }
+
+    /// `v` (in LSBs of the target) rounded to a whole LSB, with TPDF dither when it is not
+    /// one already; NaN gives 0. Not yet clipped.
+    @inline(__always)
+    static func ditheredWhole(_ v: Float, _ dither: inout TPDFDither) -> Float {
+        let finite = v == v ? v : 0
+        let rounded = roundToWhole(finite)
+        return rounded == finite ? rounded : roundToWhole(finite + dither.next())
     }
 
     /// Adding then subtracting 1.5·2²³ rounds a float of magnitude below 2²² to the nearest

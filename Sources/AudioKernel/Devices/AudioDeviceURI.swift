@@ -2,7 +2,7 @@
 /// `alsa:hw:1,0?rate=48000&channels=2&format=s32`, `pulse:kiosk?format=float`, `auto`.
 ///
 /// Without a query the device runs its own (native) format and the engine converts; each of
-/// `rate` (8000-192000), `channels` (1-8) and `format` (`s16`, `s24_3`, `s24`, `s32`, `float`)
+/// `rate` (8000-192000), `channels` (1-8) and `format` (`s16`, `s24_3`, `s24`, `s32`, `float`, `u8`, `alaw`, `mulaw`)
 /// forces one field. `file:` devices keep their `?realtime` flag, which may be combined
 /// (`file:/tmp/out.wav?realtime&rate=48000`).
 public struct AudioDeviceURI: Hashable, Sendable, CustomStringConvertible {
@@ -50,7 +50,7 @@ public struct AudioDeviceURI: Hashable, Sendable, CustomStringConvertible {
                 request.channels = count
             case ("format", let value?):
                 guard request.sampleFormat == nil, let format = SampleFormat(name: value) else {
-                    throw invalid("'format' must be one of s16, s24_3, s24, s32, float, given once")
+                    throw invalid("'format' must be one of s16, s24_3, s24, s32, float, u8, alaw, mulaw, given once")
                 }
                 request.sampleFormat = format
             default:

@@ -13,10 +13,18 @@ public enum SampleFormat: String, CaseIterable, Hashable, Sendable, CustomString
     case s32
     /// 32-bit IEEE float in [-1, 1] (ALSA `FLOAT_LE`, PulseAudio `float32le`).
     case float
+    /// 8-bit unsigned integer, silence at 128 (ALSA `U8`, PulseAudio `u8`): old sound
+    /// effects and prompts.
+    case u8
+    /// ITU-T G.711 A-law, 8 bits a sample (ALSA `A_LAW`, PulseAudio `alaw`): telephone prompts.
+    case alaw
+    /// ITU-T G.711 µ-law, 8 bits a sample (ALSA `MU_LAW`, PulseAudio `ulaw`): telephone prompts.
+    case mulaw
 
     /// Bytes one sample takes.
     public var bytesPerSample: Int {
         switch self {
+        case .u8, .alaw, .mulaw: return 1
         case .s16: return 2
         case .s24_3: return 3
         case .s24, .s32, .float: return 4
@@ -30,11 +38,16 @@ public enum SampleFormat: String, CaseIterable, Hashable, Sendable, CustomString
         case .s24_3, .s24: return 24
         case .s32: return 32
         case .float: return 24
+        case .u8: return 8
+        // G.711's companded 8 bits span 13 (A-law) and 14 (µ-law) bits of linear range.
+        case .alaw: return 13
+        case .mulaw: return 14
         }
     }
 
     /// The name used in device URIs and the configuration (`s16`, `s24_3`, `s24`, `s32`,
-    /// `float`); `f32`, `float32` and `s24_32` are accepted as aliases.
+    /// `float`, `u8`, `alaw`, `mulaw`); `f32`, `float32`, `s24_32` and `ulaw` are accepted
+    /// as aliases.
     public init?(name: String) {
         switch name.lowercased() {
         case "s16", "s16le", "s16_le": self = .s16
@@ -42,6 +55,9 @@ public enum SampleFormat: String, CaseIterable, Hashable, Sendable, CustomString
         case "s24", "s24_le", "s24_32", "s24-32le": self = .s24
         case "s32", "s32le", "s32_le": self = .s32
         case "float", "f32", "float32", "float32le", "float_le": self = .float
+        case "u8": self = .u8
+        case "alaw", "a_law": self = .alaw
+        case "mulaw", "mu_law", "ulaw": self = .mulaw
         default: return nil
         }
     }

@@ -36,8 +36,9 @@ public struct DecodedWAV: Equatable, Sendable {
     public var duration: Double { format.duration(ofSamples: samples.count) }
 }
 
-/// Reads WAV files by walking their RIFF chunks: `fmt ` (PCM, or `WAVE_FORMAT_EXTENSIBLE`
-/// with a PCM sub-format) and `data`; `LIST`, `fact` and unknown chunks are skipped and the
+/// Reads WAV files by walking their RIFF chunks: `fmt ` (PCM: 8-bit unsigned, 16/24/32-bit
+/// integer, 32-bit float; G.711 A-law and µ-law; or `WAVE_FORMAT_EXTENSIBLE` with one of
+/// those as its sub-format) and `data`; `LIST`, `fact` and unknown chunks are skipped and the
 /// pad byte of odd-sized chunks honoured. A streamed file whose sizes are 0 or 0xFFFFFFFF has
 /// its data taken to the end of the file.
 ///
@@ -188,11 +189,14 @@ public enum WAVDecoder {
         let validBits = chunk.count >= 20 && u16(chunk, at: 0) == 0xFFFE ? Int(u16(chunk, at: 18)) : bits
         let sampleFormat: SampleFormat
         switch (tag, bits) {
+        case (1, 8): sampleFormat = .u8
+        case (6, 8): sampleFormat = .alaw
+        case (7, 8): sampleFormat = .mulaw
         case (1, 16): sampleFormat = .s16
         case (1, 24): sampleFormat = .s24_3
         case (1, 32): sampleFormat = validBits == 24 ? .s24 : .s32
         case (3, 32): sampleFormat = .float
-        case (1, _), (3, _): throw .unsupportedBitDepth(bits)
+        case (1, _), (3, _), (6, _), (7, _): throw .unsupportedBitDepth(bits)
         default: throw .unsupportedEncoding(formatTag: tag)
         }
         guard blockAlign == channels * sampleFormat.bytesPerSample else {

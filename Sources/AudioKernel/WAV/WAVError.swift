@@ -50,7 +50,7 @@ public enum WAVError: Error, Equatable, Sendable, CustomStringConvertible {
         case .missingFormatChunk: return "no 'fmt ' chunk"
         case .missingDataChunk: return "no 'data' chunk"
         case .dataBeforeFormat: return "'data' chunk of unknown size comes before the 'fmt ' chunk"
-        case .unsupportedEncoding(let tag): return "unsupported encoding (format tag \(tag)); integer PCM and IEEE float are supported, compressed encodings are not"
+        case .unsupportedEncoding(let tag): return "unsupported encoding (format tag \(tag)); integer PCM, IEEE float and G.711 A-law and µ-law are supported, other compressed encodings are not"
         case .unsupportedBitDepth(let bits): return "unsupported bit depth \(bits); 16, 24 and 32-bit integer and 32-bit float PCM are supported"
         case .zeroChannels: return "format declares zero channels"
         case .tooManyChannels(let n): return "format declares \(n) channels, at most \(WAVDecoder.maxChannels) are supported"

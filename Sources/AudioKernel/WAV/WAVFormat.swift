@@ -46,6 +46,9 @@ public struct WAVFormat: Hashable, Sendable, CustomStringConvertible {
         case .s24: encoding = "PCM24 in 32 bits"
         case .s32: encoding = "PCM32"
         case .float: encoding = "float32"
+        case .u8: encoding = "PCM8 unsigned"
+        case .alaw: encoding = "A-law"
+        case .mulaw: encoding = "µ-law"
         }
         return "\(encoding) \(sampleRate) Hz \(channels == 1 ? "mono" : "\(channels) ch")"
     }

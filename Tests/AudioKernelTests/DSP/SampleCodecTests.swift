@@ -35,6 +35,45 @@ final class SampleCodecTests: XCTestCase {
         }
     }
 
+    func testEightBitUnsignedIsCentredOn128AndRoundTripsEveryValue() {
+        let all = (0...255).map { UInt8($0) }
+        let floats = decode(all, .u8)
+        XCTAssertEqual(floats[128], 0)
+        XCTAssertEqual(floats[0], -1)
+        XCTAssertEqual(floats[255], 127.0 / 128)
+        XCTAssertEqual(encode(floats, .u8), all, "every 8-bit value comes back (no dither on exact values)")
+        XCTAssertEqual(encode([2, -2, .nan], .u8), [255, 0, 128], "clipped, NaN silent")
+    }
+
+    func testG711CodesExpandAsTheStandardsTablesAndCompressBackToThemselves() {
+        let all = (0...255).map { UInt8($0) }
+        for format in [SampleFormat.alaw, .mulaw] {
+            let floats = decode(all, format)
+            let linear = floats.map { Int($0 * 32_768) }
+            // Each code back to itself; a negative zero code of µ-law (0x7F) becomes 0xFF.
+            let back = encode(floats, format)
+            for code in all where !(format == .mulaw && code == 0x7F) {
+                XCTAssertEqual(back[Int(code)], code, "\(format) code \(code) (\(linear[Int(code)]))")
+            }
+            XCTAssertEqual(Set(linear).count, format == .alaw ? 256 : 255, "\(format): every code its own value")
+        }
+        // Points of ITU-T G.711's tables (as sox and ALSA expand them, scaled to 16 bits).
+        XCTAssertEqual(G711.aLawToLinear[0xD5], 8)
+        XCTAssertEqual(G711.aLawToLinear[0x55], -8)
+        XCTAssertEqual(G711.aLawToLinear[0xAA], 32_256)
+        XCTAssertEqual(G711.aLawToLinear[0x2A], -32_256)
+        XCTAssertEqual(G711.muLawToLinear[0xFF], 0)
+        XCTAssertEqual(G711.muLawToLinear[0x80], 32_124)
+        XCTAssertEqual(G711.muLawToLinear[0x00], -32_124)
+        // Compression picks the nearest level's code for values between them, and clips.
+        XCTAssertEqual(G711.aLaw(0), 0xD5)
+        XCTAssertEqual(G711.aLaw(.max), 0xAA)
+        XCTAssertEqual(G711.aLaw(.min), 0x2A)
+        XCTAssertEqual(G711.muLaw(0), 0xFF)
+        XCTAssertEqual(G711.muLaw(.max), 0x80)
+        XCTAssertEqual(G711.muLaw(.min), 0x00)
+    }
+
     func testTheByteLayoutsAreLittleEndianAsDevicesExpect() {
         XCTAssertEqual(encode([-1.0 / 8_388_608], .s24_3), [0xFF, 0xFF, 0xFF])
         XCTAssertEqual(encode([0.5], .s24_3), [0x00, 0x00, 0x40])
@@ -90,11 +129,13 @@ final class SampleCodecTests: XCTestCase {
         XCTAssertEqual(forced.format, DeviceFormatRequest(sampleRate: 48_000, channels: 2, sampleFormat: .s32))
         XCTAssertEqual(forced.description, "alsa:hw:1,0?rate=48000&channels=2&format=s32")
         XCTAssertEqual(try AudioDeviceURI(parsing: "pulse:kiosk?format=float32").format.sampleFormat, .float)
+        XCTAssertEqual(try AudioDeviceURI(parsing: "alsa:hw:0?format=u8").format.sampleFormat, .u8)
+        XCTAssertEqual(try AudioDeviceURI(parsing: "alsa:hw:0?format=ulaw").format.sampleFormat, .mulaw)
         let file = try AudioDeviceURI(parsing: "file:/tmp/out.wav?realtime&rate=48000")
         XCTAssertEqual(file.name, .file(path: "/tmp/out.wav", realTime: true))
         XCTAssertEqual(file.description, "file:/tmp/out.wav?realtime&rate=48000")
         XCTAssertEqual(try AudioDeviceURI(parsing: "auto"), .automatic)
-        for bad in ["alsa:hw:0?rate=4000", "alsa:hw:0?rate=48k", "alsa:hw:0?channels=9", "alsa:hw:0?format=u8", "alsa:hw:0?volume=1",
+        for bad in ["alsa:hw:0?rate=4000", "alsa:hw:0?rate=48k", "alsa:hw:0?channels=9", "alsa:hw:0?format=u12", "alsa:hw:0?volume=1",
                     "alsa:hw:0?rate=48000&rate=44100", "pulse:x?realtime", "alsa:hw:0?rate", "null:?channels=0"] {
             XCTAssertThrowsError(try AudioDeviceURI(parsing: bad), bad) { error in
                 XCTAssertEqual((error as? AudioError)?.kind, .invalidName, bad)

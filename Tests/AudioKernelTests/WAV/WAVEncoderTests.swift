@@ -88,6 +88,35 @@ final class WAVEncoderTests: XCTestCase {
             XCTAssertEqual(try WAVDecoder.decode(bytes), DecodedWAV(format: .speech, samples: mono), name)
         }
 
+        // 8-bit unsigned PCM, G.711 A-law and µ-law (format tags 1, 6, 7; sox writes the last
+        // two with an 18-byte fmt and a 'fact' chunk): each decodes to exactly the PCM16 that
+        // sox itself reads from the file. Stereo too, and extensible above two channels.
+        for (name, arguments, format) in [("u8", ["-e", "unsigned-integer", "-b", "8"], SampleFormat.u8),
+                                          ("alaw", ["-e", "a-law"], .alaw), ("mulaw", ["-e", "mu-law"], .mulaw)] {
+            for channels in [1, 2, 3] {
+                let source = channels == 1 ? plain : dir.appendingPathComponent("source-\(channels).wav").path
+                if channels > 1 { try runTool("sox", try rawInput(TestSignals.randomInt16(channels * 4_001, seed: UInt64(channels)), channels: channels) + [source]) }
+                let converted = dir.appendingPathComponent("\(name)-\(channels).wav").path
+                try runTool("sox", [source] + arguments + [converted])
+                let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: converted)))
+                let layout = try bytes.withUnsafeBytes { try WAVDecoder.parse($0) }
+                XCTAssertEqual(layout.format, WAVFormat(sampleRate: 24_000, channels: channels, sampleFormat: format), "\(name) \(channels) ch")
+                let soxReads = dir.appendingPathComponent("\(name)-\(channels).raw").path
+                try runTool("sox", [converted, "-t", "raw", "-e", "signed-integer", "-b", "16", "-L", soxReads])
+                let expected = [UInt8](try Data(contentsOf: URL(fileURLWithPath: soxReads)))
+                let decoded = try WAVDecoder.decode(bytes)
+                XCTAssertEqual(decoded.format, WAVFormat(sampleRate: 24_000, channels: channels), "\(name) \(channels) ch")
+                XCTAssertEqual(decoded.samples.count, layout.frameCount * channels)
+                XCTAssertEqual(WAVBuilder.samples(decoded.samples), expected, "\(name) \(channels) ch: not the values sox reads")
+                if channels == 1 {
+                    // Not silence by accident: the companded tone is near the original.
+                    let error = zip(decoded.samples, mono).map { abs(Int($0) - Int($1)) }.max()!
+                    // sox dithers on the way down to 8 bits: ±1.5 of its steps at most.
+                    XCTAssertLessThan(error, format == .u8 ? 400 : 600, name)
+                }
+            }
+        }
+
         // More than two channels make sox write WAVE_FORMAT_EXTENSIBLE.
         let three = TestSignals.randomInt16(3 * 5000, seed: 3)
         let extensible = dir.appendingPathComponent("extensible.wav").path

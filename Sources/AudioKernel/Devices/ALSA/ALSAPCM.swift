@@ -250,6 +250,9 @@ final class ALSAPCM: CaptureBackend, PlaybackBackend {
         case .s24: return SND_PCM_FORMAT_S24_LE
         case .s32: return SND_PCM_FORMAT_S32_LE
         case .float: return SND_PCM_FORMAT_FLOAT_LE
+        case .u8: return SND_PCM_FORMAT_U8
+        case .alaw: return SND_PCM_FORMAT_A_LAW
+        case .mulaw: return SND_PCM_FORMAT_MU_LAW
         }
     }
 

@@ -201,11 +201,15 @@ final class PulseStream: CaptureBackend, PlaybackBackend, @unchecked Sendable {
         case .s24: return PA_SAMPLE_S24_32LE
         case .s32: return PA_SAMPLE_S32LE
         case .float: return PA_SAMPLE_FLOAT32LE
+        case .u8: return PA_SAMPLE_U8
+        case .alaw: return PA_SAMPLE_ALAW
+        case .mulaw: return PA_SAMPLE_ULAW
         }
     }
 
-    /// The engine's format for a PulseAudio format; nil for those it does not run (8-bit,
-    /// A-law, µ-law, big-endian), which are then opened as float.
+    /// The engine's format for a native PulseAudio format; nil for big-endian ones and for
+    /// 8-bit and G.711 ones, which are opened as float: the server converts from full
+    /// precision rather than the engine's 8 bits (they run only when forced).
     static func sampleFormat(_ format: pa_sample_format_t) -> SampleFormat? {
         switch format {
         case PA_SAMPLE_S16LE: return .s16
