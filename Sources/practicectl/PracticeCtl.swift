@@ -32,8 +32,8 @@ struct PracticeCtl {
           close                leave the session, whatever its stage
           spool [retry ID | discard ID]
                                turns waiting for delivery; send one again; drop one
-          play [--mix] PATH    play a PCM WAV file (8-192 kHz, 1-8 channels, 16/24/32-bit or
-                               float) through the speaker; --mix mixes it over what plays
+          play [--mix] PATH    play a WAV file (8-192 kHz, 1-8 channels, 8/16/24/32-bit, float,
+                               A-law or mu-law) through the speaker; --mix mixes it over what plays
           stop                 stop playback (barge-in on a reply)
           volume [LEVEL]       the speaker's volume; LEVEL sets it: 0 to 1, 50%, or -6dB
           level                a live input level bar (Ctrl-C to end)
@@ -42,12 +42,14 @@ struct PracticeCtl {
           metrics              Prometheus metrics
           call COMMAND [JSON]  any command, with its arguments as a JSON object
 
-        --wait-for EVENT[,EVENT...] sends the command, then prints the session's events until
-        one of those arrives (`stage:NAME` waits for a stage); exit 1 when a failure event of
-        the flow waited on comes first (`session.failed` always; `review.finish_failed` for
+        --wait-for EVENT[,EVENT...] works with every command but level: it subscribes to the
+        events' topics, sends the command, then prints the events until one of those arrives
+        (`stage:NAME` waits for a stage; after `play`, only that clip's playback events count);
+        an unknown event name is a usage error (64). Exit 1 when a failure event of the flow
+        waited on comes first (`session.failed` always; `review.finish_failed` for
         session.completed, `review.failed` for review.ready, `turn.failed`, `turn.rejected`,
-        `turn.pending` or `reply.incomplete` for a reply, ...), 75 at the timeout (--timeout,
-        default 10 s).
+        `turn.pending` or `reply.incomplete` for a reply, `playback.failed` for a clip, ...),
+        75 at the timeout (--timeout, default 10 s).
 
         The socket defaults to $PRACTICED_SOCKET, then $XDG_RUNTIME_DIR/practiced/control.sock,
         then /run/practiced/control.sock.
@@ -86,73 +88,35 @@ struct PracticeCtl {
         }
         guard let command = arguments.first else { usageError("no command") }
         let rest = Array(arguments.dropFirst())
-        let known = ["ping", "status", "devices", "topics", "config", "metrics", "play", "stop", "volume", "call", "events", "level"]
-        let session = sessionCommand(command, rest)
-        guard known.contains(command) || session != nil else { usageError("unknown command '\(command)'") }
+        // Everything is checked before the daemon is asked anything: a wait that cannot end
+        // is a usage error, never a command sent and then a silent no-op.
+        for name in waitFor where !Self.waitableEvents.contains(name) {
+            usageError("--wait-for: '\(name)' is not an event of practiced/1; the events are: "
+                       + Self.waitableEvents.sorted().joined(separator: ", "), showingUsage: false)
+        }
+        let plan = plan(command, rest)
+        if case .level = plan, !waitFor.isEmpty {
+            usageError("level follows the input level until it is interrupted; --wait-for does not apply to it")
+        }
         do {
             let client = try ControlClient(path: socket, timeout: timeout)
-            if let (name, args) = session {
-                if !waitFor.isEmpty { _ = try client.request("subscribe", ["topics": ["session", "playback"]], timeout: timeout) }
+            switch plan {
+            case .request(let name, let args):
+                // Subscribed before the command is sent: an event it causes at once is not missed.
+                if !waitFor.isEmpty { _ = try client.request("subscribe", ["topics": .array(topics(awaiting: waitFor).map { .string($0) })], timeout: timeout) }
                 let result = try client.request(name, args, timeout: timeout)
-                output(result, json: json, command: command)
+                output(result, json: json || command == "call", command: command)
                 fflush(nil)  // the reply before the events that follow it
-                if !waitFor.isEmpty { try follow(client, until: waitFor, timeout: timeout, json: json) }
-                exit(Exit.ok.rawValue)
-            }
-            switch command {
-            case "ping", "status", "devices", "topics", "config", "metrics":
-                guard rest.isEmpty else { usageError("\(command) takes no arguments") }
-                let name = ["config": "config.get"][command] ?? command
-                let result = try client.request(name, timeout: timeout)
-                output(result, json: json, command: command)
-            case "play":
-                let mix = rest.first == "--mix"
-                let paths = mix ? Array(rest.dropFirst()) : rest
-                guard paths.count == 1 else { usageError("play needs one path") }
-                let path = paths[0].hasPrefix("/") ? paths[0] : FileManager.default.currentDirectoryPath + "/" + paths[0]
-                var args: [(String, JSONValue)] = [("path", .string(path))]
-                if mix { args.append(("mix", .bool(true))) }
-                output(try client.request("play", .object(args), timeout: timeout), json: json, command: command)
-            case "stop":
-                output(try client.request("playback.stop", timeout: timeout), json: json, command: command)
-            case "volume":
-                guard rest.count <= 1 else { usageError("volume takes one level at most") }
-                guard let text = rest.first else {
-                    output(try client.request("volume.get", timeout: timeout), json: json, command: command)
+                if !waitFor.isEmpty { try follow(client, until: waitFor, of: Sound(result), timeout: timeout, json: json) }
+            case .events(let named):
+                let topics = named.isEmpty ? [] : Set(named).union(topics(awaiting: waitFor)).sorted()
+                _ = try client.request("subscribe", topics.isEmpty ? .object([]) : ["topics": .array(topics.map { .string($0) })], timeout: timeout)
+                if !waitFor.isEmpty {
+                    try follow(client, until: waitFor, of: nil, timeout: timeout, json: json)
                     break
                 }
-                let lowered = text.lowercased().replacing(" ", with: "")
-                let argument: (String, Double)
-                if lowered.hasSuffix("db"), let decibels = Double(lowered.dropLast(2)) {
-                    argument = ("db", decibels)  // the daemon checks the range and says so
-                } else if let level = VolumeLevel.parse(text) {
-                    argument = ("level", level)
-                } else {
-                    usageError("volume LEVEL: a gain from 0 to 1, a percentage such as 50%, or dB from -100 to 0 such as -6dB")
-                }
-                output(try client.request("volume.set", .object([(argument.0, .double(argument.1))]), timeout: timeout), json: json, command: command)
-            case "call":
-                guard let name = rest.first else { usageError("call needs a command") }
-                var args = JSONValue.object([])
-                if rest.count > 1 {
-                    guard let parsed = try? JSONDecoder().decode(JSONValue.self, from: Data(rest[1].utf8)), parsed.isObject else {
-                        usageError("the arguments of call must be a JSON object")
-                    }
-                    args = parsed
-                }
-                output(try client.request(name, args, timeout: timeout), json: true, command: command)
-            case "events":
-                let topics: JSONValue = rest.isEmpty ? .object([]) : ["topics": .array(rest.map { .string($0) })]
-                _ = try client.request("subscribe", topics, timeout: timeout)
-                while true {
-                    let event = try client.nextEvent(timeout: 24 * 3600)
-                    if json {
-                        emit(event.serialized(.compact) + "\n")
-                    } else {
-                        emit("\(event["seq"]?.intValue ?? 0) \(event["event"]?.stringValue ?? "?") \(event["data"]?.serialized(.compact) ?? "")\n")
-                    }
-                }
-            case "level":
+                while true { printEvent(try client.nextEvent(timeout: 24 * 3600), json: json, numbered: true) }
+            case .level:
                 _ = try client.request("level.watch", ["enabled": true], timeout: timeout)
                 while true {
                     let event = try client.nextEvent(timeout: 24 * 3600)
@@ -166,9 +130,8 @@ struct PracticeCtl {
                         emit("\r[\(bar)] \(String.printf("%6.1f", rms)) dBFS ")
                     }
                 }
-            default:
-                usageError("unknown command '\(command)'")
             }
+            exit(Exit.ok.rawValue)
         } catch {
             write(2, "practicectl: \(error)\n")
             switch error {
@@ -178,6 +141,100 @@ struct PracticeCtl {
             case .timedOut: exit(Exit.timedOut.rawValue)
             case .command, .protocolError: exit(Exit.commandError.rawValue)
             }
+        }
+    }
+
+    /// What a command line asks of the daemon.
+    enum Plan {
+        /// One command and its arguments.
+        case request(String, JSONValue)
+        /// Follow events (of these topics; all when none).
+        case events([String])
+        /// The live input level.
+        case level
+    }
+
+    /// The daemon's command for a command line (a usage error exits here).
+    static func plan(_ command: String, _ rest: [String]) -> Plan {
+        if let (name, args) = sessionCommand(command, rest) { return .request(name, args) }
+        switch command {
+        case "ping", "status", "devices", "topics", "config", "metrics":
+            guard rest.isEmpty else { usageError("\(command) takes no arguments") }
+            return .request(["config": "config.get"][command] ?? command, .object([]))
+        case "play":
+            let mix = rest.first == "--mix"
+            let paths = mix ? Array(rest.dropFirst()) : rest
+            guard paths.count == 1 else { usageError("play needs one path") }
+            let path = paths[0].hasPrefix("/") ? paths[0] : FileManager.default.currentDirectoryPath + "/" + paths[0]
+            var args: [(String, JSONValue)] = [("path", .string(path))]
+            if mix { args.append(("mix", .bool(true))) }
+            return .request("play", .object(args))
+        case "stop":
+            guard rest.isEmpty else { usageError("stop takes no arguments") }
+            return .request("playback.stop", .object([]))
+        case "volume":
+            guard rest.count <= 1 else { usageError("volume takes one level at most") }
+            guard let text = rest.first else { return .request("volume.get", .object([])) }
+            let lowered = text.lowercased().replacing(" ", with: "")
+            if lowered.hasSuffix("db"), let decibels = Double(lowered.dropLast(2)) {
+                return .request("volume.set", ["db": .double(decibels)])  // the daemon checks the range and says so
+            }
+            guard let level = VolumeLevel.parse(text) else {
+                usageError("volume LEVEL: a gain from 0 to 1, a percentage such as 50%, or dB from -100 to 0 such as -6dB")
+            }
+            return .request("volume.set", ["level": .double(level)])
+        case "call":
+            guard let name = rest.first else { usageError("call needs a command") }
+            guard rest.count > 1 else { return .request(name, .object([])) }
+            guard rest.count == 2, let parsed = try? JSONDecoder().decode(JSONValue.self, from: Data(rest[1].utf8)), parsed.isObject else {
+                usageError("the arguments of call must be one JSON object")
+            }
+            return .request(name, parsed)
+        case "events":
+            for topic in rest where !ProtocolCatalog.subscribableTopics.contains(topic) {
+                usageError("events: '\(topic)' is not a topic; the topics are: \(ProtocolCatalog.subscribableTopics.sorted().joined(separator: ", "))")
+            }
+            return .events(rest)
+        case "level":
+            guard rest.isEmpty else { usageError("level takes no arguments") }
+            return .level
+        default:
+            usageError("unknown command '\(command)'")
+        }
+    }
+
+    /// The names `--wait-for` takes: every event of the protocol (but the snapshot a
+    /// subscription starts with), and `stage:NAME` for each stage of the session.
+    static let waitableEvents: Set<String> = {
+        var names = Set(ProtocolCatalog.events.filter { $0.topic != .state }.map { $0.name })
+        names.formUnion(SessionStage.allCases.map { "stage:\($0.rawValue)" })
+        return names
+    }()
+
+    /// The topics to follow for a wait: those of the awaited events and of the failures
+    /// that end the wait.
+    static func topics(awaiting names: [String]) -> [String] {
+        let topicOf = Dictionary(ProtocolCatalog.events.map { ($0.name, $0.topic.rawValue) }, uniquingKeysWith: { first, _ in first })
+        let events = Set(names).union(failures(endingTheWaitFor: names)).map { $0.hasPrefix("stage:") ? Event.SessionStage.name : $0 }
+        return Set(events.compactMap { topicOf[$0] }).sorted()
+    }
+
+    /// The sound a `play` answered with: a wait for `playback.*` follows this sound's
+    /// events only, not those of a reply or clip it replaced.
+    struct Sound {
+        let number: Int
+        let mixed: Bool
+
+        init?(_ result: JSONValue) {
+            guard let number = result["sound"]?.intValue, let mixed = result["mixed"]?.boolValue else { return nil }
+            self.number = number
+            self.mixed = mixed
+        }
+
+        /// Whether `data` is an event of another sound.
+        func isOther(_ data: JSONValue?) -> Bool {
+            guard let number = data?["sound"]?.intValue, let mixed = data?["mixed"]?.boolValue else { return false }
+            return number != self.number || mixed != self.mixed
         }
     }
 
@@ -230,9 +287,11 @@ struct PracticeCtl {
         }
     }
 
-    /// Prints session events until one named in `names` (or `stage:NAME`) arrives.
-    static func follow(_ client: ControlClient, until names: [String], timeout: Double, json: Bool) throws(ControlClient.Failure) {
+    /// Prints events until one named in `names` (or `stage:NAME`) arrives; with `sound`, the
+    /// events of other sounds are passed over.
+    static func follow(_ client: ControlClient, until names: [String], of sound: Sound?, timeout: Double, json: Bool) throws(ControlClient.Failure) {
         let deadline = Date().addingTimeInterval(timeout)
+        let failures = failures(endingTheWaitFor: names)
         while true {
             let remaining = deadline.timeIntervalSinceNow
             guard remaining > 0 else {
@@ -240,16 +299,23 @@ struct PracticeCtl {
                 exit(Exit.timedOut.rawValue)
             }
             let event = try client.nextEvent(timeout: remaining)
-            guard let name = event["event"]?.stringValue else { continue }
-            if name == "snapshot" { continue }
-            if json {
-                emit(event.serialized(.compact) + "\n")
-            } else {
-                emit("  \(name) \(event["data"]?.serialized(.compact) ?? "")\n")
-            }
-            let stage = name == "session.stage" ? event["data"]?["stage"]?.stringValue.map { "stage:\($0)" } : nil
+            guard let name = event["event"]?.stringValue, name != DaemonSnapshot.name else { continue }
+            if sound?.isOther(event["data"]) == true { continue }
+            printEvent(event, json: json, numbered: false)
+            let stage = name == Event.SessionStage.name ? event["data"]?["stage"]?.stringValue.map { "stage:\($0)" } : nil
             if names.contains(name) || stage.map(names.contains) == true { return }
-            if failures(endingTheWaitFor: names).contains(name) { exit(Exit.commandError.rawValue) }
+            if failures.contains(name) { exit(Exit.commandError.rawValue) }
+        }
+    }
+
+    /// One event: the line as the daemon sent it (`--json`), or its name and data.
+    static func printEvent(_ event: JSONValue, json: Bool, numbered: Bool) {
+        if json {
+            emit(event.serialized(.compact) + "\n")
+        } else if numbered {
+            emit("\(event["seq"]?.intValue ?? 0) \(event["event"]?.stringValue ?? "?") \(event["data"]?.serialized(.compact) ?? "")\n")
+        } else {
+            emit("  \(event["event"]?.stringValue ?? "?") \(event["data"]?.serialized(.compact) ?? "")\n")
         }
     }
 
@@ -265,6 +331,7 @@ struct PracticeCtl {
               "turn.accepted", "turn.recorded", "turn.spooled"],
              ["turn.failed", "turn.rejected", "turn.pending", "reply.incomplete", "greeting.failed"]),
             (["correction.added"], ["correction.failed"]),
+            (["playback.finished", "playback.started"], ["playback.failed"]),
         ]
         var failures: Set<String> = ["session.failed"]
         for flow in flows where !flow.awaited.isDisjoint(with: names) { failures.formUnion(flow.failures) }
@@ -340,8 +407,8 @@ struct PracticeCtl {
         _ = text.withUTF8 { SystemCall.writeAll(fd, UnsafeRawBufferPointer($0)) }
     }
 
-    static func usageError(_ message: String) -> Never {
-        write(2, "practicectl: \(message)\n\(usage)\n")
+    static func usageError(_ message: String, showingUsage: Bool = true) -> Never {
+        write(2, "practicectl: \(message)\n" + (showingUsage ? "\(usage)\n" : ""))
         exit(Exit.usage.rawValue)
     }
 }

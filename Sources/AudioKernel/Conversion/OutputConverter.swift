@@ -65,6 +65,18 @@ public final class OutputConverter {
     /// the resampler's delay and the queue.
     public var bufferedFrames: Int { Int(resampler?.delay ?? 0) + queued }
 
+    /// Engine samples (interleaved) that the next ``render(into:pull:)`` asks `pull` for at
+    /// most: whole chunks until a period is queued. A device without a clock waits until its
+    /// source has this much (or its sound's end), so that nothing is padded with silence.
+    public var engineSamplesForNextPeriod: Int {
+        guard queued < periodFrames else { return 0 }
+        // A chunk gives the ratio's share of output frames, one fewer at worst (the integer
+        // position decides on which call the extra frame falls).
+        let perChunk = resampler == nil ? chunkFrames : max(1, chunkFrames * device.sampleRate / sourceRate - 1)
+        let pulls = (periodFrames - queued + perChunk - 1) / perChunk
+        return pulls * chunkFrames * sourceChannels
+    }
+
     /// Fills one device period at `destination` (``periodBytes`` bytes), asking `pull` for
     /// engine frames (interleaved, all of the buffer) as often as it needs.
     public func render(into destination: UnsafeMutableRawPointer, pull: (UnsafeMutableBufferPointer<Float>) -> Void) {

@@ -27,6 +27,11 @@ protocol DeviceBackend: AnyObject {
     var isEchoCancelled: Bool { get }
     /// Whether the device can be parked while nobody needs it (``park(wake:activity:)``).
     var canPark: Bool { get }
+    /// Whether the device consumes at a pace of its own (a sound card, a sound server, a
+    /// paced file). A device without one (a WAV file written as fast as it comes) takes a
+    /// period only when the source has one to give: it writes what is played, never the
+    /// silence a clocked device plays while the source waits for data.
+    var hasClock: Bool { get }
     /// Stops the stream (PulseAudio corks it) so that neither the server nor the I/O thread
     /// wakes every period while nobody needs it: a playback device while nothing plays, a
     /// capture device while a half-duplex kiosk speaks. Blocks until `activity` is set (the
@@ -41,6 +46,7 @@ extension DeviceBackend {
     var reachedEnd: Bool { false }
     var isEchoCancelled: Bool { false }
     var canPark: Bool { false }
+    var hasClock: Bool { true }
     func park(wake: EventSignal, activity: EventSignal) throws(AudioError) -> Bool { !wake.isSet }
 }
 

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A playback stream on a named device (see ``AudioDeviceName``): the I/O thread asks
 /// `render` for Float32 frames in the engine's rate and channels, converts them to the
 /// device's own format (``OutputConverter``) and writes each period to the device.
@@ -14,6 +16,8 @@ public final class PlaybackDevice: @unchecked Sendable {
     /// Set by ``wakeFromIdle()``: something to play has come to a parked device.
     private let activity: EventSignal
     private let parks = Locked(0)
+    /// Whether the open backend has a clock (``DeviceBackend/hasClock``).
+    private let clocked = ClockFlag()
 
     public init(name: AudioDeviceName, configuration: AudioStreamConfiguration = AudioStreamConfiguration()) throws(AudioError) {
         try configuration.validate()
@@ -35,13 +39,19 @@ public final class PlaybackDevice: @unchecked Sendable {
     ///     to play nor anything about to (see ``wakeFromIdle()``). A device idle for
     ///     ``parkAfterMilliseconds`` is parked where its backend can be (PulseAudio corks the
     ///     stream) until ``wakeFromIdle()``; nil plays silence all the time.
+    ///   - ready: for a device without a clock (an unpaced WAV file, see
+    ///     ``DeviceBackend/hasClock``), called on the I/O thread before each period with the
+    ///     samples `render` will be asked for: true when the source can give that much sound
+    ///     (or its sound's end) without padding it with silence. Until it is, the device
+    ///     waits for ``soundArrived()``. Nil, or on a clocked device: never asked.
     ///   - onEvent: called on the I/O thread with xruns, losses and restorations.
     public func start(
         render: @escaping @Sendable (UnsafeMutableBufferPointer<Float>) -> Void,
         idle: (@Sendable () -> Bool)? = nil,
+        ready: (@Sendable (Int) -> Bool)? = nil,
         onEvent: @escaping @Sendable (AudioDeviceEvent) -> Void = { _ in }
     ) throws(AudioError) {
-        let (name, configuration, wake, opened, activity) = (self.name, self.configuration, runner.wake, self.opened, self.activity)
+        let (name, configuration, wake, opened, activity, clocked) = (self.name, self.configuration, runner.wake, self.opened, self.activity, self.clocked)
         let parking = idle.map { DeviceParking(idle: $0, afterFrames: configuration.sampleRate * Self.parkAfterMilliseconds / 1000, parks: parks) }
         try runner.start(
             label: "playback on \(name)",
@@ -53,11 +63,22 @@ public final class PlaybackDevice: @unchecked Sendable {
                                         device: backend.format, periodFrames: backend.periodFrames)
                 }
                 opened.withLock { $0 = path.backend.format }
+                clocked.store(path.backend.hasClock)
                 return path
             },
             step: { path throws(AudioError) -> DeviceIOResult in
                 if let parking, path.backend.canPark, parking.due(after: configuration.periodFrames) {
                     if try parking.park(path.backend, wake: wake, activity: activity) == .woken { return .woken }
+                }
+                if let ready, !path.backend.hasClock {
+                    // No clock: the period is taken when the source has it, never padded.
+                    let samples = path.converter.engineSamplesForNextPeriod
+                    while samples > 0, !ready(samples) {
+                        // Cleared before the last look: sound that arrives after it sets it again.
+                        activity.reset()
+                        if ready(samples) { break }
+                        if wake.wait(or: activity, timeoutNanoseconds: Self.clocklessRecheckNanoseconds) === wake { return .woken }
+                    }
                 }
                 // Room first, then render: the period goes to the device the moment it is made.
                 let room = try path.backend.waitForRoom(wake: wake)
@@ -75,8 +96,22 @@ public final class PlaybackDevice: @unchecked Sendable {
     public static let parkAfterMilliseconds = 250
 
     /// Wakes a parked device: call after making something playable (the `idle` closure given
-    /// to ``start(render:idle:onEvent:)`` must already say false).
+    /// to ``start(render:idle:ready:onEvent:)`` must already say false).
     public func wakeFromIdle() { activity.signal() }
+
+    /// Tells a device without a clock that the source has more sound (samples queued, a
+    /// sound ended or stopped): it looks at `ready` again. A clocked device ignores it (no
+    /// system call on the network side of a sound card).
+    public func soundArrived() {
+        if !clocked.isSet { activity.signal() }
+    }
+
+    /// Whether the open device has a clock of its own (true until it opens).
+    public var hasClock: Bool { clocked.isSet }
+
+    /// A device without a clock looks at its source again this often even if nothing told it
+    /// to: a safety net, not the pace (``soundArrived()`` is).
+    static let clocklessRecheckNanoseconds: Int64 = 1_000_000_000
 
     /// Starts playing PCM16 frames in the engine's rate and channels (tests and tools that
     /// make PCM16): each is converted to Float32 exactly, then as ``start(render:onEvent:)``.
@@ -120,6 +155,13 @@ public final class PlaybackDevice: @unchecked Sendable {
         statistics.parks = parks.withLock { $0 }
         return statistics
     }
+}
+
+/// An atomic Bool in a class, so that the device's closures share it with the device.
+final class ClockFlag: Sendable {
+    private let value = Atomic<Bool>(true)
+    func store(_ flag: Bool) { value.store(flag, ordering: .releasing) }
+    var isSet: Bool { value.load(ordering: .acquiring) }
 }
 
 /// A PCM16 buffer that grows to the largest request once, then is reused (the converter asks

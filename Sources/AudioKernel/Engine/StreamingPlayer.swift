@@ -74,6 +74,14 @@ public enum PlayerEvent: Equatable, Sendable {
     case mixStarted(mix: Int)
     /// The mixed clip ended, played out or stopped; `reply` in the report is its mix number.
     case mixFinished(PlaybackReport)
+
+    /// Whether the event is the mix layer's (a clip mixed over whatever plays).
+    public var isMixLayer: Bool {
+        switch self {
+        case .mixStarted, .mixFinished: return true
+        case .started, .underrun, .finished: return false
+        }
+    }
 }
 
 /// Plays a reply's PCM16 audio as its chunks arrive from the network.
@@ -228,7 +236,44 @@ public final class StreamingPlayer: @unchecked Sendable {
     public func start(onDeviceEvent: @escaping @Sendable (AudioDeviceEvent) -> Void = { _ in }) throws(AudioError) {
         try device?.start(render: { [unowned self] buffer in self.render(into: buffer) },
                           idle: { [unowned self] in self.isIdleOnDeviceThread },
+                          ready: { [unowned self] samples in self.hasSound(toRender: samples) },
                           onEvent: onDeviceEvent)
+    }
+
+    /// Whether the device has a clock: false for an unpaced WAV file, which takes a period
+    /// only when there is one to give (``hasSound(toRender:)``). Then a sound starts without
+    /// a lead and never runs dry: the device waits for its data instead of playing silence.
+    private var devicePaced: Bool { device?.hasClock ?? true }
+
+    /// What a layer can give a device without a clock.
+    private enum Readiness { case idle, ready, waiting }
+
+    /// On the device thread of a device without a clock: whether the next `samples` can be
+    /// rendered without silence inside a sound (every layer that plays has them, or has
+    /// ended), and at least one layer has something to do.
+    func hasSound(toRender samples: Int) -> Bool {
+        let reply = replyReadiness(samples)
+        let mix = mixReadiness(samples)
+        return reply != .waiting && mix != .waiting && (reply == .ready || mix == .ready)
+    }
+
+    private func replyReadiness(_ samples: Int) -> Readiness {
+        if reply.stopRequested.load(ordering: .acquiring) || fade != nil { return .ready }
+        let enough = ring.availableToRead >= samples || reply.ended.load(ordering: .acquiring)
+        if reply.generation.load(ordering: .acquiring) != seenGeneration { return enough ? .ready : .waiting }
+        switch state {
+        case .idle: return .idle
+        case .draining: return .ready
+        case .prebuffering, .playing, .rebuffering: return enough ? .ready : .waiting
+        }
+    }
+
+    private func mixReadiness(_ samples: Int) -> Readiness {
+        if mix.stopRequested.load(ordering: .acquiring) || mixFade != nil || mixDrainLeft != nil { return .ready }
+        let begun = mix.generation.load(ordering: .acquiring) != seenMix
+        let open = mix.open.load(ordering: .acquiring)
+        guard begun || open || mixPlaying || mixRing.availableToRead > 0 else { return .idle }
+        return mixRing.availableToRead >= samples || mix.ended.load(ordering: .acquiring) ? .ready : .waiting
     }
 
     /// On the device thread, between periods: whether nothing plays nor is about to (no reply
@@ -362,6 +407,7 @@ public final class StreamingPlayer: @unchecked Sendable {
         }
         if input.count == 1 { carry = input[0] }
         releasePlayedPages()
+        device?.soundArrived()
         return complete
     }
 
@@ -377,18 +423,25 @@ public final class StreamingPlayer: @unchecked Sendable {
     public func enqueue(samples: UnsafeBufferPointer<Float>) -> Bool {
         guard reply.open.load(ordering: .acquiring), !samples.isEmpty else { return true }
         measureArrival(of: samples.count)
-        defer { releasePlayedPages() }
+        defer {
+            releasePlayedPages()
+            device?.soundArrived()
+        }
         return ring.write(samples) == samples.count
     }
 
     /// No more chunks for this reply: `finished` follows when the device has played it all.
     public func endReply() {
         reply.ended.store(true, ordering: .releasing)
+        device?.soundArrived()
     }
 
     /// Stops the reply within one period, with a short fade-out, and drops what is queued
     /// and any chunk of this reply still to come (until the next ``beginReply()``).
-    public func stop() { reply.stop() }
+    public func stop() {
+        reply.stop()
+        device?.soundArrived()
+    }
 
     // MARK: Device side
 
@@ -422,14 +475,21 @@ public final class StreamingPlayer: @unchecked Sendable {
     @discardableResult
     public func enqueueMix(samples: UnsafeBufferPointer<Float>) -> Bool {
         guard mix.open.load(ordering: .acquiring), !samples.isEmpty else { return true }
+        defer { device?.soundArrived() }
         return mixRing.write(samples) == samples.count
     }
 
     /// No more samples for the mixed clip: `mixFinished` follows when it has played.
-    public func endMix() { mix.ended.store(true, ordering: .releasing) }
+    public func endMix() {
+        mix.ended.store(true, ordering: .releasing)
+        device?.soundArrived()
+    }
 
     /// Stops the mixed clip within a period, with the stop fade.
-    public func stopMix() { mix.stop() }
+    public func stopMix() {
+        mix.stop()
+        device?.soundArrived()
+    }
 
     /// Adds the mixed clip to `buffer`; where it plays, the sum goes through the limiter.
     private func renderMix(over buffer: UnsafeMutableBufferPointer<Float>) {
@@ -553,7 +613,9 @@ public final class StreamingPlayer: @unchecked Sendable {
             let ended = reply.ended.load(ordering: .acquiring)
             // Time since the first chunk, counted in rendered samples (the device's clock).
             let nowWaited = available > 0 ? waited + buffer.count : waited
-            if (available >= targetLead && nowWaited > targetLead) || (ended && available > 0) {
+            // Without a clock there is no network jitter to cover: start with the first period.
+            let leadReached = devicePaced ? available >= targetLead && nowWaited > targetLead : available >= buffer.count
+            if leadReached || (ended && available > 0) {
                 state = .playing
                 play(into: buffer)
             } else if ended {
@@ -580,7 +642,7 @@ public final class StreamingPlayer: @unchecked Sendable {
             }
             // The silence inserted shifts the rest of the reply later by the new lead, so
             // one gap absorbs the network's jitter instead of a gap at every late burst.
-            if (grown && available > 0 && starved >= targetLead) || (ended && available > 0) {
+            if (grown && available > 0 && (starved >= targetLead || !devicePaced)) || (ended && available > 0) {
                 state = .playing
                 play(into: buffer)
             } else if ended {

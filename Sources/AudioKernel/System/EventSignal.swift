@@ -68,14 +68,19 @@ final class EventSignal: @unchecked Sendable {
     ///
     /// - Returns: which is set (`self` first when both are), or nil after the timeout.
     func wait(or other: EventSignal, timeoutNanoseconds: Int64) -> EventSignal? {
-        var entries = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: other.fd, events: Int16(POLLIN), revents: 0)]
-        let deadline = Monotonic.now() + timeoutNanoseconds
-        while true {
-            let left = max(0, deadline - Monotonic.now())
-            let r = poll(&entries, 2, Int32(clamping: (left + 999_999) / 1_000_000))
-            if r > 0 { return entries[0].revents != 0 ? self : other }
-            if r < 0, errno == EINTR { continue }
-            if Monotonic.now() >= deadline { return nil }
+        // On the stack: a device without a clock waits here between periods, where nothing
+        // may allocate.
+        withUnsafeTemporaryAllocation(of: pollfd.self, capacity: 2) { entries in
+            entries[0] = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            entries[1] = pollfd(fd: other.fd, events: Int16(POLLIN), revents: 0)
+            let deadline = Monotonic.now() + timeoutNanoseconds
+            while true {
+                let left = max(0, deadline - Monotonic.now())
+                let r = poll(entries.baseAddress, 2, Int32(clamping: (left + 999_999) / 1_000_000))
+                if r > 0 { return entries[0].revents != 0 ? self : other }
+                if r < 0, errno == EINTR { continue }
+                if Monotonic.now() >= deadline { return nil }
+            }
         }
     }
 }

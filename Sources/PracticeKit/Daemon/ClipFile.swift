@@ -70,13 +70,13 @@ final class ClipFile {
     deinit { close(fd) }
 
     /// Reads up to `buffer.count` bytes of samples from `offset` (bytes into the data).
-    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int {
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Result<Int, Errno> {
         let wanted = min(buffer.count, layout.dataByteCount - offset)
-        guard wanted > 0 else { return 0 }
+        guard wanted > 0 else { return .success(0) }
         while true {
             let n = pread(fd, buffer.baseAddress, wanted, off_t(layout.dataOffset + offset))
-            if n < 0 && errno == EINTR { continue }
-            return max(0, n)
+            if n >= 0 { return .success(n) }
+            if errno != EINTR { return .failure(.current) }
         }
     }
 

@@ -20,15 +20,18 @@ final class ClipPlayer: @unchecked Sendable {
     private let logger: Logger
     /// Where the answer's deadline runs.
     private let deadlines: DispatchQueue
+    /// Where `playback.failed` goes (the control server).
+    private let publish: EventPublisher
 
-    init(audio: KioskAudio, logger: Logger, deadlines: DispatchQueue) {
+    init(audio: KioskAudio, logger: Logger, deadlines: DispatchQueue, publish: @escaping EventPublisher) {
         self.audio = audio
         self.logger = logger
         self.deadlines = deadlines
+        self.publish = publish
     }
 
-    /// Plays the file at `path` for `client`, if it is a PCM WAV (8-192 kHz, 1-8 channels,
-    /// 16/24/32-bit integer or 32-bit float) the client may read (see ``ClipFile`` for what
+    /// Plays the file at `path` for `client`, if it is a WAV (8-192 kHz, 1-8 channels, 8-bit
+    /// unsigned, 16/24/32-bit integer, 32-bit float, A-law or µ-law) the client may read (see ``ClipFile`` for what
     /// is refused), converted on the fly to the player's `format`. The answer goes out when
     /// the file is open and checked, or after `play.timeout_ms` as an error even if the
     /// filesystem still hangs.
@@ -77,8 +80,12 @@ final class ClipPlayer: @unchecked Sendable {
                 return
             }
             guard !once.isSent, let target = audio.beginClip(mixed: mixed) else { return }
-            _ = once.send(.success(ProtocolEncoder.encode(Command.Play.Result(path: path, durationS: (clip.layout.duration * 1000).rounded() / 1000))))
-            Self.stream(clip, through: converter, to: audio, clip: target)
+            _ = once.send(.success(ProtocolEncoder.encode(Command.Play.Result(path: path, durationS: (clip.layout.duration * 1000).rounded() / 1000,
+                                                                              sound: target.number, mixed: target.mixed))))
+            if let failure = Self.stream(clip, through: converter, to: audio, clip: target) {
+                logger.error("play \(path) (pid \(client.credentials.pid)): \(failure); what was read plays out")
+                publish(Event.PlaybackFailed(path: path, message: failure, sound: target.number, mixed: target.mixed))
+            }
         }
         do {
             try IOThread.detach(name: "practiced-play", stackBytes: 1 << 18, body: play)
@@ -95,7 +102,10 @@ final class ClipPlayer: @unchecked Sendable {
     /// Feeds a clip to the player in pieces of whole frames as it has room, each converted
     /// (decoded, mixed down, resampled) on the way: constant memory for any length. Ends
     /// when the file does, or when the clip is stopped or replaced.
-    private static func stream(_ file: ClipFile, through converter: InputConverter, to audio: KioskAudio, clip: KioskAudio.Clip) {
+    ///
+    /// - Returns: why the file could not be read to the end its header gave, or nil. What
+    ///   was read is played out either way.
+    private static func stream(_ file: ClipFile, through converter: InputConverter, to audio: KioskAudio, clip: KioskAudio.Clip) -> String? {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkBytes, alignment: 16)
         defer { buffer.deallocate() }
         let layout = file.layout
@@ -103,21 +113,28 @@ final class ClipPlayer: @unchecked Sendable {
         // Output samples per input frame; the filter may give a few more on a call.
         let outputPerFrame = Double(converter.targetRate * converter.targetChannels) / Double(layout.format.sampleRate)
         var offset = 0
+        var failure: String?
+        defer { audio.endClip(clip) }
         while offset < layout.dataByteCount {
-            guard let space = audio.space(for: clip) else { return }  // stopped
+            guard let space = audio.space(for: clip) else { return nil }  // stopped
             let frames = min(converter.maximumFrames, Int(Double(space - 64) / outputPerFrame))
             let wanted = min(frames * frameBytes, layout.dataByteCount - offset)
             guard frames >= 1_024 || wanted == layout.dataByteCount - offset, wanted > 0 else {
                 usleep(20_000)  // the player drains a period at a time
                 continue
             }
-            let n = file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<wanted]), at: offset)
+            let read = file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<wanted]), at: offset)
+            guard case .success(let n) = read, n - n % frameBytes > 0 else {
+                // The file shrank or failed: play what came, and say so.
+                let at = "at byte \(layout.dataOffset + offset) of \(layout.dataOffset + layout.dataByteCount)"
+                if case .failure(let error) = read { failure = "reading failed \(at): \(error)" } else { failure = "the file ended \(at)" }
+                break
+            }
             let whole = n - n % frameBytes
-            guard whole > 0 else { break }  // the file shrank or failed: play what came
             audio.enqueue(samples: converter.convert(buffer.baseAddress!, frames: whole / frameBytes), clip: clip)
             offset += whole
         }
-        audio.endClip(clip)
+        return failure
     }
 }
 

@@ -144,16 +144,16 @@ extension PracticeDaemon {
         // `playback.finished` before the `reply.finished` and `ready` it leads to.
         defer { session?.playerEvent(event) }
         switch event {
-        case .started(let latency, _):
-            server?.publish(Event.PlaybackStarted(latencyMs: latency * 1000 / 24_000))
+        case .started(let latency, let reply):
+            server?.publish(Event.PlaybackStarted(latencyMs: latency * 1000 / 24_000, sound: reply, mixed: false))
         case .underrun(let total):
             metrics.increment("practiced_playback_underruns_total", help: "Replies that ran dry before their end.")
             server?.publish(Event.PlaybackUnderrun(total: total))
         case .finished(let report), .mixFinished(let report):
             server?.publish(Event.PlaybackFinished(playedS: (report.playedSeconds * 1000).rounded() / 1000, interrupted: report.interrupted,
-                                                   underruns: report.underruns))
-        case .mixStarted:
-            server?.publish(Event.PlaybackStarted(latencyMs: (player?.deviceStatistics?.latencyFrames ?? 0) * 1000 / 24_000))
+                                                   underruns: report.underruns, sound: report.reply, mixed: event.isMixLayer))
+        case .mixStarted(let mix):
+            server?.publish(Event.PlaybackStarted(latencyMs: (player?.deviceStatistics?.latencyFrames ?? 0) * 1000 / 24_000, sound: mix, mixed: true))
         }
     }
 

@@ -42,7 +42,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     /// The devices as the session sees them (attached as they open).
     let audio = KioskAudio()
     /// `play`'s files, opened and streamed each on a thread of its own.
-    lazy var clips = ClipPlayer(audio: audio, logger: logger, deadlines: workQueue)
+    lazy var clips = ClipPlayer(audio: audio, logger: logger, deadlines: workQueue) { [weak self] event in self?.server?.publish(any: event) }
     /// `devices` requests waiting for the enumeration in progress (under `lock`).
     var deviceListWaiters: [CommandReply<Command.Devices>] = []
     var session: SessionController!

@@ -36,7 +36,7 @@ public enum ProtocolCatalog {
         Event.CorrectionAdded.self, Event.CorrectionFailed.self,
         // Audio.
         Event.Level.self, Event.SpeechStarted.self, Event.SpeechStopped.self, Event.PlaybackStarted.self, Event.PlaybackUnderrun.self,
-        Event.PlaybackFinished.self, Event.VolumeChanged.self, Event.DeviceState.self, Event.DeviceXrun.self, Event.DeviceLost.self, Event.DeviceRestored.self,
+        Event.PlaybackFinished.self, Event.PlaybackFailed.self, Event.VolumeChanged.self, Event.DeviceState.self, Event.DeviceXrun.self, Event.DeviceLost.self, Event.DeviceRestored.self,
         // Daemon.
         Event.ConfigReloaded.self, Event.ConfigReloadFailed.self,
     ]

@@ -1,6 +1,12 @@
 /// Playback into a WAV file (streamed: a crash leaves a readable file), optionally paced in
 /// real time. The file is PCM16 at the stream's rate and channels unless `?rate=` or
 /// `?channels=` force others.
+///
+/// Paced (`?realtime`), it behaves as a sound card: a period every period of wall time,
+/// silence between sounds and wherever a sound's data comes late. Unpaced, it has no clock:
+/// it holds what is played and nothing else, each sound's samples back to back as fast as
+/// they come (a reply streamed over the network, a clip decoded from disk), no silence while
+/// nothing plays; only a sound's last period is completed with silence.
 final class WAVFilePlayback: PlaybackBackend {
     let format: StreamFormat
     let periodFrames: Int
@@ -35,6 +41,9 @@ final class WAVFilePlayback: PlaybackBackend {
         }
         return .transferred
     }
+
+    /// Unpaced, the file is written as fast as sound comes: see ``DeviceBackend/hasClock``.
+    var hasClock: Bool { pacer != nil }
 
     func drain(wake: EventSignal) throws(AudioError) {}
     func flush() {}

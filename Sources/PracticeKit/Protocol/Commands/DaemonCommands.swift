@@ -40,7 +40,7 @@ extension Command {
 
     public enum Play: ControlCommand {
         public static let name = "play"
-        public static let summary = "Plays a PCM WAV file the client may read (8-192 kHz, 1-8 channels, 16/24/32-bit or float; see docs/protocol.md for what is refused); while a reply plays only with `mix: true`, which mixes it over the reply."
+        public static let summary = "Plays a WAV file the client may read (8-192 kHz, 1-8 channels, 8-bit unsigned, 16/24/32-bit integer, float, A-law or µ-law; see docs/protocol.md for what is refused); while a reply plays only with `mix: true`, which mixes it over the reply."
         public struct Arguments: Codable, Sendable {
             /// An absolute path.
             public var path: String
@@ -50,6 +50,10 @@ extension Command {
         public struct Result: Codable, Sendable {
             public var path: String
             public var durationS: Double
+            /// The clip's number in its `playback.*` events (with `mixed`): a client waits
+            /// for this clip's `playback.finished`, not another sound's.
+            public var sound: Int
+            public var mixed: Bool
         }
     }
 

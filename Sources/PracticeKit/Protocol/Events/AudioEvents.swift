@@ -33,8 +33,12 @@ extension Event {
     public struct PlaybackStarted: ProtocolEvent {
         public static let name = "playback.started"
         public static let topic = EventTopic.playback
-        public static let summary = "A sound (reply or clip) reached the speaker; `latency_ms` is the device's buffered lead."
+        public static let summary = "A sound (reply or clip) reached the speaker; `latency_ms` is the device's buffered lead; `sound` and `mixed` say which (as `play` answered)."
         public var latencyMs: Int
+        /// The sound's number: replies and clips that take the speaker count in one
+        /// sequence, clips mixed over them (`mixed`) in another.
+        public var sound: Int
+        public var mixed: Bool
     }
 
     public struct PlaybackUnderrun: ProtocolEvent {
@@ -47,10 +51,22 @@ extension Event {
     public struct PlaybackFinished: ProtocolEvent {
         public static let name = "playback.finished"
         public static let topic = EventTopic.playback
-        public static let summary = "A sound ended, played out or interrupted."
+        public static let summary = "A sound ended, played out or interrupted; `sound` and `mixed` say which (as `play` answered)."
         public var playedS: Double
         public var interrupted: Bool
         public var underruns: Int
+        public var sound: Int
+        public var mixed: Bool
+    }
+
+    public struct PlaybackFailed: ProtocolEvent {
+        public static let name = "playback.failed"
+        public static let topic = EventTopic.playback
+        public static let summary = "A clip's file could not be read to its end (it shrank, or the read failed): what was read plays out, then `playback.finished`; `sound` and `mixed` say which clip."
+        public var path: String
+        public var message: String
+        public var sound: Int
+        public var mixed: Bool
     }
 
     public struct VolumeChanged: ProtocolEvent {
