@@ -1,0 +1,237 @@
+import AudioKernel
+import Foundation
+import PracticeKit
+import SimulatorKit
+import TestSupport
+import XCTest
+
+/// The learner UI (samples/kiosk-ui) in Debian's chromium, headless, through its real
+/// bridge (the launcher with websockify, on loopback, with its per-start token) to the real
+/// daemon on PulseAudio headless, the learner's espeak-ng voice in the microphone and
+/// practice-sim behind it. Only the page is touched: taps, a held push-to-talk button, typed
+/// text. Every line the page read from the daemon or wrote to it is checked against the
+/// protocol's JSON Schema. Screenshots of each screen go to `.build/kiosk-ui-screenshots/`
+/// (or `$PRACTICED_SCREENSHOTS`).
+final class KioskUITests: XCTestCase {
+    private var rig: KioskRig!
+    private var bridge: ChildProcess?
+    private var bridgeOutput = ""
+    private var browser: WebDriver!
+    private var address = ""
+
+    static let uiDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("samples/kiosk-ui").path
+    static let screenshots: String = ProcessInfo.processInfo.environment["PRACTICED_SCREENSHOTS"]
+        ?? URL(fileURLWithPath: uiDirectory).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(".build/kiosk-ui-screenshots").path
+
+    override func tearDown() {
+        browser = nil
+        bridge?.terminate(signal: SIGTERM)
+        rig?.stop()
+        rig = nil
+        if !bridgeOutput.isEmpty { try? FileManager.default.removeItem(atPath: bridgeOutput) }
+    }
+
+    /// The rig, the bridge as the launcher starts it, and a browser on the page.
+    private func start(width: Int = 1280, height: Int = 800, _ configure: (inout SimulatorConfiguration) -> Void = { _ in }) throws {
+        rig = try KioskRig(configure)
+        let port = try WebDriver.freePort()
+        bridgeOutput = "\(rig.directory)/bridge.out"
+        bridge = try ChildProcess(executable: "/bin/bash", arguments: [
+            "\(Self.uiDirectory)/practiced-kiosk-ui", "--no-browser", "--port", "\(port)", "--socket", rig.daemon.socketPath, "--ui", Self.uiDirectory,
+        ], environment: ["PATH": "/usr/bin:/bin", "XDG_RUNTIME_DIR": rig.directory], stdoutPath: bridgeOutput, stderrPath: "\(rig.directory)/bridge.err")
+        let deadline = Date().addingTimeInterval(20)
+        while !DaemonHarness.read(bridgeOutput).hasPrefix("http://") {
+            guard Date() < deadline else { throw HarnessError(message: "the bridge did not start: \(DaemonHarness.read("\(rig.directory)/bridge.err"))") }
+            usleep(50_000)
+        }
+        address = DaemonHarness.read(bridgeOutput).trimmingCharacters(in: .whitespacesAndNewlines)
+        browser = try WebDriver(width: width, height: height)
+        try browser.open(address)
+    }
+
+    /// The session's stage as the page knows it.
+    private func waitForStage(_ stage: String, timeout: Double = 30, file: StaticString = #filePath, line: UInt = #line) throws {
+        let reached = try browser.wait(until: "return window.practicedKiosk && window.practicedKiosk.store.session.stage === '\(stage)'", timeout: timeout)
+        let shown = try browser.run("return window.practicedKiosk && window.practicedKiosk.store.session.stage")
+        XCTAssertTrue(reached, "the page never showed stage \(stage) (it shows \(shown))", file: file, line: line)
+    }
+
+    private func count(_ selector: String) throws -> Int { try browser.run("return document.querySelectorAll(arguments[0]).length", [.string(selector)]).intValue ?? 0 }
+
+    private func shoot(_ name: String) throws {
+        let size = try browser.run("return innerWidth + 'x' + innerHeight").stringValue ?? "?"
+        try browser.screenshot(to: "\(Self.screenshots)/\(name)-\(size).png")
+    }
+
+    /// Holds the push-to-talk button while the microphone hears `samples` (and `padding`
+    /// more samples of silence), then lets go.
+    private func holdToTalk(_ samples: [Int16], padding: Int = 4_800) throws {
+        try browser.pointer(true, on: "#talk")
+        try waitForStage("recording")
+        let from = rig.microphone.written.value
+        rig.microphone.say(samples)
+        XCTAssertTrue(rig.microphone.written.wait(timeout: 20) { $0 >= from + samples.count + padding })
+        try browser.pointer(false, on: "#talk")
+    }
+
+    /// Every line the page read and wrote, checked against the protocol's schema.
+    private func checkMessagesAgainstTheSchema(file: StaticString = #filePath, line: UInt = #line) throws {
+        let messages = try browser.run("return window.practicedKiosk.messages").arrayValue ?? []
+        XCTAssertGreaterThan(messages.count, 20, file: file, line: line)
+        var commands: [String: String] = [:]
+        var problems: [String] = []
+        for entry in messages {
+            let message = entry["message"] ?? .null
+            if entry["direction"] == "out" {
+                let name = message["command"]?.stringValue ?? "?"
+                if let id = message["id"]?.intValue { commands[String(id)] = name }
+                guard let schema = ProtocolConformance.validator.resolve("#/$defs/commands/\(name)/args") else {
+                    problems.append("the page sent '\(name)', which the protocol does not have")
+                    continue
+                }
+                problems += ProtocolConformance.validator.problems(message["args"] ?? .object([]), against: schema, at: "\(name).args")
+            } else {
+                let answering = message["type"] == "reply" ? message["id"]?.intValue.flatMap { commands[String($0)] } : nil
+                problems += ProtocolConformance.problems(message, answering: answering)
+            }
+        }
+        XCTAssertEqual(problems, [], "lines off the practiced/1 schema", file: file, line: line)
+        let failures = messages.filter { $0["message"]?["ok"] == .bool(false) }
+        XCTAssertEqual(failures, [], "the page's commands the daemon refused", file: file, line: line)
+    }
+
+    func testAWholeConversationThroughTheUIOnly() throws {
+        try start { $0.pace = 2 }
+        // Home: the six topics, Chinese first.
+        XCTAssertNotNil(try browser.wait(for: "[data-topic='travel']", text: { $0.contains("旅") || $0.contains("Travel") }))
+        XCTAssertEqual(try count(".topic"), 6)
+        XCTAssertEqual(try browser.text(try XCTUnwrap(try browser.find("#tab-practice"))), "練習")
+        try shoot("topics")
+
+        // The greeting: the tutor's words appear with its voice.
+        try browser.click("[data-topic='travel']")
+        XCTAssertNotNil(try browser.wait(for: "#screen-conversation"))
+        XCTAssertNotNil(try browser.wait(for: ".line.tutor", timeout: 30), "the greeting's text never showed")
+        try waitForStage("ready")
+        XCTAssertEqual(try browser.text(try XCTUnwrap(try browser.find("#end"))), "結束對話")
+        try shoot("conversation")
+
+        // Push-to-talk: held through the learner's words; the transcript, then the reply.
+        try holdToTalk(KioskRig.learner)
+        XCTAssertNotNil(try browser.wait(for: ".line.you", timeout: 30), "the learner's transcript never showed")
+        XCTAssertTrue(try browser.wait(until: "return document.querySelectorAll('.line.tutor').length >= 2", timeout: 30), "no reply text")
+        try waitForStage("ready")
+
+        // Hands-free: the toggle listens; the turn ends by itself.
+        try browser.click("#hands-free")
+        try waitForStage("listening")
+        rig.microphone.say(KioskRig.learner2)
+        XCTAssertTrue(try browser.wait(until: "return document.querySelectorAll('.line.you').length >= 2", timeout: 30), "the hands-free turn's transcript")
+        XCTAssertTrue(try browser.wait(until: "return document.querySelectorAll('.line.tutor').length >= 3", timeout: 30))
+        try waitForStage("listening")  // hands-free listens again by itself
+        try browser.click("#hands-free")
+        try waitForStage("ready")
+
+        // A silent push-to-talk turn: told as such, nothing sent.
+        let chats = rig.chatRequests.count
+        try holdToTalk([], padding: 19_200)
+        XCTAssertNotNil(try browser.wait(for: "[data-notice='noSpeech']", timeout: 10), "the silent turn was not told")
+        XCTAssertEqual(rig.chatRequests.count, chats, "a silent turn was uploaded")
+        try shoot("conversation-silent-turn")
+        try waitForStage("ready")
+
+        // A typed turn holding HTML: shown as characters, nothing runs.
+        let hostile = "I saw <img src=x onerror=\"window.__xss=1\"> and <script>window.__xss=2</script> there"
+        try browser.type(hostile, into: "#say-input")
+        try browser.click("#say button[type=submit]")
+        XCTAssertTrue(try browser.wait(until: "return [...document.querySelectorAll('.line.you .said')].some(e => e.textContent.includes('<script>'))", timeout: 30),
+                      "the typed turn's transcript with its HTML as text")
+        XCTAssertEqual(try browser.run("return window.__xss === undefined && document.querySelectorAll('.lines img, .lines script').length === 0"), .bool(true),
+                       "backend text ran as HTML")
+        try waitForStage("ready")
+
+        // The end: the review with its marks in the issue colours, a correction, the summary.
+        try browser.click("#end")
+        XCTAssertNotNil(try browser.wait(for: "#screen-review"))
+        XCTAssertTrue(try browser.wait(until: "return document.querySelectorAll('.mark').length > 0", timeout: 30), "no marks in the review")
+        try waitForStage("reviewed")
+        let colours = try browser.run("""
+            const colour = (type) => { const e = document.createElement('span'); e.className = 'issue issue-' + type; document.body.append(e);
+              const c = getComputedStyle(e).backgroundColor; e.remove(); return c; };
+            return [colour('grammar'), colour('naturalness'), colour('sentence_structure')];
+            """)
+        XCTAssertEqual(colours, ["rgb(217, 45, 32)", "rgb(247, 144, 9)", "rgb(122, 90, 248)"], "red, orange, purple as seed 001")
+        try shoot("review")
+        let corrections = try count(".correction")
+        try browser.type("How do I say this more naturally?", into: ".segment .ask-input")
+        try browser.click(".segment .ask button[type=submit]")
+        XCTAssertTrue(try browser.wait(until: "return document.querySelectorAll('.correction').length > \(corrections)", timeout: 30), "the correction never showed")
+        try browser.click("#finish")
+        XCTAssertNotNil(try browser.wait(for: "#screen-summary", timeout: 30), "no summary")
+        XCTAssertNotNil(try browser.wait(for: "#overall", timeout: 5))
+        try shoot("summary")
+        try browser.click("#done")
+        XCTAssertNotNil(try browser.wait(for: "#screen-topics", timeout: 20), "完成 did not go home")
+        try waitForStage("idle")
+
+        // The profile: level, progress notes, the three dimensions.
+        try browser.click("#tab-profile")
+        XCTAssertNotNil(try browser.wait(for: "#cefr", timeout: 20))
+        XCTAssertEqual(try count(".dimension"), 3)
+        try browser.click("#evaluate")
+        XCTAssertTrue(try browser.wait(until: "return /^[ABC][12]$/.test(document.getElementById('cefr').textContent)", timeout: 20), "no CEFR level")
+        try shoot("profile")
+        try checkMessagesAgainstTheSchema()
+    }
+
+    func testReviewModeEndsAtHomeAndTheEnglishToggle() throws {
+        try start(width: 800, height: 480)
+        XCTAssertNotNil(try browser.wait(for: "#review-mode"))
+        try shoot("topics")
+        try browser.click("#language")
+        XCTAssertNotNil(try browser.wait(for: "#tab-practice", text: { $0 == "Practice" }))
+        try shoot("topics-english")
+        try browser.click("#language")
+        try browser.click("#review-mode")
+        try waitForStage("ready")
+        XCTAssertEqual(try browser.run("return window.practicedKiosk.store.session.mode"), "review")
+        XCTAssertEqual(try browser.text(try XCTUnwrap(try browser.find("#end"))), "結束複習")
+        try shoot("conversation")
+        try browser.click("#end")
+        XCTAssertNotNil(try browser.wait(for: "#screen-topics", timeout: 20), "review mode's end did not go home")
+        try waitForStage("idle")
+        XCTAssertNil(try browser.find("#screen-review"), "review mode has no review")
+        try checkMessagesAgainstTheSchema()
+    }
+
+    func testAnEmptyAnswerAndARestartedDaemonAreShownForWhatTheyAre() throws {
+        try start { $0.pace = 1 }
+        try browser.click("[data-topic='food_dining']")
+        try waitForStage("ready")
+        // The backend hears nothing in the turn: the tutor's "didn't catch that" is cut and
+        // the learner is asked again.
+        rig.sim.simulator.faults.lateVoidTranscript = true
+        try holdToTalk(KioskRig.learner)
+        XCTAssertNotNil(try browser.wait(for: "[data-notice='emptyAnswer']", timeout: 30), "the empty answer was not told")
+        try waitForStage("ready")
+        rig.sim.simulator.faults.lateVoidTranscript = false
+        try shoot("conversation-empty-answer")
+
+        // The daemon dies: the page says so and reconnects when it is back, then shows the
+        // daemon's state (a new daemon: idle, home).
+        rig.daemon.process.terminate(signal: SIGKILL)
+        XCTAssertNotNil(try browser.wait(for: "#link[data-state='closed']", timeout: 10), "the lost daemon was not told")
+        try shoot("daemon-gone")
+        try rig.startDaemon()
+        XCTAssertTrue(try browser.wait(until: "return document.getElementById('link').dataset.state === 'open'", timeout: 30), "the page did not reconnect")
+        try waitForStage("idle")
+        XCTAssertNotNil(try browser.wait(for: "#screen-topics", timeout: 10))
+
+        // Another client starts a session: the page follows it and says so.
+        _ = try rig.daemon.client().request("session.start", ["mode": "conversation", "topic_id": "travel"], timeout: 20)
+        XCTAssertNotNil(try browser.wait(for: "[data-notice='otherClient']", timeout: 20))
+        try waitForStage("ready")
+        try checkMessagesAgainstTheSchema()
+    }
+}

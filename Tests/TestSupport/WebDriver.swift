@@ -1,0 +1,187 @@
+import Foundation
+import PracticeKit
+
+/// Debian's chromium driven headless through chromedriver's W3C WebDriver protocol (JSON
+/// over HTTP on loopback): the browser suite of the kiosk UI clicks, holds and types as a
+/// learner would, reads what the page shows, and takes screenshots.
+public final class WebDriver {
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// An element of the page, as WebDriver names it.
+    public struct Element {
+        let id: String
+    }
+
+    private let driver: ChildProcess
+    private let base: URL
+    private let session: String
+    private let directory: URL
+    /// The W3C name of an element reference in JSON.
+    static let elementKey = "element-6066-11e4-a52e-4f735466cecf"
+
+    /// Starts chromedriver and a headless chromium whose page is `width` × `height` CSS
+    /// pixels.
+    public init(width: Int, height: Int) throws {
+        directory = try makeTemporaryDirectory()
+        let port = try Self.freePort()
+        driver = try ChildProcess(executable: "/usr/bin/chromedriver", arguments: ["--port=\(port)"], environment: ["PATH": "/usr/bin:/bin"],
+                                  stdoutPath: directory.appendingPathComponent("chromedriver.log").path,
+                                  stderrPath: directory.appendingPathComponent("chromedriver.err").path)
+        base = URL(string: "http://127.0.0.1:\(port)")!
+        let deadline = Date().addingTimeInterval(20)
+        while true {
+            do {
+                _ = try Self.call(base, "GET", "/status", nil)
+                break
+            } catch {
+                guard Date() < deadline else { throw Failure(description: "chromedriver did not start: \(error)") }
+                usleep(50_000)
+            }
+        }
+        let arguments = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                         "--hide-scrollbars", "--force-device-scale-factor=1", "--window-size=\(width),\(height)",
+                         "--user-data-dir=\(directory.appendingPathComponent("profile").path)"].map { JSONValue.string($0) }
+        let capabilities: JSONValue = ["capabilities": ["alwaysMatch": [
+            "browserName": "chrome",
+            "goog:chromeOptions": ["binary": "/usr/bin/chromium", "args": .array(arguments)],
+            "goog:loggingPrefs": ["browser": "ALL"],
+        ]]]
+        let created = try Self.call(base, "POST", "/session", capabilities)
+        guard let session = created["sessionId"]?.stringValue else { throw Failure(description: "no WebDriver session: \(created)") }
+        self.session = session
+        try resize(width: width, height: height)
+    }
+
+    deinit {
+        _ = try? Self.call(base, "DELETE", "/session/\(session)", nil)
+        driver.terminate(signal: SIGTERM)
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// The page's viewport set to exactly `width` × `height` (the window's own frame aside).
+    public func resize(width: Int, height: Int) throws {
+        _ = try command("POST", "/goog/cdp/execute", ["cmd": "Emulation.setDeviceMetricsOverride", "params": [
+            "width": .int(width), "height": .int(height), "deviceScaleFactor": 1, "mobile": false,
+        ]])
+    }
+
+    public func open(_ url: String) throws { _ = try command("POST", "/url", ["url": .string(url)]) }
+
+    /// Runs `script` (a function body) in the page; its return value.
+    @discardableResult
+    public func run(_ script: String, _ arguments: [JSONValue] = []) throws -> JSONValue {
+        try command("POST", "/execute/sync", ["script": .string(script), "args": .array(arguments)])
+    }
+
+    /// The first element matching `selector`, or nil.
+    public func find(_ selector: String) throws -> Element? {
+        let found = try command("POST", "/elements", ["using": "css selector", "value": .string(selector)])
+        guard let first = found.arrayValue?.first, let id = first[Self.elementKey]?.stringValue else { return nil }
+        return Element(id: id)
+    }
+
+    /// Waits until `selector` matches an element (and `predicate` holds for its text).
+    @discardableResult
+    public func wait(for selector: String, timeout: Double = 20, text predicate: (String) -> Bool = { _ in true }) throws -> Element? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            // The page may re-render between the find and the read: look again.
+            if let element = try find(selector), let text = try? text(element), predicate(text) { return element }
+            usleep(50_000)
+        }
+        return nil
+    }
+
+    /// Waits until `script` returns true.
+    public func wait(until script: String, timeout: Double = 20) throws -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if try run(script).boolValue == true { return true }
+            usleep(50_000)
+        }
+        return false
+    }
+
+    public func text(_ element: Element) throws -> String { try command("GET", "/element/\(element.id)/text", nil).stringValue ?? "" }
+
+    /// A click as a learner's tap: WebDriver checks that the element is there and enabled.
+    public func click(_ selector: String) throws {
+        guard let element = try wait(for: selector, timeout: 10) else { throw Failure(description: "no \(selector) to click") }
+        _ = try command("POST", "/element/\(element.id)/click", .object([]))
+    }
+
+    /// Types `text` into the field `selector`.
+    public func type(_ text: String, into selector: String) throws {
+        guard let element = try wait(for: selector, timeout: 10) else { throw Failure(description: "no \(selector) to type into") }
+        _ = try command("POST", "/element/\(element.id)/value", ["text": .string(text)])
+    }
+
+    /// Presses (down) or releases (up) the pointer on `selector`: a push-to-talk hold. A
+    /// mouse: chromedriver's touch input on headless chromium delivered the press of a
+    /// held touch but never its release.
+    public func pointer(_ down: Bool, on selector: String) throws {
+        guard let element = try find(selector) else { throw Failure(description: "no \(selector) to press") }
+        let origin: JSONValue = [Self.elementKey: .string(element.id)]
+        let steps: [JSONValue] = down
+            ? [["type": "pointerMove", "origin": origin, "x": 0, "y": 0, "duration": 0], ["type": "pointerDown", "button": 0]]
+            : [["type": "pointerUp", "button": 0]]
+        _ = try command("POST", "/actions", ["actions": [["type": "pointer", "id": "finger", "parameters": ["pointerType": "mouse"],
+                                                           "actions": .array(steps)]]])
+    }
+
+    /// A PNG of the viewport, written to `path`.
+    public func screenshot(to path: String) throws {
+        guard let encoded = try command("GET", "/screenshot", nil).stringValue, let png = Data(base64Encoded: encoded) else {
+            throw Failure(description: "no screenshot")
+        }
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try png.write(to: URL(fileURLWithPath: path))
+    }
+
+    /// The page's console messages since the last call (errors the page logged).
+    public func consoleLog() throws -> [JSONValue] {
+        (try command("POST", "/se/log", ["type": "browser"])).arrayValue ?? []
+    }
+
+    private func command(_ method: String, _ path: String, _ body: JSONValue?) throws -> JSONValue {
+        try Self.call(base, method, "/session/\(session)\(path)", body)
+    }
+
+    /// One WebDriver call: its `value`, or its error as a Failure. Over ``RawHTTP``: the
+    /// toolchain's URLSession fails on chromedriver's answers ("Failed writing header").
+    static func call(_ base: URL, _ method: String, _ path: String, _ body: JSONValue?) throws -> JSONValue {
+        let response: RawHTTPResponse
+        do {
+            response = try RawHTTP.exchange(base, method, path, contentType: body == nil ? nil : "application/json; charset=utf-8",
+                                            body: body.map { Array($0.serialized(.compact).utf8) } ?? [], timeout: 60)
+        } catch {
+            throw Failure(description: "\(method) \(path): \(error)")
+        }
+        guard let answer = try? JSONDecoder().decode(JSONValue.self, from: Data(response.body)) else {
+            throw Failure(description: "\(method) \(path): HTTP \(response.status), not JSON")
+        }
+        let value = answer["value"] ?? .null
+        if let error = value["error"]?.stringValue {
+            throw Failure(description: "\(method) \(path): \(error): \(value["message"]?.stringValue?.prefix(400) ?? "")")
+        }
+        return value
+    }
+
+    /// A loopback TCP port nobody listens on now.
+    public static func freePort() throws -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw Failure(description: "no free port") }
+        return UInt16(bigEndian: address.sin_port)
+    }
+}

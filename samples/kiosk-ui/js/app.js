@@ -1,0 +1,209 @@
+// The kiosk's learner UI: one page, the screens of TalkCo's iOS client (seed 001), driven
+// by practiced over its control socket through the bridge. All state comes from the daemon
+// (its snapshot after every (re)connection, then its events), so a page reloaded, a daemon
+// restarted or a second client driving the session all show the truth.
+
+import { DaemonConnection } from "./connection.js";
+import { el, replace } from "./dom.js";
+import { setLanguage, language, t } from "./i18n.js";
+import { Store } from "./store.js";
+import { renderTopics } from "./screens/topics.js";
+import { renderConversation, levelBar } from "./screens/conversation.js";
+import { renderReview } from "./screens/review.js";
+import { renderSummary } from "./screens/summary.js";
+import { renderProfile } from "./screens/profile.js";
+
+const TOPICS = ["session", "playback", "speech", "level", "device"];
+
+class App {
+  constructor(root, url) {
+    this.root = root;
+    this.store = new Store();
+    this.sayInput = el("input", { id: "say-input", attrs: { type: "text", maxlength: 4000, autocomplete: "off", placeholder: t("typeHere") } });
+    this.holding = false;
+    this.talkButton = el("button", { id: "talk", on: { pointerdown: (event) => { event.preventDefault(); this.holdToTalk(); } } });
+    this.connection = new DaemonConnection(url, { topics: TOPICS });
+    this.connection.on("event", (event) => this.store.apply(event));
+    this.connection.on("state", (link) => this.linkChanged(link));
+    this.store.subscribe((what) => this.changed(what));
+    // A push-to-talk press ends wherever the finger leaves the screen.
+    for (const name of ["pointerup", "pointercancel"]) window.addEventListener(name, () => this.releaseTalk());
+    window.practicedKiosk = this;  // for the browser tests: the store and the messages seen
+    this.messages = [];
+    this.connection.on("message", (message) => { this.messages.push(message); if (this.messages.length > 5000) this.messages.shift(); });
+  }
+
+  start() {
+    this.render();
+    this.connection.connect();
+  }
+
+  linkChanged(link) {
+    const wasOpen = this.store.link.state === "open";
+    this.store.link = { state: link.state, retryInMs: link.detail?.retryInMs ?? null, everOpen: this.store.link.everOpen || link.state === "open" };
+    if (link.state === "open") {
+      this.loadHome();
+      this.watchLevel();
+    }
+    if (wasOpen !== (link.state === "open")) this.render();
+    else this.renderLink();
+  }
+
+  /** Topics and profile for the home screen (the daemon answers stale copies offline). */
+  async loadHome() {
+    try { this.store.topics = await this.connection.request("topics"); } catch (error) { this.failed(error); }
+    try { this.store.profile = await this.connection.request("profile", { action: "get" }); } catch (error) { this.failed(error); }
+    this.render();
+  }
+
+  watchLevel() {
+    this.connection.request("level.watch", { enabled: true }).catch((error) => this.failed(error));
+  }
+
+  changed(what) {
+    if (what === "level") {
+      const bar = document.getElementById("level");
+      if (bar) bar.replaceWith(levelBar(this.store));
+      return;
+    }
+    if (what === "stage" && this.store.handsFree && this.store.session.stage === "ready") this.act("listen");
+    if (this.holding) {
+      // Nothing under a finger that holds the button is replaced (a touch whose element
+      // leaves the page is cancelled, and its release would never come): the page is
+      // rebuilt when the finger lets go.
+      this.renderPending = true;
+      this.talkButton.className = "talk" + (this.store.session.stage === "recording" ? " recording" : "");
+      this.talkButton.textContent = this.store.session.stage === "recording" ? t("releaseToSend") : t("holdToTalk");
+      return;
+    }
+    this.render();
+  }
+
+  failed(error) {
+    console.error(error);
+    if (this.connection.state !== "open") return;  // the link banner says it already
+    this.store.notice("error", "actionFailed", error.detail ?? error.message);
+  }
+
+  /** Sends a command; a refusal is shown, never swallowed. */
+  async act(command, args = {}) {
+    try {
+      return await this.connection.request(command, args);
+    } catch (error) {
+      this.failed(error);
+      return null;
+    }
+  }
+
+  startSession(mode, topicId) {
+    this.store.resetConversation();
+    this.store.startedHere = true;
+    this.store.session.topic_id = topicId;
+    this.act("session.start", { mode, topic_id: topicId });
+  }
+
+  holdToTalk() {
+    if (this.holding) return;
+    this.holding = true;
+    this.act("turn.start");
+  }
+
+  releaseTalk() {
+    if (!this.holding) return;
+    this.holding = false;
+    this.act("turn.stop");
+    if (this.renderPending) {
+      this.renderPending = false;
+      this.render();
+    }
+  }
+
+  setHandsFree(on) {
+    this.store.handsFree = on;
+    const stage = this.store.session.stage;
+    if (on && stage === "ready") this.act("listen");
+    if (!on && stage === "listening") this.act("turn.cancel");
+    this.render();
+  }
+
+  async say() {
+    const text = this.sayInput.value.trim();
+    if (!text) return;
+    if (await this.act("say", { text })) this.sayInput.value = "";
+  }
+
+  async askCorrection(segmentId, message) {
+    const correction = await this.act("correction.ask", { segment_id: segmentId, message });
+    if (correction) this.store.addCorrection(correction);
+    return Boolean(correction);
+  }
+
+  async evaluate() {
+    const answer = await this.act("profile", { action: "evaluate" });
+    if (answer) { this.store.profile = answer; this.render(); }
+  }
+
+  async setGoal(goal) {
+    const answer = await this.act("profile", { action: "learning_goal", learning_goal: goal || null });
+    if (answer) { this.store.profile = answer; this.render(); }
+  }
+
+  showTab(tab) {
+    this.store.tab = tab;
+    if (tab === "profile") this.act("profile", { action: "get" }).then((answer) => { if (answer) { this.store.profile = answer; this.render(); } });
+    this.render();
+  }
+
+  toggleLanguage() {
+    setLanguage(language() === "en" ? "zh-TW" : "en");
+    this.sayInput.placeholder = t("typeHere");
+    this.render();
+  }
+
+  renderLink() {
+    const link = this.store.link;
+    const banner = document.getElementById("link");
+    if (!banner) return;
+    banner.className = `link link-${link.state}`;
+    banner.dataset.state = link.state;
+    banner.textContent = link.state === "open" ? "" : (link.everOpen ? t("daemonGone") : t("waitingForDaemon"));
+  }
+
+  render() {
+    const store = this.store;
+    const screen = store.link.state === "open" || store.link.everOpen ? store.screen : "waiting";
+    const idle = store.session.stage === "idle";
+    const header = el("header", { class: "app-bar" }, [
+      el("span", { class: "app-title", text: t("appTitle") }),
+      el("button", { class: "lang", id: "language", text: t("language"), on: { click: () => this.toggleLanguage() } }),
+    ]);
+    const tabs = idle ? el("nav", { class: "tabs" }, [
+      el("button", { class: "tab" + (store.tab === "practice" ? " active" : ""), id: "tab-practice", text: t("tabPractice"), on: { click: () => this.showTab("practice") } }),
+      el("button", { class: "tab" + (store.tab === "profile" ? " active" : ""), id: "tab-profile", text: t("tabProfile"), on: { click: () => this.showTab("profile") } }),
+    ]) : null;
+    const screens = {
+      waiting: () => el("section", { class: "screen waiting", id: "screen-waiting" }, [el("div", { class: "spinner" }), el("p", { text: t("waitingForDaemon") })]),
+      topics: () => renderTopics(this),
+      conversation: () => renderConversation(this),
+      review: () => renderReview(this),
+      summary: () => renderSummary(this),
+      profile: () => renderProfile(this),
+    };
+    const main = el("main", { id: "screen", data: { screen } }, [screens[screen]()]);
+    replace(this.root, header, el("div", { id: "link", attrs: { role: "status", "aria-live": "polite" } }), main, tabs);
+    this.renderLink();
+    const lines = document.getElementById("lines");
+    if (lines) lines.scrollTop = lines.scrollHeight;
+  }
+}
+
+/** The bridge's WebSocket, with the token the launcher put in the page's fragment. */
+function bridgeURL() {
+  const token = new URLSearchParams(location.hash.slice(1)).get("token") ?? "";
+  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+  return `${scheme}//${location.host}/websockify?token=${encodeURIComponent(token)}`;
+}
+
+const params = new URLSearchParams(location.search);
+setLanguage(params.get("lang") ?? "zh-TW");
+new App(document.getElementById("app"), bridgeURL()).start();

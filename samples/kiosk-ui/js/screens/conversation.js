@@ -1,0 +1,85 @@
+// The conversation (and weak-point review mode): the stage, what was said, every outcome
+// the daemon reports as a notice of its own kind, the live input level, and the controls:
+// a big push-to-talk button (held: `turn.start`, released: `turn.stop`), the hands-free
+// toggle (`listen` whenever the session is ready), stop (`playback.stop`: barge-in), a
+// typed turn (`say`) and the end (結束對話 → review; 結束複習 → home).
+
+import { el } from "../dom.js";
+import { t } from "../i18n.js";
+
+const STAGE_KEYS = {
+  idle: "stageIdle", starting: "stageStarting", greeting: "stageGreeting", ready: "stageReady", listening: "stageListening",
+  recording: "stageRecording", uploading: "stageUploading", replying: "stageReplying", ending: "stageEnding", failed: "stageFailed",
+};
+
+/** The input level as a bar from -60 dBFS (empty) to 0 (full). */
+function levelBar(store) {
+  const level = store.level ?? -90;
+  const fill = Math.max(0, Math.min(100, ((level + 60) / 60) * 100));
+  return el("div", { class: "level" + (store.speaking ? " speaking" : ""), id: "level", attrs: { role: "meter", "aria-valuenow": Math.round(level), "aria-valuemin": -60, "aria-valuemax": 0 } },
+    [el("div", { class: "level-fill", attrs: { style: `width: ${fill.toFixed(1)}%` } })]);
+}
+
+function notice(app, item) {
+  const actions = [];
+  if (item.kind === "pending" && item.turnId) {
+    actions.push(el("button", { class: "small", text: t("retrySend"), data: { action: "spool-retry" }, on: { click: () => app.act("spool.retry", { turn_id: item.turnId }) } }));
+    actions.push(el("button", { class: "small secondary", text: t("discard"), data: { action: "spool-discard" }, on: { click: () => app.act("spool.discard", { turn_id: item.turnId }) } }));
+  }
+  return el("div", { class: `notice ${item.kind}`, data: { notice: item.key }, attrs: { role: "status" } }, [
+    el("span", { class: "notice-text", text: t(item.key) + (item.detail && item.kind === "error" ? ` ${item.detail}` : "") }),
+    ...actions,
+    el("button", { class: "dismiss", text: "×", attrs: { "aria-label": "dismiss" }, on: { click: () => app.store.dismiss(item.id) } }),
+  ]);
+}
+
+export function renderConversation(app) {
+  const { store } = app;
+  const stage = store.session.stage;
+  const reviewMode = store.session.mode === "review";
+  // While the daemon is away nothing can be asked of it: the controls wait for it.
+  const linked = store.link.state === "open";
+  const canTalk = linked && ["ready", "greeting", "replying", "listening", "recording"].includes(stage);
+  const canStop = linked && ["greeting", "replying"].includes(stage);
+  const ready = linked && stage === "ready";
+  const lines = el("ol", { class: "lines", id: "lines" }, store.lines.map((line) =>
+    el("li", { class: `line ${line.who}`, data: { who: line.who } }, [
+      el("span", { class: "who", text: t(line.who) }),
+      el("span", { class: "said", text: line.text }),
+    ])));
+  // The same button every time: a finger holding it keeps its target (a touch's events go
+  // to the element it started on, and a new one would never hear the release).
+  const talk = app.talkButton;
+  talk.className = "talk" + (stage === "recording" ? " recording" : "");
+  talk.textContent = stage === "recording" && !store.handsFree ? t("releaseToSend") : t("holdToTalk");
+  talk.disabled = !canTalk || store.handsFree;
+  const handsFree = el("label", { class: "toggle" }, [
+    el("input", { id: "hands-free", attrs: { type: "checkbox", checked: store.handsFree }, on: { change: (event) => app.setHandsFree(event.target.checked) } }),
+    el("span", { text: t("handsFree") }),
+  ]);
+  const controls = stage === "failed"
+    ? [el("button", { class: "primary", id: "home", text: t("done"), on: { click: () => app.act("session.close") } })]
+    : [
+      talk,
+      el("div", { class: "row" }, [
+        handsFree,
+        el("button", { class: "secondary", id: "stop", text: t("stop"), attrs: { disabled: !canStop }, on: { click: () => app.act("playback.stop") } }),
+        el("button", { class: "end", id: "end", text: reviewMode ? t("endReview") : t("endConversation"), attrs: { disabled: !ready }, on: { click: () => app.act("session.end") } }),
+      ]),
+      el("form", { class: "say", id: "say", on: { submit: (event) => { event.preventDefault(); app.say(); } } }, [
+        app.sayInput,
+        el("button", { class: "small", text: t("send"), attrs: { type: "submit", disabled: !ready } }),
+      ]),
+    ];
+  return el("section", { class: "screen conversation", id: "screen-conversation", data: { stage, mode: store.session.mode ?? "" } }, [
+    el("header", { class: "stage-bar" }, [
+      el("span", { class: `stage stage-${stage}`, id: "stage", text: t(STAGE_KEYS[stage] ?? "stageIdle") }),
+      levelBar(store),
+    ]),
+    el("div", { class: "notices", id: "notices" }, store.notices.map((item) => notice(app, item))),
+    lines,
+    el("div", { class: "controls" }, controls),
+  ]);
+}
+
+export { levelBar };

@@ -1,0 +1,27 @@
+// The session's summary (`session.completed`): strengths, the weaknesses by issue type in
+// their colours, the overall comment; 完成 closes the session and goes home.
+
+import { el } from "../dom.js";
+import { t } from "../i18n.js";
+import { ISSUE_TYPES } from "./review.js";
+
+export function renderSummary(app) {
+  const summary = app.store.summary?.summary ?? app.store.review?.summary ?? null;
+  const body = summary ? [
+    el("h2", { text: t("strengths") }),
+    el("ul", { class: "strengths", id: "strengths" }, (summary.strengths ?? []).map((text) => el("li", { text }))),
+    el("h2", { text: t("weaknesses") }),
+    el("ul", { class: "weaknesses", id: "weaknesses" }, ISSUE_TYPES.filter((type) => summary.weaknesses?.[type]).map((type) =>
+      el("li", { class: `weakness mark-${type}`, data: { issue: type } }, [
+        el("span", { class: `issue issue-${type}`, text: t(type) }),
+        el("span", { text: summary.weaknesses[type] }),
+      ]))),
+    el("h2", { text: t("overall") }),
+    el("p", { class: "overall", id: "overall", text: summary.overall }),
+  ] : [el("p", { class: "notice warning", id: "no-summary", text: t("noSummary") + (app.store.summary?.note ? ` (${app.store.summary.note})` : "") })];
+  return el("section", { class: "screen summary", id: "screen-summary" }, [
+    el("h1", { text: t("summaryTitle") }),
+    ...body,
+    el("div", { class: "controls" }, [el("button", { class: "primary", id: "done", text: t("done"), on: { click: () => app.act("session.close") } })]),
+  ]);
+}
