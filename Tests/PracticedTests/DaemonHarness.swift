@@ -137,12 +137,19 @@ final class DaemonHarness {
             unlink(err)
         }
         let command = [practicectl, "--socket", socket] + arguments
+        // A sanitized build's practicectl runs under CI's options, as the daemon does: without
+        // them LeakSanitizer checks at exit and turns exit(77) into 1 over a 24-byte value
+        // alive in main when exit() is called (CI's ASan step, ControlErrorTests).
+        var environment = ["PATH": "/usr/bin:/bin"]
+        for key in ["TSAN_OPTIONS", "ASAN_OPTIONS", "LSAN_OPTIONS"] {
+            if let value = ProcessInfo.processInfo.environment[key] { environment[key] = value }
+        }
         let process: ChildProcess
         if let user = asUser {
             process = try ChildProcess(executable: "/usr/bin/setpriv", arguments: ["--reuid=\(user)", "--regid=\(user)", "--clear-groups"] + command,
-                                       environment: ["PATH": "/usr/bin:/bin"], stdoutPath: out, stderrPath: err)
+                                       environment: environment, stdoutPath: out, stderrPath: err)
         } else {
-            process = try ChildProcess(executable: command[0], arguments: Array(command.dropFirst()), environment: ["PATH": "/usr/bin:/bin"],
+            process = try ChildProcess(executable: command[0], arguments: Array(command.dropFirst()), environment: environment,
                                        stdoutPath: out, stderrPath: err)
         }
         guard let status = process.waitForExit(timeout: 30) else { throw HarnessError(message: "practicectl \(arguments) hung") }
