@@ -275,38 +275,59 @@ final class EnginePulseTests: PulseAudioTestCase {
         return (monitor, capture, log, player)
     }
 
-    /// Between sounds the player parks its stream (corked), so that neither the server nor
-    /// the I/O thread wakes every period while the kiosk waits for the learner; a reply
-    /// wakes it and is heard whole, and the stream parks again after it.
-    func testAnIdlePlayerParksItsStreamAndAReplyWakesIt() throws {
-        let (monitor, capture, log, player) = try startPlayerOnTheKioskSink()
-        XCTAssertTrue(Poll.until(timeout: 5) { player.deviceStatistics?.parks == 1 }, "an idle player parks its device")
-        XCTAssertTrue(try server.pactl(["list", "sink-inputs"]).contains("Corked: yes"), "the server sees the stream corked")
-        let periodsParked = try XCTUnwrap(player.deviceStatistics).periods
+    /// One take of the park test: what the device counted, the player's events, what the
+    /// monitor recorded.
+    private struct ParkTake {
+        var corked: Bool
+        var parkedAtStart: Bool
+        var parkedAgain: Bool
+        var periodsParked: Int
+        var statistics: AudioDeviceStatistics
+        var events: [(event: PlayerEvent, time: Date)]
+        var recording: [Int16]
+    }
 
-        let signal = Loopback.signal(count: 24_000)
+    private func parkAndWakeOnce(_ signal: [Int16]) throws -> ParkTake {
+        let (monitor, capture, log, player) = try startPlayerOnTheKioskSink()
+        let parkedAtStart = Poll.until(timeout: 5) { player.deviceStatistics?.parks == 1 }
+        let corked = try server.pactl(["list", "sink-inputs"]).contains("Corked: yes")
+        let periodsParked = try XCTUnwrap(player.deviceStatistics).periods
         player.beginReply()
         player.enqueue(WAVBuilder.samples(signal))
         player.endReply()
         XCTAssertTrue(log.wait(timeout: 10) { $0.contains { if case .finished = $0.event { return true } else { return false } } })
         let have = monitor.snapshot().samples.count
         XCTAssertTrue(monitor.wait(timeout: 5) { $0.samples.count >= have + 4_800 })
-        XCTAssertTrue(Poll.until(timeout: 5) { player.deviceStatistics?.parks == 2 }, "the stream parks again after the reply")
+        let parkedAgain = Poll.until(timeout: 5) { player.deviceStatistics?.parks == 2 }
         let statistics = try XCTUnwrap(player.deviceStatistics)
         player.shutdown()
         capture.stop()
+        return ParkTake(corked: corked, parkedAtStart: parkedAtStart, parkedAgain: parkedAgain, periodsParked: periodsParked,
+                        statistics: statistics, events: log.snapshot(), recording: monitor.snapshot().samples)
+    }
 
-        XCTAssertGreaterThanOrEqual(statistics.periods - periodsParked, 100, "the reply's second was played through the device")
-        XCTAssertEqual(statistics.xruns, 0, "a cork is not an underrun")
-        guard case .finished(let report) = log.snapshot().last(where: { if case .finished = $0.event { return true } else { return false } })?.event else {
+    /// Between sounds the player parks its stream (corked), so that neither the server nor
+    /// the I/O thread wakes every period while the kiosk waits for the learner; a reply
+    /// wakes it and is heard whole, and the stream parks again after it.
+    func testAnIdlePlayerParksItsStreamAndAReplyWakesIt() throws {
+        let signal = Loopback.signal(count: 24_000)
+        // Measured through the monitor, like the chunked reply: a take during which PipeWire's
+        // graph stalled (logged by the server, told to no client) is played again (CI saw
+        // SNR 22.7 dB once on PipeWire with the player reporting no underrun).
+        let take = try server.retryingGraphXruns { try parkAndWakeOnce(signal) }
+        XCTAssertTrue(take.parkedAtStart, "an idle player parks its device")
+        XCTAssertTrue(take.corked, "the server sees the stream corked")
+        XCTAssertTrue(take.parkedAgain, "the stream parks again after the reply")
+        XCTAssertGreaterThanOrEqual(take.statistics.periods - take.periodsParked, 100, "the reply's second was played through the device")
+        XCTAssertEqual(take.statistics.xruns, 0, "a cork is not an underrun")
+        guard case .finished(let report) = take.events.last(where: { if case .finished = $0.event { return true } else { return false } })?.event else {
             return XCTFail("no finished event")
         }
         XCTAssertFalse(report.interrupted)
         XCTAssertEqual(report.underruns, 0)
         XCTAssertEqual(report.playedSeconds, 1.0, accuracy: 0.001)
-        let recording = monitor.snapshot().samples
-        let lag = try XCTUnwrap(Loopback.align(signal, in: recording))
-        server.assertCarried(signal, in: recording, at: lag, "the reply after the park, whole and in order")
+        let lag = try XCTUnwrap(Loopback.align(signal, in: take.recording))
+        server.assertCarried(signal, in: take.recording, at: lag, "the reply after the park, whole and in order")
     }
 
     /// Whether `turn` holds 200 ms from the middle of `speech`, sample for sample where the
