@@ -24,7 +24,7 @@ final class JitterBufferTests: XCTestCase {
         }
     }
 
-    func testBurstyWiFiUnderrunsAtMostOncePerReplyAfterTheFirstAndASteadyBackendStartsWithin60ms() throws {
+    func testBurstyWiFiUnderrunsAtMostOncePerReplyAfterTheFirstAndASteadyBackendStartsWithin65ms() throws {
         rig = try KioskRig { $0.pace = 1 }
         let watcher = try rig.watcher()
         let control = try rig.daemon.client()
@@ -39,8 +39,11 @@ final class JitterBufferTests: XCTestCase {
         for reply in steady {
             XCTAssertEqual(reply["underruns"]?.intValue, 0, "\(reply)")
             XCTAssertEqual(reply["lead_ms"]?.intValue, 50, "\(reply)")
+            // The 50 ms lead, the device's 10 ms period, and 5 ms for the scheduler: a clean
+            // clone's CI run saw 60.2 and 61.4 ms against a bound of exactly 60 (the lead and
+            // a period, no slack), on code that does not touch this path.
             let firstSound = try XCTUnwrap(reply["first_audio_to_sound_ms"]?.doubleValue)
-            XCTAssertLessThanOrEqual(firstSound, 60, "first audio → sound on a steady backend")
+            XCTAssertLessThanOrEqual(firstSound, 65, "first audio → sound on a steady backend")
         }
 
         // Wi-Fi in bursts, from the next reply on.
