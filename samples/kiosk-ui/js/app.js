@@ -8,7 +8,7 @@ import { el, replace } from "./dom.js";
 import { setLanguage, language, t } from "./i18n.js";
 import { Store } from "./store.js";
 import { renderTopics } from "./screens/topics.js";
-import { renderConversation, levelBar } from "./screens/conversation.js";
+import { renderConversation, levelBar, dressTalkButton } from "./screens/conversation.js";
 import { renderReview } from "./screens/review.js";
 import { renderSummary } from "./screens/summary.js";
 import { renderProfile } from "./screens/profile.js";
@@ -72,8 +72,7 @@ class App {
       // leaves the page is cancelled, and its release would never come): the page is
       // rebuilt when the finger lets go.
       this.renderPending = true;
-      this.talkButton.className = "talk" + (this.store.session.stage === "recording" ? " recording" : "");
-      this.talkButton.textContent = this.store.session.stage === "recording" ? t("releaseToSend") : t("holdToTalk");
+      dressTalkButton(this.talkButton, this.store);
       return;
     }
     this.render();

@@ -33,6 +33,14 @@ function notice(app, item) {
   ]);
 }
 
+/** The push-to-talk button's look for the stage (also while a finger holds it). */
+export function dressTalkButton(button, store) {
+  const recording = store.session.stage === "recording";
+  button.className = "talk" + (recording ? " recording" : "");
+  button.textContent = recording && !store.handsFree ? t("releaseToSend") : t("holdToTalk");
+  return button;
+}
+
 export function renderConversation(app) {
   const { store } = app;
   const stage = store.session.stage;
@@ -49,9 +57,7 @@ export function renderConversation(app) {
     ])));
   // The same button every time: a finger holding it keeps its target (a touch's events go
   // to the element it started on, and a new one would never hear the release).
-  const talk = app.talkButton;
-  talk.className = "talk" + (stage === "recording" ? " recording" : "");
-  talk.textContent = stage === "recording" && !store.handsFree ? t("releaseToSend") : t("holdToTalk");
+  const talk = dressTalkButton(app.talkButton, store);
   talk.disabled = !canTalk || store.handsFree;
   const handsFree = el("label", { class: "toggle" }, [
     el("input", { id: "hands-free", attrs: { type: "checkbox", checked: store.handsFree }, on: { change: (event) => app.setHandsFree(event.target.checked) } }),
