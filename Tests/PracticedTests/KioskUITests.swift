@@ -33,7 +33,7 @@ final class KioskUITests: XCTestCase {
     }
 
     /// The rig, the bridge as the launcher starts it, and a browser on the page.
-    private func start(width: Int = 1280, height: Int = 800, _ configure: (inout SimulatorConfiguration) -> Void = { _ in }) throws {
+    private func start(width: Int = 1280, height: Int = 800, browsing: Bool = true, _ configure: (inout SimulatorConfiguration) -> Void = { _ in }) throws {
         rig = try KioskRig(configure)
         let port = try WebDriver.freePort()
         bridgeOutput = "\(rig.directory)/bridge.out"
@@ -46,6 +46,7 @@ final class KioskUITests: XCTestCase {
             usleep(50_000)
         }
         address = DaemonHarness.read(bridgeOutput).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard browsing else { return }
         browser = try WebDriver(width: width, height: height)
         try browser.open(address)
     }
@@ -203,6 +204,40 @@ final class KioskUITests: XCTestCase {
         try waitForStage("idle")
         XCTAssertNil(try browser.find("#screen-review"), "review mode has no review")
         try checkMessagesAgainstTheSchema()
+    }
+
+    /// The bridge relays to the daemon only for the token the launcher made at this start:
+    /// a WebSocket without it, with another, or with a longer one gets no upgrade and never
+    /// reaches the socket (docs/threat-model.md); the static files are served to anyone.
+    func testTheBridgeRelaysOnlyForItsToken() throws {
+        try start(browsing: false)
+        let page = try XCTUnwrap(URL(string: address))
+        let token = try XCTUnwrap(page.fragment?.split(separator: "=").last.map(String.init))
+        XCTAssertEqual(token.count, 64, "256 random bits, in hex")
+        let base = try XCTUnwrap(URL(string: "http://127.0.0.1:\(page.port!)"))
+        func upgrade(_ query: String) throws -> RawHTTPResponse? {
+            let headers = [("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
+                           ("Sec-WebSocket-Version", "13"), ("Sec-WebSocket-Protocol", "binary")]
+            return try? RawHTTP.exchange(base, "GET", "/websockify\(query)", headers: headers, timeout: 5) { body in
+                String(decoding: body, as: UTF8.self).contains("\"type\":\"hello\"")
+            }
+        }
+        let control = try rig.daemon.client()
+        for query in ["", "?token=", "?token=\(String(repeating: "0", count: 64))", "?token=\(token)x", "?token=\(token.prefix(63))",
+                      "?token=%3Cscript%3E"] {
+            let answer = try upgrade(query)
+            XCTAssertNotEqual(answer?.status, 101, "\(query): upgraded without the token")
+            XCTAssertFalse(String(decoding: answer?.body ?? [], as: UTF8.self).contains("hello"), "\(query): relayed to the daemon")
+        }
+        XCTAssertEqual(try control.request("status")["clients"], .int(1), "no stranger reached the socket")
+        // The right token: upgraded, and the daemon's hello comes through.
+        let admitted = try XCTUnwrap(try upgrade("?token=\(token)"), "no answer for the right token")
+        XCTAssertEqual(admitted.status, 101)
+        XCTAssertTrue(String(decoding: admitted.body, as: UTF8.self).contains("practiced/1"), "the daemon's hello through the bridge")
+        // The UI's files are public.
+        let index = try RawHTTP.exchange(base, "GET", "/index.html")
+        XCTAssertEqual(index.status, 200)
+        XCTAssertTrue(String(decoding: index.body, as: UTF8.self).contains("js/app.js"))
     }
 
     func testAnEmptyAnswerAndARestartedDaemonAreShownForWhatTheyAre() throws {
