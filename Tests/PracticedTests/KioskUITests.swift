@@ -60,9 +60,16 @@ final class KioskUITests: XCTestCase {
 
     private func count(_ selector: String) throws -> Int { try browser.run("return document.querySelectorAll(arguments[0]).length", [.string(selector)]).intValue ?? 0 }
 
+    /// The screen as it is, at both kiosk sizes (the 7" 800×480 and 1280×800), back to the
+    /// size it had.
     private func shoot(_ name: String) throws {
-        let size = try browser.run("return innerWidth + 'x' + innerHeight").stringValue ?? "?"
-        try browser.screenshot(to: "\(Self.screenshots)/\(name)-\(size).png")
+        let width = try browser.run("return innerWidth").intValue ?? 1280
+        let height = try browser.run("return innerHeight").intValue ?? 800
+        for (w, h) in [(800, 480), (1280, 800)] {
+            try browser.resize(width: w, height: h)
+            try browser.screenshot(to: "\(Self.screenshots)/\(name)-\(w)x\(h).png")
+        }
+        try browser.resize(width: width, height: height)
     }
 
     /// Holds the push-to-talk button while the microphone hears `samples` (and `padding`
