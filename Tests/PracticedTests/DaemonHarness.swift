@@ -139,10 +139,16 @@ final class DaemonHarness {
         let command = [practicectl, "--socket", socket] + arguments
         // A sanitized build's practicectl runs under CI's options, as the daemon does: without
         // them LeakSanitizer checks at exit and turns exit(77) into 1 over a 24-byte value
-        // alive in main when exit() is called (CI's ASan step, ControlErrorTests).
+        // alive in main when exit() is called (CI's ASan step, ControlErrorTests). Run as
+        // another user it takes no option that names a file, and reports to stderr: CI's
+        // clone may be a folder that user cannot enter, and the runtime then exits ("Can't
+        // create directory" for the reports, "failed to read suppressions file").
         var environment = ["PATH": "/usr/bin:/bin"]
+        let namingFiles = ["log_path=", "suppressions="]
         for key in ["TSAN_OPTIONS", "ASAN_OPTIONS", "LSAN_OPTIONS"] {
-            if let value = ProcessInfo.processInfo.environment[key] { environment[key] = value }
+            guard let value = ProcessInfo.processInfo.environment[key] else { continue }
+            environment[key] = asUser == nil ? value
+                : value.split(separator: ":").filter { option in !namingFiles.contains { option.hasPrefix($0) } }.joined(separator: ":")
         }
         let process: ChildProcess
         if let user = asUser {
