@@ -45,7 +45,8 @@ extension SessionContext {
     }
 
     func observe(_ name: String, _ help: String, since start: UInt64, now: UInt64 = DispatchTime.now().uptimeNanoseconds) {
-        metrics.observe(name, help: help, seconds: Double(now &- start) / 1e9)
+        // Clamped: a wrapped difference would put 1.8e10 s in the histogram.
+        metrics.observe(name, help: help, seconds: max(0, milliseconds(from: start, to: now) / 1e3))
     }
 
     // The pieces hold their context unowned (it owns them); work they leave for later
@@ -78,3 +79,7 @@ extension SessionContext {
 
 /// A figure rounded to three decimals, as the events report them.
 func rounded(_ value: Double) -> Double { (value * 1000).rounded() / 1000 }
+
+/// From one uptime (ns) to another, in milliseconds; negative when `end` came first (times
+/// taken on different threads), never a trap on an unsigned subtraction.
+func milliseconds(from start: UInt64, to end: UInt64) -> Double { (Double(end) - Double(start)) / 1e6 }

@@ -17,13 +17,17 @@ final class ReplyFeed: @unchecked Sendable {
 
     /// Queues a chunk; for the reply's first chunk, the time it came (uptime ns).
     func enqueue(_ bytes: UnsafeRawBufferPointer) -> UInt64? {
-        lock.withLock {
+        // Taken before the chunk is queued: a speaker without a clock (a file) starts the
+        // sound on its own thread the moment the chunk lands, so a time taken after
+        // `enqueue` could be later than the sound's `started`.
+        let arrived = DispatchTime.now().uptimeNanoseconds
+        return lock.withLock {
             guard !stopped, !ended else { return nil }
             if number == nil { number = audio.beginReply() }
             if let number { audio.enqueue(bytes, reply: number) }
             guard !sawAudio else { return nil }
             sawAudio = true
-            return DispatchTime.now().uptimeNanoseconds
+            return arrived
         }
     }
 

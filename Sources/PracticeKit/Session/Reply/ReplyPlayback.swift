@@ -257,15 +257,15 @@ final class ReplyPlayback: @unchecked Sendable {
             finished.nextLeadMs = playback.nextLeadMilliseconds
         }
         if let first = reply.firstAudioAt, let sound = reply.soundAt {
-            finished.firstAudioToSoundMs = rounded(Double(sound - first) / 1e6)
+            finished.firstAudioToSoundMs = rounded(milliseconds(from: first, to: sound))
         }
         if let recorded = reply.recordedAt {
-            finished.endToUploadMs = rounded(Double(reply.requestedAt &- recorded) / 1e6)
-            if let sound = reply.soundAt { finished.roundTripMs = rounded(Double(sound &- recorded) / 1e6) }
+            finished.endToUploadMs = rounded(milliseconds(from: recorded, to: reply.requestedAt))
+            if let sound = reply.soundAt { finished.roundTripMs = rounded(milliseconds(from: recorded, to: sound)) }
         }
         if let streamEnd = reply.streamEndedAt, let playbackEnd = reply.playbackEndedAt {
             // Negative when the sound ran out before the stream's last event (a `done` late).
-            finished.streamEndToFinishedMs = rounded((Double(playbackEnd) - Double(streamEnd)) / 1e6)
+            finished.streamEndToFinishedMs = rounded(milliseconds(from: streamEnd, to: playbackEnd))
         }
         if let timings = summary?.timings, !timings.isEmpty { finished.serverTimings = timings }
         context.publish(finished)

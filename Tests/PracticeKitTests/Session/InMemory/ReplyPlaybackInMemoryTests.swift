@@ -51,6 +51,35 @@ final class ReplyPlaybackInMemoryTests: XCTestCase {
         XCTAssertFalse(context.run { replies.isActive })
     }
 
+    /// A speaker without a clock (an unpaced file) starts the sound as soon as the first
+    /// chunk is queued, on its own thread, so its `started` may carry a time before
+    /// `enqueue` returned. The chunk's arrival is taken before it is queued: before, the
+    /// arrival was later than the sound, and `first_audio_to_sound_ms` trapped on an
+    /// unsigned overflow (the daemon died of SIGILL in UnpacedSpeakerTests, 1 run in 10).
+    func testASoundStartedWhileItsFirstChunkWasQueuedIsMeasuredNotATrap() throws {
+        context.run { context.stage = .uploading; replies.start(upload("t1")) }
+        let stream = try XCTUnwrap(backend.streams.first)
+        stream.send(.accepted)
+        stream.send(.transcript("I went to Paris"))
+        stream.sendAudio(bytes: 4_800)
+        let soundAt = try XCTUnwrap(audio.firstChunkAt)
+        context.settle()
+        context.run { replies.playerEvent(.started(latencyFrames: 0, reply: 1), at: soundAt) }
+        stream.end(transcript: "I went to Paris")
+        context.settle()
+        context.run { replies.playerEvent(.finished(PlaybackReport(playedSeconds: 0.1, interrupted: false, underruns: 0, reply: 1)),
+                                          at: DispatchTime.now().uptimeNanoseconds) }
+        let finished = try XCTUnwrap(context.event("reply.finished"))
+        let measured = try XCTUnwrap(finished["first_audio_to_sound_ms"]?.doubleValue)
+        XCTAssertGreaterThanOrEqual(measured, 0)
+        XCTAssertLessThan(measured, 1_000)
+        // The histogram took the same measure, not a wrapped 1.8e10 s.
+        let sum = context.metrics.exposition().split(separator: "\n").first { $0.hasPrefix("practiced_first_audio_to_sound_seconds_sum ") }
+        let seconds = try XCTUnwrap(sum?.split(separator: " ").last.flatMap { Double($0) })
+        XCTAssertGreaterThanOrEqual(seconds, 0)
+        XCTAssertLessThan(seconds, 1)
+    }
+
     func testAnEmptyTranscriptStopsTheSoundAtOnceAndIsToldAsUnanswered() throws {
         context.run { context.stage = .uploading; replies.start(upload("t1")) }
         let stream = try XCTUnwrap(backend.streams.first)

@@ -171,9 +171,17 @@ final class MemoryAudio: SessionAudio, @unchecked Sendable {
     private(set) var enqueuedBytes = 0
     private(set) var ended: [Int] = []
     private(set) var stopped: [Int] = []
+    /// When the first chunk reached the speaker (uptime ns): a speaker without a clock (a
+    /// file) may start the sound at that moment, before `enqueue` returns.
+    private(set) var firstChunkAt: UInt64?
 
     func beginReply() -> Int? { lock.withLock { next += 1; begun.append(next); return next } }
-    func enqueue(_ bytes: UnsafeRawBufferPointer, reply: Int) { lock.withLock { enqueuedBytes += bytes.count } }
+    func enqueue(_ bytes: UnsafeRawBufferPointer, reply: Int) {
+        lock.withLock {
+            enqueuedBytes += bytes.count
+            if firstChunkAt == nil { firstChunkAt = DispatchTime.now().uptimeNanoseconds }
+        }
+    }
     func endReply(_ reply: Int) { lock.withLock { ended.append(reply) } }
     func stopReply(_ reply: Int) { lock.withLock { stopped.append(reply) } }
     func stopAll() -> Bool { false }
