@@ -197,6 +197,10 @@ final class KioskUITests: XCTestCase {
         try start(width: 800, height: 480)
         XCTAssertNotNil(try browser.wait(for: "#review-mode"))
         try shoot("topics")
+        // The page has its own language switch; chromium must not offer to translate it (a
+        // Google Translate bubble covered the header on cage until the page said no).
+        XCTAssertEqual(try browser.run("return document.documentElement.translate"), .bool(false))
+        XCTAssertEqual(try browser.run("return document.querySelector('meta[name=google]').content"), "notranslate")
         try browser.click("#language")
         XCTAssertNotNil(try browser.wait(for: "#tab-practice", text: { $0 == "Practice" }))
         try shoot("topics-english")

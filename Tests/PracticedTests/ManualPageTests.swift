@@ -170,8 +170,36 @@ final class ManualPageTests: XCTestCase {
         }
     }
 
+    /// The kiosk UI's launcher (a shell script in samples/kiosk-ui): its options and the
+    /// variables it reads, as its `--help` gives them.
+    func testKioskUIPageGivesEveryOptionAndVariableOfHelp() throws {
+        let launcher = "\(Self.repository)/samples/kiosk-ui/practiced-kiosk-ui"
+        let help = try output("/bin/bash", [launcher, "--help"])
+        XCTAssertEqual(help.status, 0, help.stderr)
+        XCTAssertFalse(help.stdout.contains("set -euo"), "--help prints the header comment only")
+        let usage = try XCTUnwrap(help.stdout.components(separatedBy: "\n").first { $0.contains("practiced-kiosk-ui [") })
+        let options = Set(options(in: usage)).union(["--help"])
+        XCTAssertEqual(options, ["--port", "--socket", "--ui", "--no-browser", "--browser-args", "--help"])
+        let lines = try rendered("practiced-kiosk-ui.1")
+        let documented = Set(entries(section("OPTIONS", of: lines)).map(\.tag).flatMap { $0.components(separatedBy: ", ") }
+            .map { $0.components(separatedBy: " ")[0] }).subtracting(["-h"])
+        XCTAssertEqual(documented, options, "practiced-kiosk-ui(1) OPTIONS against its --help")
+        let regex = try NSRegularExpression(pattern: "PRACTICED_[A-Z_]+")
+        let variables = Set(regex.matches(in: help.stdout, range: NSRange(help.stdout.startIndex..., in: help.stdout))
+            .map { String(help.stdout[Range($0.range, in: help.stdout)!]) })
+        XCTAssertEqual(variables.count, 4, "\(variables)")
+        let environment = Set(entries(section("ENVIRONMENT", of: lines)).map(\.tag))
+        XCTAssertEqual(environment, variables.union(["XDG_RUNTIME_DIR"]), "practiced-kiosk-ui(1) ENVIRONMENT against its --help")
+        // The script reads every variable it names.
+        let script = try String(contentsOfFile: launcher, encoding: .utf8)
+        for variable in variables { XCTAssertTrue(script.contains("${\(variable):-"), variable) }
+        XCTAssertEqual(try output("/bin/bash", [launcher, "--no-such-option"]).status, 64)
+        XCTAssertEqual(try output("/bin/bash", [launcher, "--port", "80a"]).status, 64)
+        XCTAssertEqual(try output("/bin/bash", [launcher, "--no-browser", "--ui", "/nonexistent"]).status, 66)
+    }
+
     func testPagesFormatWithoutWarnings() throws {
-        for name in ["practiced.8", "practicectl.1", "practiced.conf.5"] {
+        for name in ["practiced.8", "practicectl.1", "practiced.conf.5", "practiced-kiosk-ui.1"] {
             let (status, text, errors) = try output("/usr/bin/man", ["--warnings", "-l", Self.page(name)], environment: ["MANWIDTH": "80"])
             XCTAssertEqual(status, 0, "\(name): \(errors)")
             XCTAssertEqual(errors, "", "man --warnings on \(name)")
