@@ -67,6 +67,13 @@ final class KioskUITests: XCTestCase {
         let height = try browser.run("return innerHeight").intValue ?? 800
         for (w, h) in [(800, 480), (1280, 800)] {
             try browser.resize(width: w, height: h)
+            // The conversation's newest line is in view at this size too (the page follows
+            // a change of size; before, the 800×480 shots showed the first lines).
+            let newestInView = try browser.wait(until: """
+                const lines = document.getElementById('lines'); const newest = lines && lines.lastElementChild;
+                return !newest || newest.getBoundingClientRect().bottom <= lines.getBoundingClientRect().bottom + 1;
+                """, timeout: 5)
+            XCTAssertTrue(newestInView, "\(name) at \(w)x\(h): the newest line is out of view")
             try browser.screenshot(to: "\(Self.screenshots)/\(name)-\(w)x\(h).png")
         }
         try browser.resize(width: width, height: height)
@@ -123,6 +130,7 @@ final class KioskUITests: XCTestCase {
         XCTAssertNotNil(try browser.wait(for: ".line.tutor", timeout: 30), "the greeting's text never showed")
         try waitForStage("ready")
         XCTAssertEqual(try browser.text(try XCTUnwrap(try browser.find("#end"))), "結束對話")
+        XCTAssertEqual(try browser.text(try XCTUnwrap(try browser.find("#session-title"))), "旅遊", "what is practised is shown")
         try shoot("conversation")
 
         // Push-to-talk: held through the learner's words; the transcript, then the reply.
@@ -209,6 +217,7 @@ final class KioskUITests: XCTestCase {
         try waitForStage("ready")
         XCTAssertEqual(try browser.run("return window.practicedKiosk.store.session.mode"), "review")
         XCTAssertEqual(try browser.text(try XCTUnwrap(try browser.find("#end"))), "結束複習")
+        XCTAssertEqual(try browser.text(try XCTUnwrap(try browser.find("#session-title"))), "弱點複習")
         try shoot("conversation")
         try browser.click("#end")
         XCTAssertNotNil(try browser.wait(for: "#screen-topics", timeout: 20), "review mode's end did not go home")

@@ -28,6 +28,9 @@ class App {
     this.store.subscribe((what) => this.changed(what));
     // A push-to-talk press ends wherever the finger leaves the screen.
     for (const name of ["pointerup", "pointercancel"]) window.addEventListener(name, () => this.releaseTalk());
+    // A screen that changes size (a rotated panel, another resolution) still shows the
+    // newest line of the conversation.
+    window.addEventListener("resize", () => this.scrollToNewest());
     window.practicedKiosk = this;  // for the browser tests: the store and the messages seen
     this.messages = [];
     this.connection.on("message", (message) => { this.messages.push(message); if (this.messages.length > 5000) this.messages.shift(); });
@@ -191,6 +194,10 @@ class App {
     const main = el("main", { id: "screen", data: { screen } }, [screens[screen]()]);
     replace(this.root, header, el("div", { id: "link", attrs: { role: "status", "aria-live": "polite" } }), main, tabs);
     this.renderLink();
+    this.scrollToNewest();
+  }
+
+  scrollToNewest() {
     const lines = document.getElementById("lines");
     if (lines) lines.scrollTop = lines.scrollHeight;
   }

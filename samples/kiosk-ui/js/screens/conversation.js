@@ -5,7 +5,7 @@
 // typed turn (`say`) and the end (結束對話 → review; 結束複習 → home).
 
 import { el } from "../dom.js";
-import { t } from "../i18n.js";
+import { language, t } from "../i18n.js";
 
 const STAGE_KEYS = {
   idle: "stageIdle", starting: "stageStarting", greeting: "stageGreeting", ready: "stageReady", listening: "stageListening",
@@ -31,6 +31,14 @@ function notice(app, item) {
     ...actions,
     el("button", { class: "dismiss", text: "×", attrs: { "aria-label": "dismiss" }, on: { click: () => app.store.dismiss(item.id) } }),
   ]);
+}
+
+/** What is practised: the topic's label in the UI's language, or weak-point review. */
+function sessionTitle(store) {
+  if (store.session.mode === "review") return t("reviewModeTitle");
+  const topic = (store.topics?.topics ?? []).find((item) => item.id === store.session.topic_id);
+  if (!topic) return store.session.topic_id ?? "";
+  return (language() === "en" ? topic.label_en : topic.label_zh) || topic.label_en || topic.id;
 }
 
 /** The push-to-talk button's look for the stage (also while a finger holds it). */
@@ -79,6 +87,7 @@ export function renderConversation(app) {
     ];
   return el("section", { class: "screen conversation", id: "screen-conversation", data: { stage, mode: store.session.mode ?? "" } }, [
     el("header", { class: "stage-bar" }, [
+      el("span", { class: "session-title", id: "session-title", text: sessionTitle(store) }),
       el("span", { class: `stage stage-${stage}`, id: "stage", text: t(STAGE_KEYS[stage] ?? "stageIdle") }),
       levelBar(store),
     ]),
