@@ -81,13 +81,14 @@ final class KioskUITests: XCTestCase {
 
     /// Holds the push-to-talk button while the microphone hears `samples` (and `padding`
     /// more samples of silence), then lets go.
-    private func holdToTalk(_ samples: [Int16], padding: Int = 4_800) throws {
-        try browser.pointer(true, on: "#talk")
+    private func holdToTalk(_ samples: [Int16], padding: Int = 4_800, byTouch: Bool = false) throws {
+        let press = byTouch ? browser.touch : browser.pointer
+        try press(true, "#talk")
         try waitForStage("recording")
         let from = rig.microphone.written.value
         rig.microphone.say(samples)
         XCTAssertTrue(rig.microphone.written.wait(timeout: 20) { $0 >= from + samples.count + padding })
-        try browser.pointer(false, on: "#talk")
+        try press(false, "#talk")
     }
 
     /// Every line the page read and wrote, checked against the protocol's schema.
@@ -133,8 +134,9 @@ final class KioskUITests: XCTestCase {
         XCTAssertEqual(try browser.text(try XCTUnwrap(try browser.find("#session-title"))), "旅遊", "what is practised is shown")
         try shoot("conversation")
 
-        // Push-to-talk: held through the learner's words; the transcript, then the reply.
-        try holdToTalk(KioskRig.learner)
+        // Push-to-talk: a finger holds it through the learner's words (a touch, as on the
+        // kiosk's screen); the transcript, then the reply.
+        try holdToTalk(KioskRig.learner, byTouch: true)
         XCTAssertNotNil(try browser.wait(for: ".line.you", timeout: 30), "the learner's transcript never showed")
         XCTAssertTrue(try browser.wait(until: "return document.querySelectorAll('.line.tutor').length >= 2", timeout: 30), "no reply text")
         try waitForStage("ready")

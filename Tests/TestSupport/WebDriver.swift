@@ -131,6 +131,22 @@ public final class WebDriver {
                                                            "actions": .array(steps)]]])
     }
 
+    /// A finger put on the middle of `selector` (down) or lifted, as the touch screen's
+    /// driver reports it: Chrome DevTools' `Input.dispatchTouchEvent`, which goes through
+    /// the browser's input pipeline (W3C touch actions on headless chromium deliver a held
+    /// touch's press but not its release).
+    public func touch(_ down: Bool, on selector: String) throws {
+        let box = try run("""
+            const r = document.querySelector(arguments[0]).getBoundingClientRect();
+            return [Math.round(r.left + r.width / 2), Math.round(r.top + r.height / 2)];
+            """, [.string(selector)])
+        guard let point = box.arrayValue, point.count == 2, let x = point[0].intValue, let y = point[1].intValue else { throw Failure(description: "no \(selector) to touch") }
+        let points: JSONValue = down ? [["x": .int(x), "y": .int(y), "id": 1, "radiusX": 8, "radiusY": 8, "force": 1]] : []
+        _ = try command("POST", "/goog/cdp/execute", ["cmd": "Input.dispatchTouchEvent", "params": [
+            "type": down ? "touchStart" : "touchEnd", "touchPoints": points,
+        ]])
+    }
+
     /// A PNG of the viewport, written to `path`.
     public func screenshot(to path: String) throws {
         guard let encoded = try command("GET", "/screenshot", nil).stringValue, let png = Data(base64Encoded: encoded) else {
