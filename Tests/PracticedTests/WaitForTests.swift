@@ -95,9 +95,12 @@ final class WaitForTests: XCTestCase {
         let daemon = try DaemonHarness()
         let client = try daemon.client()
         _ = try client.request("subscribe", ["topics": ["playback"]])
-        // 150 s at 8 kHz: the player's 120 s queue fills from the file at once, and the rest
-        // is read as it plays. The file is cut to 60 s under it.
-        let path = clip("cut.wav", seconds: 150, rate: 8_000)
+        // 300 s at 8 kHz: the player's queue (120 s, rounded up to a power of two: 174.8 s)
+        // fills from the file at once, and the rest is read as it plays. The file is cut to
+        // 60 s under it: the reader meets the cut on its way there, or at its next read.
+        // (With 150 s the whole clip fit in the queue, and a reader quicker than the cut, on
+        // a loaded machine, read it all: no failure to report, 1 run in 5.)
+        let path = clip("cut.wav", seconds: 300, rate: 8_000)
         let waiting = DispatchQueue(label: "practicectl")
         let socket = daemon.socketPath
         let result = Awaitable<(status: Int32, stdout: String, stderr: String)?>(nil)
