@@ -59,6 +59,11 @@ let package = Package(
             dependencies: ["AudioKernel", "FuzzSupport"],
             path: "Sources/Fuzz/WAVDecoderFuzzer"
         ),
+        .executableTarget(
+            name: "fuzz-mpeg4-demuxer",
+            dependencies: ["AudioKernel", "FuzzSupport"],
+            path: "Sources/Fuzz/MPEG4DemuxerFuzzer"
+        ),
 
         .executableTarget(
             name: "fuzz-sse-parser",

@@ -75,6 +75,14 @@ public final class WebDriver {
         try command("POST", "/execute/sync", ["script": .string(script), "args": .array(arguments)])
     }
 
+    /// Runs `script` (a function body whose last argument is a callback) in the page, and
+    /// waits for the value it calls back with (at most `timeout` seconds).
+    @discardableResult
+    public func runAsync(_ script: String, _ arguments: [JSONValue] = [], timeout: Double = 30) throws -> JSONValue {
+        _ = try command("POST", "/timeouts", ["script": .int(Int(timeout * 1_000))])
+        return try command("POST", "/execute/async", ["script": .string(script), "args": .array(arguments)])
+    }
+
     /// The first element matching `selector`, or nil.
     public func find(_ selector: String) throws -> Element? {
         let found = try command("POST", "/elements", ["using": "css selector", "value": .string(selector)])
