@@ -14,6 +14,9 @@ import XCTest
 /// (or `$PRACTICED_SCREENSHOTS`).
 final class KioskUITests: XCTestCase {
     private var rig: KioskRig!
+    /// The real TalkCo server's recorded answers, and a daemon on them.
+    private var replay: TraceReplayServer?
+    private var replayDaemon: DaemonHarness?
     private var bridge: ChildProcess?
     private var bridgeOutput = ""
     private var browser: WebDriver!
@@ -29,20 +32,29 @@ final class KioskUITests: XCTestCase {
         bridge?.terminate(signal: SIGTERM)
         rig?.stop()
         rig = nil
+        replayDaemon = nil
+        replay?.stop()
+        replay = nil
         if !bridgeOutput.isEmpty { try? FileManager.default.removeItem(atPath: bridgeOutput) }
     }
 
     /// The rig, the bridge as the launcher starts it, and a browser on the page.
     private func start(width: Int = 1280, height: Int = 800, browsing: Bool = true, _ configure: (inout SimulatorConfiguration) -> Void = { _ in }) throws {
         rig = try KioskRig(configure)
+        try openPage(socket: rig.daemon.socketPath, directory: rig.directory, width: width, height: height, browsing: browsing)
+    }
+
+    /// The bridge to `socket` as the launcher starts it (its files in `directory`), and a
+    /// browser on the page.
+    private func openPage(socket: String, directory: String, width: Int = 1280, height: Int = 800, browsing: Bool = true) throws {
         let port = try WebDriver.freePort()
-        bridgeOutput = "\(rig.directory)/bridge.out"
+        bridgeOutput = "\(directory)/bridge.out"
         bridge = try ChildProcess(executable: "/bin/bash", arguments: [
-            "\(Self.uiDirectory)/practiced-kiosk-ui", "--no-browser", "--port", "\(port)", "--socket", rig.daemon.socketPath, "--ui", Self.uiDirectory,
-        ], environment: ["PATH": "/usr/bin:/bin", "XDG_RUNTIME_DIR": rig.directory], stdoutPath: bridgeOutput, stderrPath: "\(rig.directory)/bridge.err")
+            "\(Self.uiDirectory)/practiced-kiosk-ui", "--no-browser", "--port", "\(port)", "--socket", socket, "--ui", Self.uiDirectory,
+        ], environment: ["PATH": "/usr/bin:/bin", "XDG_RUNTIME_DIR": directory], stdoutPath: bridgeOutput, stderrPath: "\(directory)/bridge.err")
         let deadline = Date().addingTimeInterval(20)
         while !DaemonHarness.read(bridgeOutput).hasPrefix("http://") {
-            guard Date() < deadline else { throw HarnessError(message: "the bridge did not start: \(DaemonHarness.read("\(rig.directory)/bridge.err"))") }
+            guard Date() < deadline else { throw HarnessError(message: "the bridge did not start: \(DaemonHarness.read("\(directory)/bridge.err"))") }
             usleep(50_000)
         }
         address = DaemonHarness.read(bridgeOutput).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -260,6 +272,49 @@ final class KioskUITests: XCTestCase {
         let index = try RawHTTP.exchange(base, "GET", "/index.html")
         XCTAssertEqual(index.status, 200)
         XCTAssertTrue(String(decoding: index.body, as: UTF8.self).contains("js/app.js"))
+    }
+
+    /// The page on the real TalkCo server's recorded answers (``TraceReplayServer`` over TCP,
+    /// the session `8074418d-…`): its topics, a greeting and a typed turn, the review with
+    /// the server's own marks and a correction, the summary and the profile, as the real
+    /// server wrote them (Chinese text, nulls and all).
+    func testTheRealServersAnswersAreShown() throws {
+        let server = try TraceReplayServer()
+        replay = server
+        try server.queue("01", "30", "02", "03", "07", "17", "18", "19", "20", "21", "24", "25", "26", "27")
+        let daemon = try DaemonHarness(backend: server.baseURL, arguments: ["--review-poll-ms", "100", "--user-id", "630478590", "--user-name", "Mei"])
+        replayDaemon = daemon
+        let directory = DaemonHarness.makeDirectory()
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: directory) }
+        try openPage(socket: daemon.socketPath, directory: directory)
+        let topics = try XCTUnwrap(Trace.load("01").json?.arrayValue ?? Trace.load("01").json?["topics"]?.arrayValue)
+        XCTAssertTrue(try browser.wait(until: "return document.querySelectorAll('.topic').length === \(topics.count)"), "the server's \(topics.count) topics")
+        try browser.click("[data-topic='daily_life']")
+        XCTAssertNotNil(try browser.wait(for: ".line.tutor", timeout: 30), "the recorded greeting's words")
+        try waitForStage("ready")
+        try browser.type("I very like cooking, especially beef noodles.", into: "#say-input")
+        try browser.click("#say button[type=submit]")
+        XCTAssertTrue(try browser.wait(until: "return document.querySelectorAll('.line.tutor').length >= 2", timeout: 30), "the recorded reply's words")
+        try waitForStage("ready")
+        try shoot("real-server-conversation")
+
+        try browser.click("#end")
+        try waitForStage("reviewed")
+        // The recorded review has four segments with a mark each.
+        let segments = try XCTUnwrap(Trace.load("19").json?["segments"]?.arrayValue)
+        XCTAssertTrue(try browser.wait(until: "return document.querySelectorAll('.segment').length === \(segments.count)", timeout: 10))
+        let marks = segments.reduce(0) { $0 + ($1["ai_marks"]?.arrayValue?.count ?? 0) }
+        XCTAssertEqual(try count(".mark"), marks)
+        try browser.type("這句怎麼說比較自然？", into: ".segment .ask-input")
+        try browser.click(".segment .ask button[type=submit]")
+        XCTAssertTrue(try browser.wait(until: "return document.querySelectorAll('.correction').length > 0", timeout: 30), "the recorded correction")
+        try shoot("real-server-review")
+        try browser.click("#finish")
+        XCTAssertNotNil(try browser.wait(for: "#overall", timeout: 30), "the recorded summary")
+        let overall = try XCTUnwrap(Trace.load("27").json?["summary"]?["overall"]?.stringValue)
+        XCTAssertEqual(try browser.text(try XCTUnwrap(try browser.find("#overall"))), overall)
+        try shoot("real-server-summary")
+        try checkMessagesAgainstTheSchema()
     }
 
     func testAnEmptyAnswerAndARestartedDaemonAreShownForWhatTheyAre() throws {
