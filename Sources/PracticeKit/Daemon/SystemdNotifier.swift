@@ -8,6 +8,11 @@ import Glibc
 /// `STOPPING=1`. Without `NOTIFY_SOCKET` every call does nothing.
 public final class SystemdNotifier: @unchecked Sendable {
     private let address: String?
+    /// The datagram socket every message goes out on, made once at start: at a low
+    /// descriptor limit, clients waiting on an activated socket can take every descriptor
+    /// the moment accepting begins, and a socket made per message then failed (EMFILE), so
+    /// READY=1 never came (DaemonLifecycleTests, under load) and WATCHDOG=1 would not either.
+    private let fd: Int32
     /// How often to send `WATCHDOG=1`, when systemd asked for it (for this process).
     public let watchdogInterval: Double?
 
@@ -19,11 +24,14 @@ public final class SystemdNotifier: @unchecked Sendable {
         } else {
             watchdogInterval = nil
         }
+        fd = address == nil ? -1 : socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         // Children must not notify in the daemon's name.
         unsetenv("NOTIFY_SOCKET")
         unsetenv("WATCHDOG_USEC")
         unsetenv("WATCHDOG_PID")
     }
+
+    deinit { if fd >= 0 { close(fd) } }
 
     public var isEnabled: Bool { address != nil }
 
@@ -39,10 +47,7 @@ public final class SystemdNotifier: @unchecked Sendable {
     /// Sends one datagram; failures are ignored (systemd may be gone; the daemon goes on).
     @discardableResult
     public func send(_ message: String) -> Bool {
-        guard let address else { return false }
-        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
+        guard let address, fd >= 0 else { return false }
         var socketAddress = sockaddr_un()
         socketAddress.sun_family = sa_family_t(AF_UNIX)
         var path = Array(address.utf8)
