@@ -66,7 +66,8 @@ final class AACFilterbank {
     }
 
     /// The spectrum of 2048 samples at `input` (the last frame's 1024 and this one's) under
-    /// `sequence`, into `spectrum` (1024 coefficients; 8 × 128 for eight short windows).
+    /// `sequence`, into `spectrum` (1024 coefficients; 8 × 128 for eight short windows):
+    /// X[k] = 2 Σ w[n] x[n] cos(…), the analysis the standard pairs with its 2/N synthesis.
     func analyze(_ input: UnsafePointer<Float>, _ sequence: AACWindowSequence, shape: Int, previousShape: Int,
                  into spectrum: UnsafeMutablePointer<Float>) {
         if sequence == .eightShort {
@@ -74,13 +75,13 @@ final class AACFilterbank {
                 let rise = AACWindow.short[w == 0 ? previousShape : shape], fall = AACWindow.short[shape]
                 let at = input + 448 + w * 128
                 for n in 0..<128 {
-                    shortBuffer[n] = at[n] * rise[n]
-                    shortBuffer[128 + n] = at[128 + n] * fall[127 - n]
+                    shortBuffer[n] = 2 * at[n] * rise[n]
+                    shortBuffer[128 + n] = 2 * at[128 + n] * fall[127 - n]
                 }
                 short.forward(shortBuffer, spectrum + w * 128)
             }
         } else {
-            buffer.update(from: input, count: 2048)
+            for n in 0..<2048 { buffer[n] = 2 * input[n] }
             Self.applyLongWindow(buffer, sequence, shape: shape, previousShape: previousShape)
             long.forward(buffer, spectrum)
         }
