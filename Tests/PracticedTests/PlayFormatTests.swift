@@ -6,7 +6,8 @@ import TestSupport
 import XCTest
 
 /// `play` with WAV files as other tools write them (8-192 kHz, 1-8 channels, 8-bit unsigned,
-/// 16/24/32-bit integer, 32-bit float, G.711 A-law and µ-law), converted on the fly by the daemon as a real process, and
+/// 16/24/32-bit integer, 32-bit float, G.711 A-law and µ-law) and MPEG-4 AAC-LC files (ours,
+/// ffmpeg's, the Chatterbox backend's recording), converted on the fly by the daemon as a real process, and
 /// measured where they land: the speaker (a PCM16 24 kHz mono WAV file device). Encodings
 /// the decoder does not read are typed errors. A clip played with `mix: true` is mixed over
 /// what plays, through the limiter.
@@ -65,6 +66,66 @@ final class PlayFormatTests: XCTestCase {
             let floor: [SampleFormat: Double] = [.u8: -40, .alaw: -33, .mulaw: -33]
             XCTAssertLessThan(spectrum.thdPlusNoise(fundamental: 1_000), floor[format.sampleFormat] ?? -85, "\(format)")
         }
+    }
+
+    /// Half a second of a 1 kHz tone at 0.5 reaches the speaker from each AAC file: ours at the
+    /// recorder's 24 kHz mono 48 kbit/s, ffmpeg's as Chatterbox's iPhone app records (48 kHz
+    /// mono 128 kbit/s) and at 44.1 kHz stereo; the recording in the Chatterbox trace plays
+    /// its whole length. Other codecs in MP4 are refused, named.
+    func testMPEG4AACFilesPlayAndOtherCodecsAreNamed() throws {
+        let daemon = try DaemonHarness()
+        let client = try daemon.client()
+        _ = try client.request("subscribe", ["topics": ["playback"]])
+        XCTAssertNotNil(client.waitForEvent("snapshot"))
+        let tone = WAVFormat(sampleRate: 48_000, channels: 2)
+        let source = write("tone.wav", WAVFixture.file(tone, frames: 24_000) { frame, _ in
+            0.5 * sin(2 * Double.pi * 1_000 * Double(frame) / 48_000)
+        })
+        let ours = "\(scratch!)/ours.m4a"
+        let samples = try WAVDecoder.decode(contentsOfFile: source).samples
+        let mono24k = stride(from: 0, to: samples.count, by: 4).map { samples[$0] }  // 48 kHz stereo → 24 kHz mono (a 1 kHz tone has no alias)
+        let writer = try AACFileWriter(path: ours, sampleRate: 24_000, channels: 1, bitRate: 48_000)
+        try mono24k.withUnsafeBufferPointer { try writer.write($0.baseAddress!, frames: $0.count) }
+        try writer.finish()
+        let iphone = "\(scratch!)/iphone.m4a", stereo = "\(scratch!)/stereo.m4a"
+        try runTool("ffmpeg", ["-v", "error", "-y", "-i", source, "-af", "pan=mono|c0=c0", "-c:a", "aac", "-b:a", "128k", iphone])
+        try runTool("ffmpeg", ["-v", "error", "-y", "-i", source, "-ar", "44100", "-c:a", "aac", "-b:a", "96k", stereo])
+        for path in [ours, iphone, stereo] {
+            let before = try speaker(daemon).count
+            let played = try client.request("play", ["path": .string(path)])
+            XCTAssertEqual(try XCTUnwrap(played["duration_s"]?.doubleValue), 0.5, accuracy: 0.002, path)
+            let finished = try XCTUnwrap(client.waitForEvent("playback.finished", timeout: 10), path)
+            XCTAssertEqual(try XCTUnwrap(finished["data"]?["played_s"]?.doubleValue), 0.5, accuracy: 0.01, path)
+            let heard = Array(try speaker(daemon)[before...])
+            let onset = try XCTUnwrap(heard.firstIndex { abs(Int($0)) > 1_000 }, "\(path): nothing reached the speaker")
+            XCTAssertGreaterThan(heard.count, onset + 1_200 + 8_192, path)
+            let steady = heard[(onset + 1_200)..<(onset + 1_200 + 8_192)].map { Double($0) / 32_768 }
+            let spectrum = Spectrum(steady, rate: 24_000)
+            XCTAssertEqual(spectrum.amplitude(at: 1_000), 0.5, accuracy: 0.01, path)
+            // The coders' noise on a pure tone (ffmpeg's at 96 kbit/s stereo: -38.9 dB).
+            XCTAssertLessThan(spectrum.thdPlusNoise(fundamental: 1_000), -35, path)
+        }
+
+        // The learner's recording as the Chatterbox backend hands it back (trace 34).
+        let trace = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../../shared/chatterbox-traces/34-download-recording.json").standardized
+        let record = try JSONSerialization.jsonObject(with: Data(contentsOf: trace)) as! [String: Any]
+        let body = try XCTUnwrap(Data(base64Encoded: (record["response"] as! [String: Any])["body_base64"] as! String))
+        let recording = write("recording.m4a", [UInt8](body))
+        let played = try client.request("play", ["path": .string(recording)])
+        XCTAssertEqual(try XCTUnwrap(played["duration_s"]?.doubleValue), 3.545, accuracy: 0.001, "ffprobe's duration of the trace's file")
+        let finished = try XCTUnwrap(client.waitForEvent("playback.finished", timeout: 15))
+        XCTAssertEqual(try XCTUnwrap(finished["data"]?["played_s"]?.doubleValue), 3.545, accuracy: 0.02)
+
+        // Apple Lossless and Opus in MP4: named, not played.
+        for (codec, name) in [("alac", "alac"), ("libopus", "Opus")] {
+            let path = "\(scratch!)/other-\(codec).mp4"
+            try runTool("ffmpeg", ["-v", "error", "-y", "-i", source, "-c:a", codec, path])
+            let error = try XCTUnwrap(client.failure("play", ["path": .string(path)]), codec)
+            XCTAssertEqual(error.code, .fileError, codec)
+            XCTAssertTrue(error.message.contains(name), "\(codec): \(error.message)")
+        }
+        XCTAssertEqual(try client.request("ping")["pong"], .bool(true), "the daemon serves on")
     }
 
     func testEncodingsTheDecoderDoesNotReadAreTypedErrors() throws {

@@ -20,8 +20,12 @@ public final class MPEG4AudioDecoder {
     private var decodedStart = 0
     private var decodedEnd = 0
 
-    public init(path: String) throws(MPEG4Error) {
-        file = try MPEG4AudioFile(path: path)
+    public convenience init(path: String) throws(MPEG4Error) {
+        try self.init(file: try MPEG4AudioFile(path: path))
+    }
+
+    public init(file: MPEG4AudioFile) throws(MPEG4Error) {
+        self.file = file
         let track = file.track
         do {
             decoder = try AACDecoder(config: track.config)

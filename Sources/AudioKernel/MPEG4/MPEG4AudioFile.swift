@@ -39,6 +39,30 @@ public final class MPEG4AudioFile {
         self.fd = fd
     }
 
+    /// Reads the box tree from `descriptor`, a regular file a caller opened and checked
+    /// (the daemon's `play` checks who may read what on the descriptor itself). The file keeps
+    /// a duplicate of it; the caller's stays the caller's to close.
+    public init(descriptor: Int32, path: String) throws(MPEG4Error) {
+        self.path = path
+        let fd = fcntl(descriptor, F_DUPFD_CLOEXEC, 0)
+        guard fd >= 0 else { throw .io(Errno.current, operation: "duplicating the descriptor of \(path)") }
+        var status = stat()
+        guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+            Glibc.close(fd)
+            throw .io(Errno(rawValue: EINVAL), operation: "\(path) is not a regular file")
+        }
+        let size = Int(status.st_size)
+        do {
+            track = try MPEG4Demuxer.parse(fileSize: size) { (offset: Int, count: Int) throws(MPEG4Error) -> [UInt8] in
+                try Self.read(fd, at: offset, count: min(count, size - offset), path: path)
+            }
+        } catch {
+            Glibc.close(fd)
+            throw error
+        }
+        self.fd = fd
+    }
+
     deinit { Glibc.close(fd) }
 
     /// Frame `index`'s bytes, into `buffer` (resized to the frame, its capacity kept).

@@ -2,8 +2,9 @@ import AudioKernel
 import FoundationEssentials
 import Glibc
 
-/// A WAV file a client named with `play`, opened the way a daemon that serves untrusted
-/// local clients must open it.
+/// A WAV or MPEG-4 AAC (`.m4a`, `.mp4`) file a client named with `play`, opened the way a
+/// daemon that serves untrusted local clients must open it. Which of the two it is comes from
+/// its first bytes (an `ftyp` box), not from its name.
 ///
 /// - Never blocks on what it opens: `O_NONBLOCK` (a FIFO without a writer opens at once),
 ///   then `fstat` on the descriptor: only a regular file is read, never a FIFO, a device
@@ -16,8 +17,15 @@ import Glibc
 /// - Bounded: at most `play.max_bytes`; the samples are read in pieces as the player has
 ///   room (``read(into:at:)``), so a two-hour file plays in the same memory as a short one.
 final class ClipFile {
+    /// What the file holds, as read so far.
+    enum Content {
+        case wav(WAVLayout)
+        /// AAC-LC, decoded as it is read.
+        case mpeg4(MPEG4AudioDecoder)
+    }
+
     let fd: Int32
-    let layout: WAVLayout
+    let content: Content
     /// The real path of what was opened.
     let path: String
 
@@ -55,12 +63,20 @@ final class ClipFile {
         let count = header.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
         guard count >= 0 else { throw ControlError(.fileError, "\(requested): \(String(cString: strerror(errno)))") }
         let size = Int(info.st_size)
-        let parsed = header.withUnsafeBytes { bytes in
-            Result { () throws(WAVError) -> WAVLayout in try WAVDecoder.parse(UnsafeRawBufferPointer(rebasing: bytes[0..<count]), fileSize: size) }
-        }
-        switch parsed {
-        case .success(let layout): self.layout = layout
-        case .failure(let error): throw ControlError(.fileError, "\(requested): \(error)")
+        if count >= 8, Array(header[4..<8]) == Array("ftyp".utf8) {
+            do throws(MPEG4Error) {
+                content = .mpeg4(try MPEG4AudioDecoder(file: try MPEG4AudioFile(descriptor: fd, path: real)))
+            } catch {
+                throw ControlError(.fileError, "\(requested): \(error)")
+            }
+        } else {
+            let parsed = header.withUnsafeBytes { bytes in
+                Result { () throws(WAVError) -> WAVLayout in try WAVDecoder.parse(UnsafeRawBufferPointer(rebasing: bytes[0..<count]), fileSize: size) }
+            }
+            switch parsed {
+            case .success(let layout): content = .wav(layout)
+            case .failure(let error): throw ControlError(.fileError, "\(requested): \(error)")
+            }
         }
         self.fd = fd
         path = real
@@ -69,8 +85,26 @@ final class ClipFile {
 
     deinit { close(fd) }
 
-    /// Reads up to `buffer.count` bytes of samples from `offset` (bytes into the data).
-    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Result<Int, Errno> {
+    /// The samples' format as they are read: the WAV's own, or PCM16 decoded from AAC.
+    var format: WAVFormat {
+        switch content {
+        case .wav(let layout): return layout.format
+        case .mpeg4(let decoder): return WAVFormat(sampleRate: decoder.sampleRate, channels: decoder.channels, sampleFormat: .s16)
+        }
+    }
+
+    /// Frames the file presents.
+    var frameCount: Int {
+        switch content {
+        case .wav(let layout): return layout.frameCount
+        case .mpeg4(let decoder): return decoder.frameCount
+        }
+    }
+
+    var duration: Double { Double(frameCount) / Double(format.sampleRate) }
+
+    /// Reads up to `buffer.count` bytes of samples from `offset` (bytes into the data) of a WAV.
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int, layout: WAVLayout) -> Result<Int, Errno> {
         let wanted = min(buffer.count, layout.dataByteCount - offset)
         guard wanted > 0 else { return .success(0) }
         while true {

@@ -31,8 +31,9 @@ final class ClipPlayer: @unchecked Sendable {
     }
 
     /// Plays the file at `path` for `client`, if it is a WAV (8-192 kHz, 1-8 channels, 8-bit
-    /// unsigned, 16/24/32-bit integer, 32-bit float, A-law or µ-law) the client may read (see ``ClipFile`` for what
-    /// is refused), converted on the fly to the player's `format`. The answer goes out when
+    /// unsigned, 16/24/32-bit integer, 32-bit float, A-law or µ-law) or an MPEG-4 AAC-LC file
+    /// the client may read (see ``ClipFile`` for what is refused), converted on the fly to the
+    /// player's `format`. The answer goes out when
     /// the file is open and checked, or after `play.timeout_ms` as an error even if the
     /// filesystem still hangs.
     func play(path: String, mixed: Bool, client: ControlClientInfo, format: WAVFormat, configuration: DaemonConfiguration,
@@ -66,7 +67,7 @@ final class ClipPlayer: @unchecked Sendable {
                 _ = once.send(.failure(error))
                 return
             }
-            let source = clip.layout.format
+            let source = clip.format
             guard (8_000...192_000).contains(source.sampleRate), (1...8).contains(source.channels) else {
                 _ = once.send(.failure(ControlError(.fileError, "\(path) is \(source); play takes 8,000 to 192,000 Hz and 1 to 8 channels")))
                 return
@@ -80,7 +81,7 @@ final class ClipPlayer: @unchecked Sendable {
                 return
             }
             guard !once.isSent, let target = audio.beginClip(mixed: mixed) else { return }
-            _ = once.send(.success(ProtocolEncoder.encode(Command.Play.Result(path: path, durationS: (clip.layout.duration * 1000).rounded() / 1000,
+            _ = once.send(.success(ProtocolEncoder.encode(Command.Play.Result(path: path, durationS: (clip.duration * 1000).rounded() / 1000,
                                                                               sound: target.number, mixed: target.mixed))))
             if let failure = Self.stream(clip, through: converter, to: audio, clip: target) {
                 logger.error("play \(path) (pid \(client.credentials.pid)): \(failure); what was read plays out")
@@ -108,33 +109,41 @@ final class ClipPlayer: @unchecked Sendable {
     private static func stream(_ file: ClipFile, through converter: InputConverter, to audio: KioskAudio, clip: KioskAudio.Clip) -> String? {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkBytes, alignment: 16)
         defer { buffer.deallocate() }
-        let layout = file.layout
-        let frameBytes = layout.format.bytesPerFrame
-        // Output samples per input frame; the filter may give a few more on a call.
-        let outputPerFrame = Double(converter.targetRate * converter.targetChannels) / Double(layout.format.sampleRate)
-        var offset = 0
-        var failure: String?
         defer { audio.endClip(clip) }
-        while offset < layout.dataByteCount {
+        let frameBytes = file.format.bytesPerFrame
+        // Output samples per input frame; the filter may give a few more on a call.
+        let outputPerFrame = Double(converter.targetRate * converter.targetChannels) / Double(file.format.sampleRate)
+        var done = 0
+        while done < file.frameCount {
             guard let space = audio.space(for: clip) else { return nil }  // stopped
-            let frames = min(converter.maximumFrames, Int(Double(space - 64) / outputPerFrame))
-            let wanted = min(frames * frameBytes, layout.dataByteCount - offset)
-            guard frames >= 1_024 || wanted == layout.dataByteCount - offset, wanted > 0 else {
+            let frames = min(converter.maximumFrames, chunkBytes / frameBytes, Int(Double(space - 64) / outputPerFrame), file.frameCount - done)
+            guard frames >= 1_024 || frames == file.frameCount - done, frames > 0 else {
                 usleep(20_000)  // the player drains a period at a time
                 continue
             }
-            let read = file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<wanted]), at: offset)
-            guard case .success(let n) = read, n - n % frameBytes > 0 else {
-                // The file shrank or failed: play what came, and say so.
-                let at = "at byte \(layout.dataOffset + offset) of \(layout.dataOffset + layout.dataByteCount)"
-                if case .failure(let error) = read { failure = "reading failed \(at): \(error)" } else { failure = "the file ended \(at)" }
-                break
+            let read: (frames: Int, failure: String?)
+            switch file.content {
+            case .wav(let layout):
+                let offset = done * frameBytes
+                switch file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<(frames * frameBytes)]), at: offset, layout: layout) {
+                case .success(let n) where n >= frameBytes: read = (n / frameBytes, nil)
+                case .success: read = (0, "the file ended at byte \(layout.dataOffset + offset) of \(layout.dataOffset + layout.dataByteCount)")
+                case .failure(let error): read = (0, "reading failed at byte \(layout.dataOffset + offset) of \(layout.dataOffset + layout.dataByteCount): \(error)")
+                }
+            case .mpeg4(let decoder):
+                do throws(MPEG4Error) {
+                    let n = try decoder.read(into: buffer.baseAddress!.assumingMemoryBound(to: Int16.self), frames: frames)
+                    read = (n, n > 0 ? nil : "the file ended at frame \(done) of \(file.frameCount)")
+                } catch {
+                    read = (0, "decoding failed at frame \(done) of \(file.frameCount): \(error)")
+                }
             }
-            let whole = n - n % frameBytes
-            audio.enqueue(samples: converter.convert(buffer.baseAddress!, frames: whole / frameBytes), clip: clip)
-            offset += whole
+            // The file shrank, failed or does not decode: play what came, and say so.
+            if let failure = read.failure { return failure }
+            audio.enqueue(samples: converter.convert(buffer.baseAddress!, frames: read.frames), clip: clip)
+            done += read.frames
         }
-        return failure
+        return nil
     }
 }
 
