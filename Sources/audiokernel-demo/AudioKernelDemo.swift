@@ -7,12 +7,23 @@ import Glibc
 /// Runs the AudioKernel kernels over a WAV file and prints what a kiosk would see: the
 /// format, a level meter every 100 ms, the speech-gate verdict, and a Float32 round trip;
 /// then writes a copy with a 20 ms fade-out, as the player does on `stop`.
+///
+/// `audiokernel-demo convert IN OUT [--bitrate BPS]` converts between WAV and MPEG-4 AAC-LC
+/// (see ``Converter``).
 @main
 struct AudioKernelDemo {
+    static let usage = """
+        usage: audiokernel-demo INPUT.wav [OUTPUT.wav]
+               audiokernel-demo convert INPUT OUTPUT [--bitrate BPS]
+        """
+
     static func main() {
-        let arguments = CommandLine.arguments.dropFirst()
-        guard let input = arguments.first else {
-            printError("usage: audiokernel-demo INPUT.wav [OUTPUT.wav]")
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if arguments.first == "convert" {
+            exit(Converter.main(Array(arguments.dropFirst())))
+        }
+        guard let input = arguments.first, !input.hasPrefix("-") else {
+            printError(usage)
             exit(2)
         }
         let output = arguments.dropFirst().first ?? "/tmp/audiokernel-demo-out.wav"
