@@ -1,0 +1,139 @@
+import AudioKernel
+import Foundation
+import TestSupport
+import XCTest
+
+/// The encoder's quality beside ffmpeg's native AAC encoder at the same bit rate, both decoded
+/// by ffmpeg: wideband PESQ (ITU-T P.862.2, PyPI's `pesq`, built by .ci/setup) on recorded
+/// speech at the recorder's 24 kHz mono, and pre-echo on a click train.
+final class AACQualityTests: XCTestCase {
+    private var directory: URL!
+
+    override func setUpWithError() throws {
+        directory = try makeTemporaryDirectory()
+        addTeardownBlock { [directory] in try? FileManager.default.removeItem(at: directory!) }
+    }
+
+    private func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+
+    static let traces = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../../shared/talkco-traces").standardized
+
+    /// The tutor's speech in a TalkCo trace: the PCM16 of its `audio` events, in order.
+    static func tutorSpeech(_ trace: String) throws -> [Int16] {
+        let record = try JSONSerialization.jsonObject(with: Data(contentsOf: traces.appendingPathComponent(trace))) as! [String: Any]
+        let body = try XCTUnwrap(Data(base64Encoded: (record["response"] as! [String: Any])["body_base64"] as! String))
+        var pcm = Data()
+        for block in String(decoding: body, as: UTF8.self).components(separatedBy: "\n\n") {
+            let lines = block.split(separator: "\n", maxSplits: 1).map(String.init)
+            guard lines.count == 2, lines[0] == "event: audio", lines[1].hasPrefix("data: ") else { continue }
+            let data = try JSONSerialization.jsonObject(with: Data(lines[1].dropFirst(6).utf8)) as! [String: Any]
+            pcm.append(try XCTUnwrap(Data(base64Encoded: data["audio"] as! String)))
+        }
+        return pcm.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+    }
+
+    /// Five recordings of speech at 24 kHz: the repository's sample and four of the tutor's
+    /// replies as the real TalkCo server sent them.
+    private func corpus() throws -> [String] {
+        var files = [URL(fileURLWithPath: AACEncoderTests.hello).path]
+        for trace in ["03-start-greeting.json", "04-chat-audio-speech.json", "07-chat-text.json", "35-review-mode-start-greeting.json"] {
+            let samples = try Self.tutorSpeech(trace)
+            XCTAssertGreaterThan(samples.count, 24_000 * 3, trace)
+            let wav = path("tutor-\(trace.prefix(2)).wav")
+            let writer = try WAVFileWriter(path: wav, format: WAVFormat(sampleRate: 24_000, channels: 1))
+            try writer.write(samples)
+            try writer.close(sync: false)
+            files.append(wav)
+        }
+        return files
+    }
+
+    private func encodeOurs(_ wav: String, bitRate: Int) throws -> String {
+        let samples = try WAVDecoder.decode(contentsOfFile: wav).samples
+        let out = wav + ".ours-\(bitRate).m4a"
+        let writer = try AACFileWriter(path: out, sampleRate: 24_000, channels: 1, bitRate: bitRate)
+        try samples.withUnsafeBufferPointer { try writer.write($0.baseAddress!, frames: $0.count) }
+        try writer.finish()
+        return out
+    }
+
+    private func encodeFFmpeg(_ wav: String, bitRate: Int) throws -> String {
+        let out = wav + ".ffmpeg-\(bitRate).m4a"
+        try runTool("ffmpeg", ["-v", "error", "-y", "-i", wav, "-c:a", "aac", "-b:a", "\(bitRate)", out])
+        return out
+    }
+
+    /// PESQ-WB of each (reference, coded) pair: both decoded by ffmpeg and brought to 16 kHz by
+    /// its soxr resampler, scored by PyPI's pesq in the environment .ci/setup builds.
+    private func pesq(_ pairs: [(String, String)]) throws -> [Double] {
+        let python = FileManager.default.isExecutableFile(atPath: "/opt/practiced-ci/pesq/bin/python3") ? "/opt/practiced-ci/pesq/bin/python3" : "python3"
+        let script = """
+            import subprocess, sys, numpy
+            from pesq import pesq
+            def pcm(f):
+                raw = subprocess.run(['ffmpeg', '-v', 'error', '-i', f, '-af', 'aresample=16000:resampler=soxr:precision=28',
+                                      '-ac', '1', '-f', 's16le', '-'], capture_output=True, check=True).stdout
+                return numpy.frombuffer(raw, dtype=numpy.int16).astype(float)
+            for pair in sys.argv[1:]:
+                ref, deg = pair.split('|')
+                r, d = pcm(ref), pcm(deg)
+                n = min(len(r), len(d))
+                print('%.4f' % pesq(16000, r[:n], d[:n], 'wb'))
+            """
+        let output = try runTool(python, ["-c", script] + pairs.map { "\($0.0)|\($0.1)" })
+        return output.split(separator: "\n").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+    }
+
+    func testSpeechScoresAtLeastFFmpegsAt24And32And48Kbits() throws {
+        let files = try corpus()
+        var table = "PESQ-WB, speech at 24 kHz mono (mean of \(files.count) recordings)\n| kbit/s | ours | ffmpeg aac |\n|---|---|---|\n"
+        for bitRate in [24_000, 32_000, 48_000] {
+            let ours = try pesq(try files.map { ($0, try encodeOurs($0, bitRate: bitRate)) })
+            let theirs = try pesq(try files.map { ($0, try encodeFFmpeg($0, bitRate: bitRate)) })
+            XCTAssertEqual(ours.count, files.count)
+            XCTAssertEqual(theirs.count, files.count)
+            let mean = { (scores: [Double]) in scores.reduce(0, +) / Double(max(scores.count, 1)) }
+            table += "| \(bitRate / 1_000) | \(String(format: "%.2f", mean(ours))) | \(String(format: "%.2f", mean(theirs))) |\n"
+            XCTAssertGreaterThanOrEqual(mean(ours), mean(theirs), "at \(bitRate) bit/s: ours \(ours), ffmpeg's \(theirs)")
+            XCTAssertGreaterThan(mean(ours), 2.5, "\(bitRate) bit/s")
+        }
+        print(table)
+    }
+
+    /// Clicks over quiet noise at 48 kbit/s: the coding noise in the 5 ms before each click (pre-
+    /// echo, what block switching exists to prevent) is no more than ffmpeg's.
+    func testAClickTrainShowsNoMorePreEchoThanFFmpegs() throws {
+        let rate = 24_000, period = rate / 4
+        var seed: UInt32 = 1
+        var samples = [Int16](repeating: 0, count: rate * 4)
+        for i in samples.indices {
+            seed = seed &* 1_103_515_245 &+ 12_345
+            let noise = (Double(seed >> 16) / 32_768 - 1) * 0.003
+            let phase = (i + period / 2) % period
+            samples[i] = Int16(((phase < 24 ? 0.8 * sin(Double(phase) * 0.9) : 0) + noise) * 32_767)
+        }
+        let wav = path("clicks.wav")
+        let writer = try WAVFileWriter(path: wav, format: WAVFormat(sampleRate: rate, channels: 1))
+        try writer.write(samples)
+        try writer.close(sync: false)
+        func preEcho(_ m4a: String) throws -> Double {
+            let raw = m4a + ".raw"
+            try runTool("ffmpeg", ["-v", "error", "-y", "-i", m4a, "-f", "s16le", raw])
+            let decoded = try Data(contentsOf: URL(fileURLWithPath: raw)).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+            var energy = 0.0
+            var click = period / 2
+            while click < samples.count {
+                for i in max(0, click - rate / 200)..<click {
+                    let e = Double(decoded[i]) - Double(samples[i])
+                    energy += e * e
+                }
+                click += period
+            }
+            return energy
+        }
+        let ours = try preEcho(try encodeOurs(wav, bitRate: 48_000))
+        let theirs = try preEcho(try encodeFFmpeg(wav, bitRate: 48_000))
+        print("pre-echo energy in the 5 ms before 16 clicks: ours \(String(format: "%.3g", ours)), ffmpeg's \(String(format: "%.3g", theirs))")
+        XCTAssertLessThanOrEqual(ours, theirs)
+    }
+}
