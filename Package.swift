@@ -64,6 +64,11 @@ let package = Package(
             dependencies: ["AudioKernel", "FuzzSupport"],
             path: "Sources/Fuzz/MPEG4DemuxerFuzzer"
         ),
+        .executableTarget(
+            name: "fuzz-aac-decoder",
+            dependencies: ["AudioKernel", "FuzzSupport"],
+            path: "Sources/Fuzz/AACDecoderFuzzer"
+        ),
 
         .executableTarget(
             name: "fuzz-sse-parser",

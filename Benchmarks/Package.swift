@@ -60,6 +60,18 @@ let package = Package(
             path: "Benchmarks/ResamplerBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // libavcodec, the reference of the AAC benchmark.
+        .systemLibrary(name: "CAVCodec", path: "Sources/CAVCodec", providers: [.apt(["libavcodec-dev", "libavutil-dev"])]),
+        .executableTarget(
+            name: "AACBenchmarks",
+            dependencies: [
+                .product(name: "AudioKernel", package: "practiced"),
+                .product(name: "Benchmark", package: "benchmark"),
+                "CAVCodec",
+            ],
+            path: "Benchmarks/AACBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
         .executableTarget(
             name: "SSEBenchmarks",
             dependencies: [

@@ -44,8 +44,8 @@ struct AACBitReader {
     @inline(__always)
     mutating func read(_ count: Int) -> Int {
         guard count > 0 else { return 0 }
-        let value = Int(peek32() >> UInt32(32 - count))
-        position += count
+        let value = Int(peek32() >> UInt32(32 &- count))
+        position &+= count
         return value
     }
 
@@ -53,7 +53,7 @@ struct AACBitReader {
     mutating func bit() -> Bool { read(1) == 1 }
 
     @inline(__always)
-    mutating func skip(_ count: Int) { position += count }
+    mutating func skip(_ count: Int) { position &+= count }
 
     mutating func byteAlign() { position = (position + 7) & ~7 }
 }

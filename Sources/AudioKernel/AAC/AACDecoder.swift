@@ -79,7 +79,13 @@ public final class AACDecoder {
         let n = channels
         for c in 0..<n {
             let source = pcm + c * 1024
-            for i in 0..<1024 { output[i * n + c] = Int16(max(-32768, min(32767, source[i].rounded(.toNearestOrEven)))) }
+            for i in 0..<1024 {
+                // Clamped first (a NaN from a hostile frame lands on -32768, never traps), then
+                // rounded half to even by the float adder: 1.5·2^23 pushes the fraction out.
+                let x = source[i]
+                let v = x > -32_768 ? (x < 32_767 ? x : 32_767) : -32_768
+                output[i * n + c] = Int16((v + 12_582_912) - 12_582_912)
+            }
         }
     }
 

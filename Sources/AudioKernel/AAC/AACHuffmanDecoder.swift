@@ -2,12 +2,19 @@
 /// first table; a code longer than that points into a second table indexed by the bits after
 /// them, sized for the longest code behind that prefix. Two loads per code at most, built
 /// once from ``AACTables``' codewords.
-struct AACHuffmanDecoder: Sendable {
+///
+/// For the spectral books each symbol's values are unpacked once too (``values(_:)``): the
+/// decoder reads a tuple with one load instead of divisions by 27, 9 and 3.
+struct AACHuffmanDecoder: @unchecked Sendable {
     private static let primaryBits = 8
     /// Leaf: symbol << 5 | length. Link: 1 << 31 | first entry << 5 | bits indexed. 0: no code.
-    private let table: [UInt32]
+    /// Allocated once for the process and never freed or written after: safe to share.
+    private let table: UnsafePointer<UInt32>
+    /// Per symbol: its values as signed bytes (4 for books 1-4, 2 for 5-11), and in byte 4
+    /// how many are non-zero.
+    private let unpacked: UnsafePointer<UInt64>
 
-    init(codes: [UInt32], lengths: [UInt8]) {
+    init(codes: [UInt32], lengths: [UInt8], book: Int = 0) {
         let p = Self.primaryBits
         var table = [UInt32](repeating: 0, count: 1 << p)
         // Longest code under each 8-bit prefix, for the second tables' sizes.
@@ -36,12 +43,44 @@ struct AACHuffmanDecoder: Sendable {
                 for i in 0..<(1 << (bits - (length - p))) { table[base + first + i] = leaf }
             }
         }
-        self.table = table
+        let stored = UnsafeMutablePointer<UInt32>.allocate(capacity: table.count)
+        stored.initialize(from: table, count: table.count)
+        self.table = UnsafePointer(stored)
+        let values = UnsafeMutablePointer<UInt64>.allocate(capacity: max(codes.count, 1))
+        for symbol in 0..<codes.count {
+            let v = book > 0 ? Self.values(of: symbol, book: book) : []
+            var packed: UInt64 = 0
+            for (i, x) in v.enumerated() { packed |= UInt64(UInt8(bitPattern: Int8(x))) << (8 * UInt64(i)) }
+            packed |= UInt64(v.filter { $0 != 0 }.count) << 32
+            values[symbol] = packed
+        }
+        unpacked = UnsafePointer(values)
+    }
+
+    /// A spectral symbol's values (ISO/IEC 14496-3, 4.6.3.3): signed for books 1, 2, 5, 6;
+    /// magnitudes (signs follow in the stream) for the others.
+    private static func values(of symbol: Int, book: Int) -> [Int] {
+        switch book {
+        case 1, 2: return [symbol / 27 - 1, symbol / 9 % 3 - 1, symbol / 3 % 3 - 1, symbol % 3 - 1]
+        case 3, 4: return [symbol / 27, symbol / 9 % 3, symbol / 3 % 3, symbol % 3]
+        case 5, 6: return [symbol / 9 - 4, symbol % 9 - 4]
+        case 7, 8: return [symbol / 8, symbol % 8]
+        case 9, 10: return [symbol / 13, symbol % 13]
+        default: return [symbol / 17, symbol % 17]
+        }
     }
 
     /// The next symbol, or nil for bits that are no code of this book.
     @inline(__always)
     func decode(_ reader: inout AACBitReader) -> Int? {
+        let symbol = decodeOrNegative(&reader)
+        return symbol < 0 ? nil : symbol
+    }
+
+    /// The next symbol, or -1 for bits that are no code of this book (the spectral loop's
+    /// form: no optional to unwrap per value).
+    @inline(__always)
+    func decodeOrNegative(_ reader: inout AACBitReader) -> Int {
         let bits = reader.peek32()
         var entry = table[Int(bits >> 24)]
         if entry & (1 << 31) != 0 {
@@ -50,14 +89,19 @@ struct AACHuffmanDecoder: Sendable {
             entry = table[base + index]
         }
         let length = Int(entry & 31)
-        guard length > 0 else { return nil }
+        guard length > 0 else { return -1 }
         reader.skip(length)
         return Int(entry >> 5)
     }
 
+    /// A spectral symbol's values, packed: byte i is value i (signed), byte 4 counts the
+    /// non-zero values.
+    @inline(__always)
+    func values(_ symbol: Int) -> UInt64 { unpacked[symbol] }
+
     static let scalefactors = AACHuffmanDecoder(codes: AACTables.scalefactorCodes, lengths: AACTables.scalefactorBits)
     /// Books 1...11 at index book - 1.
     static let spectral: [AACHuffmanDecoder] = (0..<11).map {
-        AACHuffmanDecoder(codes: AACTables.spectralCodes[$0].map(UInt32.init), lengths: AACTables.spectralBits[$0])
+        AACHuffmanDecoder(codes: AACTables.spectralCodes[$0].map(UInt32.init), lengths: AACTables.spectralBits[$0], book: $0 + 1)
     }
 }

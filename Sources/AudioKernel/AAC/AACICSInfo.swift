@@ -15,8 +15,9 @@ struct AACICSInfo {
     var shape = 0
     var maxBands = 0
     var groupCount = 1
-    /// Windows in each group (short windows only; 1 group of 1 otherwise).
-    var groupLengths: [Int] = [1, 0, 0, 0, 0, 0, 0, 0]
+    /// Windows in each group (short windows only; 1 group of 1 otherwise). Inline, so that
+    /// copying a layout between channels allocates nothing.
+    var groupLengths: InlineArray<8, Int> = [1, 0, 0, 0, 0, 0, 0, 0]
     /// Band edges in coefficients within a window, for this window type (numBands + 1).
     var offsets: [Int16] = []
     /// Bands this window type has at this sample rate.

@@ -11,6 +11,7 @@ struct AACStreamReader {
     /// 2^((sf − 100)/4) for sf 0...255.
     static let gains: [Float] = (0..<256).map { Float(exp2(Double($0 - 100) / 4)) }
 
+    private static let scalefactorBook = AACHuffmanDecoder.scalefactors
     let rateIndex: Int
     /// PNS's generator: ffmpeg's LCG and seed, shared by all channels of the stream.
     var randomState: UInt32 = 0x1F2E_3D4C
@@ -29,14 +30,14 @@ struct AACStreamReader {
         if ch.info.shape == 1 { toolsSeen.insert(.kbdWindows) }
         try readSections(ch, &reader, intensityAllowed: intensityAllowed)
         try readScalefactors(ch, &reader)
-        var pulses: (count: Int, positions: [Int], amplitudes: [Int])? = nil
+        var pulses: (count: Int, positions: InlineArray<4, Int>, amplitudes: InlineArray<4, Int>)? = nil
         if reader.bit() {
             guard !ch.info.isShort else { throw .malformed("pulse data in short windows") }
             let count = reader.read(2) + 1
             let startBand = reader.read(6)
             guard startBand < ch.info.numBands else { throw .malformed("pulse start band \(startBand)") }
             var k = Int(ch.info.offsets[startBand])
-            var positions = [0, 0, 0, 0], amplitudes = [0, 0, 0, 0]
+            var positions: InlineArray<4, Int> = [0, 0, 0, 0], amplitudes: InlineArray<4, Int> = [0, 0, 0, 0]
             for i in 0..<count {
                 k += reader.read(5)
                 guard k < 1024 else { throw .malformed("pulse past the spectrum") }
@@ -96,7 +97,7 @@ struct AACStreamReader {
         var noiseEnergy = ch.globalGain - 90
         var position = 0
         var firstNoise = true
-        let huffman = AACHuffmanDecoder.scalefactors
+        let huffman = Self.scalefactorBook
         for g in 0..<ch.info.groupCount {
             for b in 0..<ch.info.maxBands {
                 let i = g * AACChannel.groupStride + b
@@ -136,17 +137,43 @@ struct AACStreamReader {
             for b in 0..<info.maxBands {
                 let book = ch.bandTypes[g * AACChannel.groupStride + b]
                 guard (1...11).contains(book) else { continue }
-                let huffman = AACHuffmanDecoder.spectral[book - 1]
+                let huffman = Self.spectral[book - 1]
                 let lower = Int(info.offsets[b]), upper = Int(info.offsets[b + 1])
-                let dimension = book < 5 ? 4 : 2
+                let quads = book < 5
+                let signed = book == 1 || book == 2 || book == 5 || book == 6
+                let width = quads ? 4 : 2
                 for w in window..<(window + info.groupLengths[g]) {
-                    let base = ch.quantized + w * 128
-                    var k = lower
-                    while k < upper {
-                        guard let symbol = huffman.decode(&reader) else { throw .malformed("no codebook \(book) code") }
-                        try Self.unpack(symbol, book: book, dimension: dimension, into: base + k, &reader)
-                        if book == 11 && (base[k] > 15 || base[k] < -15 || base[k + 1] > 15 || base[k + 1] < -15) { toolsSeen.insert(.escapes) }
-                        k += dimension
+                    var out = ch.quantized + (w &* 128 &+ lower)
+                    let end = ch.quantized + (w &* 128 &+ upper)
+                    while out < end {
+                        let symbol = huffman.decodeOrNegative(&reader)
+                        guard symbol >= 0 else { throw .malformed("no codebook \(book) code") }
+                        let packed = huffman.values(symbol)
+                        out[0] = Int32(Int8(truncatingIfNeeded: packed))
+                        out[1] = Int32(Int8(truncatingIfNeeded: packed &>> 8))
+                        if quads {
+                            out[2] = Int32(Int8(truncatingIfNeeded: packed &>> 16))
+                            out[3] = Int32(Int8(truncatingIfNeeded: packed &>> 24))
+                        }
+                        if !signed {
+                            // A sign bit for each non-zero value, in order: all of them in one read.
+                            let nonZero = Int(packed &>> 32)
+                            if nonZero > 0 {
+                                var signs = reader.read(nonZero) << (4 &- nonZero)
+                                for j in 0..<width where out[j] != 0 {
+                                    if signs & 8 != 0 { out[j] = 0 &- out[j] }
+                                    signs &<<= 1
+                                }
+                            }
+                        }
+                        if book == 11 {
+                            for j in 0..<2 where out[j] == 16 || out[j] == -16 {
+                                let escaped = try Self.escape(&reader)
+                                out[j] = out[j] < 0 ? 0 &- escaped : escaped
+                                toolsSeen.insert(.escapes)
+                            }
+                        }
+                        out += width
                     }
                 }
                 guard !reader.isOverrun else { throw .malformed("spectral data runs past the frame") }
@@ -155,46 +182,30 @@ struct AACStreamReader {
         }
     }
 
-    /// Spreads a codeword's index into its 4 or 2 values, with their sign bits and escapes.
+    /// Book 11's escape (4.6.3.3): N ones, a zero, then N + 4 bits; 2^(N+4) + those bits, up
+    /// to 8191.
     @inline(__always)
-    private static func unpack(_ symbol: Int, book: Int, dimension: Int, into out: UnsafeMutablePointer<Int32>, _ reader: inout AACBitReader) throws(AACError) {
-        switch book {
-        case 1, 2:
-            out[0] = Int32(symbol / 27 - 1); out[1] = Int32(symbol / 9 % 3 - 1)
-            out[2] = Int32(symbol / 3 % 3 - 1); out[3] = Int32(symbol % 3 - 1)
-        case 3, 4:
-            out[0] = Int32(symbol / 27); out[1] = Int32(symbol / 9 % 3)
-            out[2] = Int32(symbol / 3 % 3); out[3] = Int32(symbol % 3)
-            for j in 0..<4 where out[j] != 0 && reader.bit() { out[j] = -out[j] }
-        case 5, 6:
-            out[0] = Int32(symbol / 9 - 4); out[1] = Int32(symbol % 9 - 4)
-        case 7, 8:
-            out[0] = Int32(symbol / 8); out[1] = Int32(symbol % 8)
-            for j in 0..<2 where out[j] != 0 && reader.bit() { out[j] = -out[j] }
-        case 9, 10:
-            out[0] = Int32(symbol / 13); out[1] = Int32(symbol % 13)
-            for j in 0..<2 where out[j] != 0 && reader.bit() { out[j] = -out[j] }
-        default:
-            out[0] = Int32(symbol / 17); out[1] = Int32(symbol % 17)
-            var negative = (false, false)
-            if out[0] != 0 { negative.0 = reader.bit() }
-            if out[1] != 0 { negative.1 = reader.bit() }
-            for j in 0..<2 where out[j] == 16 {
-                var prefix = 0
-                while reader.bit() {
-                    prefix += 1
-                    guard prefix <= 8 else { throw .malformed("escape longer than 13 bits") }
-                }
-                out[j] = Int32((1 << (prefix + 4)) + reader.read(prefix + 4))
-            }
-            if negative.0 { out[0] = -out[0] }
-            if negative.1 { out[1] = -out[1] }
+    private static func escape(_ reader: inout AACBitReader) throws(AACError) -> Int32 {
+        var prefix = 0
+        while reader.bit() {
+            prefix += 1
+            guard prefix <= 8 else { throw .malformed("escape longer than 13 bits") }
         }
+        return Int32((1 << (prefix + 4)) + reader.read(prefix + 4))
     }
+
+    /// The spectral books, read without retaining an array per band.
+    // Read-only after the lazy initializer: safe to share between threads.
+    private nonisolated(unsafe) static let spectral: UnsafePointer<AACHuffmanDecoder> = {
+        let books = UnsafeMutablePointer<AACHuffmanDecoder>.allocate(capacity: 11)
+        books.initialize(from: AACHuffmanDecoder.spectral, count: 11)
+        return UnsafePointer(books)
+    }()
 
     private mutating func dequantize(_ ch: AACChannel) {
         let info = ch.info
         ch.spectrum.update(repeating: 0, count: 1024)
+        let table = Self.powerTable, gains = Self.gainTable
         var window = 0
         for g in 0..<info.groupCount {
             for b in 0..<info.maxBands {
@@ -206,22 +217,22 @@ struct AACStreamReader {
                     if book == AACChannel.noiseBook {
                         toolsSeen.insert(.perceptualNoise)
                         var energy: Float = 0
+                        var state = randomState
                         for k in lower..<upper {
-                            randomState = randomState &* 1_664_525 &+ 1_013_904_223
-                            let value = Float(Int32(bitPattern: randomState))
+                            state = state &* 1_664_525 &+ 1_013_904_223
+                            let value = Float(Int32(bitPattern: state))
                             x[k] = value
                             energy += value * value
                         }
+                        randomState = state
                         let scale = Float(exp2(Double(ch.scalefactors[i]) / 4)) / energy.squareRoot()
                         for k in lower..<upper { x[k] *= scale }
-                    } else if (1...11).contains(book) {
-                        let gain = Self.gains[ch.scalefactors[i]]
-                        Self.powerFourThirds.withUnsafeBufferPointer { table in
-                            for k in lower..<upper {
-                                let v = q[k]
-                                let magnitude = table[Int(min(v.magnitude, 8207))] * gain
-                                x[k] = v < 0 ? -magnitude : magnitude
-                            }
+                    } else if book >= 1 && book <= 11 {
+                        let gain = gains[ch.scalefactors[i]]
+                        for k in lower..<upper {
+                            let v = q[k]
+                            let magnitude = table[Int(min(v.magnitude, 8207))] * gain
+                            x[k] = v < 0 ? -magnitude : magnitude
                         }
                     }
                 }
@@ -229,4 +240,17 @@ struct AACStreamReader {
             window += info.groupLengths[g]
         }
     }
+
+    /// ``powerFourThirds`` and ``gains`` as pointers made once (a static array is checked
+    /// for its lazy initialization and bounds on every element read).
+    private nonisolated(unsafe) static let powerTable: UnsafePointer<Float> = {
+        let p = UnsafeMutablePointer<Float>.allocate(capacity: powerFourThirds.count)
+        p.initialize(from: powerFourThirds, count: powerFourThirds.count)
+        return UnsafePointer(p)
+    }()
+    private nonisolated(unsafe) static let gainTable: UnsafePointer<Float> = {
+        let p = UnsafeMutablePointer<Float>.allocate(capacity: gains.count)
+        p.initialize(from: gains, count: gains.count)
+        return UnsafePointer(p)
+    }()
 }

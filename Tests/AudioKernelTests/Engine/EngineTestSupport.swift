@@ -63,11 +63,3 @@ extension Recorder {
         }
     }
 }
-
-extension RecordedTurn {
-    var samples: [Int16] {
-        wav.withUnsafeBytes { raw in
-            Array(UnsafeRawBufferPointer(rebasing: raw[WAVEncoder.headerSize...]).bindMemory(to: Int16.self))
-        }
-    }
-}

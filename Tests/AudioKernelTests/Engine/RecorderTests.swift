@@ -143,6 +143,52 @@ final class RecorderTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(turn.duration, Double(phrase.count - firstLoud) / 24_000, "the turn is shorter than the phrase")
     }
 
+    /// A recorded turn saved either way, as the caller chooses: the WAV byte for byte, or
+    /// AAC-LC in MPEG-4 that ffprobe reads as the turn's exact length, ffmpeg decodes without a
+    /// warning and our decoder gives back close to the turn. A path that cannot be written is
+    /// a clear error and leaves nothing behind.
+    func testATurnIsSavedAsWAVOrAsAACInMPEG4() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let raw = directory.appendingPathComponent("phrase.wav").path
+        try runTool("espeak-ng", ["-w", raw, "Yesterday I went to the park with my friend."])
+        try runTool("sox", [raw, "-r", "24000", "-c", "1", "-b", "16", "-e", "signed-integer", raw + ".24k.wav"])
+        var mic = MicrophoneScript(noiseAmplitude: 100)
+        mic.silence(ms: 800)
+        mic.append(try WAVDecoder.decode(contentsOfFile: raw + ".24k.wav").samples, isSpeech: true)
+        mic.silence(ms: 1500)
+        let turn = try XCTUnwrap(handsFreeTurns(mic.samples).first)
+
+        let wav = directory.appendingPathComponent("turn.wav").path
+        try turn.save(to: wav, as: .wav)
+        XCTAssertEqual([UInt8](try Data(contentsOf: URL(fileURLWithPath: wav))), turn.wav)
+
+        let m4a = directory.appendingPathComponent("turn.\(RecordingFileFormat.defaultAAC.fileExtension)").path
+        try turn.save(to: m4a, as: .defaultAAC)
+        XCTAssertEqual(RecordingFileFormat.defaultAAC.contentType, "audio/mp4")
+        let probe = try runTool("ffprobe", ["-v", "error", "-show_entries", "stream=codec_name,profile,duration_ts", "-of", "default=noprint_wrappers=1", m4a])
+        XCTAssertTrue(probe.contains("codec_name=aac") && probe.contains("profile=LC"), probe)
+        XCTAssertTrue(probe.contains("duration_ts=\(turn.samples.count)"), "\(probe) for \(turn.samples.count) samples")
+        let log = try runTool("ffmpeg", ["-v", "warning", "-i", m4a, "-f", "null", "-"])
+        XCTAssertEqual(log.trimmingCharacters(in: .whitespacesAndNewlines), "")
+        let decoded = try MPEG4AudioDecoder(path: m4a).readAll()
+        XCTAssertEqual(decoded.count, turn.samples.count)
+        var signal = 0.0, noise = 0.0
+        for (x, y) in zip(turn.samples, decoded) {
+            signal += Double(x) * Double(x)
+            noise += (Double(y) - Double(x)) * (Double(y) - Double(x))
+        }
+        XCTAssertGreaterThan(10 * log10(signal / noise), 12, "the AAC turn is the turn")
+
+        let nowhere = directory.appendingPathComponent("missing/turn.m4a").path
+        XCTAssertThrowsError(try turn.save(to: nowhere, as: .defaultAAC)) { error in
+            XCTAssertTrue("\(error)".contains("missing/turn.m4a"), "\(error)")
+        }
+        XCTAssertThrowsError(try turn.save(to: directory.appendingPathComponent("missing/turn.wav").path, as: .wav))
+        let left = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+        XCTAssertEqual(left, ["phrase.wav", "phrase.wav.24k.wav", "turn.m4a", "turn.wav"], "no scratch file left")
+    }
+
     /// Where a turn's first samples are in the microphone's stream (the noise makes them unique).
     static func position(of turn: RecordedTurn, in stream: [Int16]) -> Int? {
         let head = Array(turn.samples.prefix(480))
