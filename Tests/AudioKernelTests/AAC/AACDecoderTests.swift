@@ -101,3 +101,89 @@ final class AACDecoderTests: XCTestCase {
         XCTAssertTrue(tools.isSuperset(of: expected), "the files used \(tools); wanted \(expected)")
     }
 }
+
+/// Hostile frames: each a clear ``AACError``, never a read outside the frame, and the next
+/// good frame decodes as if nothing had happened.
+final class AACDecoderHostileFrameTests: XCTestCase {
+    /// A few frames of our own speech at 24 kHz mono 48 kbit/s.
+    private func frames() throws -> [[UInt8]] {
+        let speech = try WAVDecoder.decode(contentsOfFile: AACEncoderTests.hello).samples
+        let encoder = try AACEncoder(sampleRate: 24_000, channels: 1, bitRate: 48_000)
+        var frames: [[UInt8]] = []
+        speech.withUnsafeBufferPointer { encoder.encode($0.baseAddress!, frames: 24_000) { frames.append(Array($0)) } }
+        return frames
+    }
+
+    private func decode(_ decoder: AACDecoder, _ frame: [UInt8]) -> (Result<[Int16], AACError>) {
+        let pcm = UnsafeMutablePointer<Int16>.allocate(capacity: 1_024 * decoder.channels)
+        defer { pcm.deallocate() }
+        let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: max(frame.count, 1), alignment: 1)
+        defer { bytes.deallocate() }
+        bytes.copyBytes(from: frame)
+        do throws(AACError) {
+            try decoder.decode(UnsafeRawBufferPointer(rebasing: bytes[0..<frame.count]), into: pcm)
+            return .success(Array(UnsafeBufferPointer(start: pcm, count: 1_024 * decoder.channels)))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    func testEveryHostileFrameIsAClearErrorAndTheNextFrameDecodes() throws {
+        let good = try frames()
+        XCTAssertGreaterThan(good.count, 10)
+        let config = AudioSpecificConfig(sampleRate: 24_000, channelConfiguration: 1)
+        var seed: UInt64 = 99
+        func random() -> UInt8 {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return UInt8(truncatingIfNeeded: seed >> 33)
+        }
+        var hostile: [(String, [UInt8])] = [
+            ("empty", []),
+            ("too large for the decoder's buffer", [UInt8](repeating: 0xFF, count: 6_144 / 8 + 1)),
+            ("a coupling channel element", [0b0100_0000, 0, 0, 0]),
+            ("a channel pair in a mono stream", [0b0010_0000] + [UInt8](repeating: 0, count: 8)),
+            ("no END element", [0xC0]),  // a fill element (id 6) with a count past the frame
+            ("random bytes", (0..<300).map { _ in random() }),
+        ]
+        // Every cut of a real frame: Huffman codes and escapes running past its end.
+        let frame = good[8]
+        for cut in stride(from: 1, to: frame.count, by: max(1, frame.count / 40)) {
+            hostile.append(("frame 8 cut to \(cut) of \(frame.count) bytes", Array(frame[0..<cut])))
+        }
+        // Flipped bits: sections past max_sfb, codebook 12, escapes longer than 13 bits, ...
+        for bit in stride(from: 3, to: frame.count * 8, by: 7) {
+            var flipped = frame
+            flipped[bit / 8] ^= 0x80 >> UInt8(bit % 8)
+            hostile.append(("frame 8 with bit \(bit) flipped", flipped))
+        }
+        let reference = try AACDecoder(config: config)
+        var expected: [[Int16]] = []
+        for frame in good { expected.append(try decode(reference, frame).get()) }
+
+        var errors = 0
+        for (index, (name, bytes)) in hostile.enumerated() {
+            // A fresh decoder that has decoded the first frames, then the hostile one, then
+            // the next good one: the good one decodes as it does in an untouched decoder,
+            // but for the overlap the hostile frame may have left (a frame that decodes is
+            // legal AAC, whatever it sounds like).
+            let decoder = try AACDecoder(config: config)
+            for frame in good[0..<3] { _ = decode(decoder, frame) }
+            switch decode(decoder, bytes) {
+            case .failure(let error):
+                errors += 1
+                XCTAssertFalse(error.description.isEmpty, name)
+                // The failed frame left the overlap as it was: the next frame is exact.
+                let next = try decode(decoder, good[3]).get()
+                XCTAssertEqual(next, expected[3], "\(name) (#\(index)): the frame after a refused one")
+            case .success:
+                XCTAssertNoThrow(try decode(decoder, good[3]).get(), name)
+            }
+        }
+        XCTAssertGreaterThan(errors, hostile.count / 2, "most hostile frames are refused")
+        if case .failure(let error) = decode(reference, [0b0100_0000, 0, 0, 0]) {
+            XCTAssertEqual(error, .unsupported("coupling channel elements"))
+        } else {
+            XCTFail("a coupling channel element decoded")
+        }
+    }
+}

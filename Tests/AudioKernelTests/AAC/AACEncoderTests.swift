@@ -173,6 +173,10 @@ final class AACSignalTests: XCTestCase {
             var worst = 0
             for i in 0..<min(ours.count, theirs.count) { worst = max(worst, abs(Int(ours[i]) - Int(theirs[i]))) }
             XCTAssertLessThanOrEqual(worst, 1, "\(label): ours and ffmpeg's decodes")
+            // The coding tools the signal calls for.
+            if signal.name == "click-train" { XCTAssertTrue(decoder.toolsSeen.contains(.shortWindows), "\(label): \(decoder.toolsSeen)") }
+            if signal.name == "stereo-32000" { XCTAssertTrue(decoder.toolsSeen.contains(.midSide), "\(label): \(decoder.toolsSeen)") }
+            if signal.name == "white-noise-full-scale" { XCTAssertTrue(decoder.toolsSeen.contains(.escapes), "\(label): \(decoder.toolsSeen)") }
 
             let tree = try runTool("AtomicParsley", [m4a, "-T"])
             XCTAssertTrue(tree.contains("Atom moov") && tree.contains("Atom esds") && tree.contains("Atom elst"), "\(label):\n\(tree)")
