@@ -19,7 +19,7 @@ final class AACDecoderTests: XCTestCase {
     /// The repository's recorded speech, resampled by ffmpeg to `rate` and `channels` (the
     /// second channel delayed and filtered, so that the two differ).
     private func speech(rate: Int, channels: Int) throws -> String {
-        let hello = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../samples/hello.wav").standardized.path
+        let hello = AACEncoderTests.hello
         let out = path("speech-\(rate)-\(channels).wav")
         var arguments = ["-v", "error", "-y", "-i", hello]
         if channels == 2 {

@@ -35,7 +35,10 @@ final class AACQualityTests: XCTestCase {
     /// Five recordings of speech at 24 kHz: the repository's sample and four of the tutor's
     /// replies as the real TalkCo server sent them.
     private func corpus() throws -> [String] {
-        var files = [URL(fileURLWithPath: AACEncoderTests.hello).path]
+        // A copy: the coded files go beside each recording, and never into the repository.
+        let sample = path("hello.wav")
+        try FileManager.default.copyItem(atPath: AACEncoderTests.hello, toPath: sample)
+        var files = [sample]
         for trace in ["03-start-greeting.json", "04-chat-audio-speech.json", "07-chat-text.json", "35-review-mode-start-greeting.json"] {
             let samples = try Self.tutorSpeech(trace)
             XCTAssertGreaterThan(samples.count, 24_000 * 3, trace)
@@ -98,6 +101,9 @@ final class AACQualityTests: XCTestCase {
             XCTAssertGreaterThan(mean(ours), 2.5, "\(bitRate) bit/s")
         }
         print(table)
+        let samples = URL(fileURLWithPath: AACEncoderTests.hello).deletingLastPathComponent().path
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: samples).filter { $0.hasSuffix(".m4a") }, [],
+                       "nothing coded lands in the repository's samples/")
     }
 
     /// Clicks over quiet noise at 48 kbit/s: the coding noise in the 5 ms before each click (pre-
