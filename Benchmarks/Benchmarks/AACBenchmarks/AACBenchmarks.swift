@@ -30,6 +30,16 @@ let codedFrames: [[UInt8]] = {
     return frames
 }()
 
+/// Frees what each libavcodec coder holds.
+func freeCodec(_ context: UnsafeMutablePointer<AVCodecContext>, _ frame: UnsafeMutablePointer<AVFrame>, _ packet: UnsafeMutablePointer<AVPacket>) {
+    var c: UnsafeMutablePointer<AVCodecContext>? = context
+    avcodec_free_context(&c)
+    var f: UnsafeMutablePointer<AVFrame>? = frame
+    av_frame_free(&f)
+    var p: UnsafeMutablePointer<AVPacket>? = packet
+    av_packet_free(&p)
+}
+
 /// libavcodec's native AAC encoder: float planar input, 1024-sample frames.
 final class LibavcodecEncoder {
     let context: UnsafeMutablePointer<AVCodecContext>
@@ -53,14 +63,7 @@ final class LibavcodecEncoder {
         packet = av_packet_alloc()!
     }
 
-    deinit {
-        var c: UnsafeMutablePointer<AVCodecContext>? = context
-        avcodec_free_context(&c)
-        var f: UnsafeMutablePointer<AVFrame>? = frame
-        av_frame_free(&f)
-        var p: UnsafeMutablePointer<AVPacket>? = packet
-        av_packet_free(&p)
-    }
+    deinit { freeCodec(context, frame, packet) }
 
     /// Codes `samples` (one channel); returns the bytes coded. The encoder keeps its state
     /// between calls, as one long stream.
@@ -102,14 +105,7 @@ final class LibavcodecDecoder {
         packet = av_packet_alloc()!
     }
 
-    deinit {
-        var c: UnsafeMutablePointer<AVCodecContext>? = context
-        avcodec_free_context(&c)
-        var f: UnsafeMutablePointer<AVFrame>? = frame
-        av_frame_free(&f)
-        var p: UnsafeMutablePointer<AVPacket>? = packet
-        av_packet_free(&p)
-    }
+    deinit { freeCodec(context, frame, packet) }
 
     /// Decodes every frame; returns the samples decoded.
     func decode(_ frames: [[UInt8]]) -> Int {

@@ -24,8 +24,8 @@ struct AACBitWriter {
     /// Bits written so far.
     var bitCount: Int { byteCount * 8 + pending }
 
-    /// Appends the low `count` bits (0...32) of `value`. Past the capacity bits are counted
-    /// but not stored, and ``isOverflowing`` says so.
+    /// Appends the low `count` bits (0...32) of `value`. Past the capacity (which the rate
+    /// loop's budget keeps a frame under) bits are counted but not stored.
     @inline(__always)
     mutating func put(_ value: Int, _ count: Int) {
         guard count > 0 else { return }
@@ -37,8 +37,6 @@ struct AACBitWriter {
             byteCount += 1
         }
     }
-
-    var isOverflowing: Bool { byteCount > capacity }
 
     mutating func byteAlign() {
         if pending > 0 { put(0, 8 - pending) }

@@ -36,11 +36,4 @@ final class AACChannel {
         bandTypes.deallocate()
         scalefactors.deallocate()
     }
-
-    /// The first window of each group, for short windows.
-    func firstWindow(ofGroup group: Int) -> Int {
-        var w = 0
-        for g in 0..<group { w += info.groupLengths[g] }
-        return w
-    }
 }

@@ -200,8 +200,11 @@ public final class AACEncoder {
         let overhead = channels == 2 ? 3 + 4 + 1 + (short ? 15 : 11) + 2 + (midSide ? coders[0].bandCount * info.groupCount : 0) + 3 : 3 + 4 + 3
         // Bisection for the finest offset that fits.
         var low = -40, high = 100
+        // The coders keep the state of the offset they last counted.
+        var counted = Int.min
         func total(_ offset: Int) -> Int {
-            overhead + coders.reduce(0) { $0 + $1.bits(offset: offset, commonWindow: channels == 2) }
+            counted = offset
+            return overhead + coders.reduce(0) { $0 + $1.bits(offset: offset, commonWindow: channels == 2) }
         }
         while total(high) > budget && coders[0].codedBands > 0 {
             // Even the coarsest offset does not fit: give up the highest band.
@@ -215,7 +218,7 @@ public final class AACEncoder {
             if total(middle) <= budget { high = middle } else { low = middle }
         }
         if total(low) <= budget { high = low }
-        _ = total(high)  // leaves the coders in the chosen state
+        if counted != high { _ = total(high) }  // the coders in the chosen state
 
         writer.reset()
         if channels == 1 {

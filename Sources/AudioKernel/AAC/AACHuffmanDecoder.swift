@@ -70,17 +70,10 @@ struct AACHuffmanDecoder: @unchecked Sendable {
         }
     }
 
-    /// The next symbol, or nil for bits that are no code of this book.
+    /// The next symbol, or -1 for bits that are no code of this book (no optional to unwrap
+    /// per value in the spectral loop).
     @inline(__always)
-    func decode(_ reader: inout AACBitReader) -> Int? {
-        let symbol = decodeOrNegative(&reader)
-        return symbol < 0 ? nil : symbol
-    }
-
-    /// The next symbol, or -1 for bits that are no code of this book (the spectral loop's
-    /// form: no optional to unwrap per value).
-    @inline(__always)
-    func decodeOrNegative(_ reader: inout AACBitReader) -> Int {
+    func decode(_ reader: inout AACBitReader) -> Int {
         let bits = reader.peek32()
         var entry = table[Int(bits >> 24)]
         if entry & (1 << 31) != 0 {

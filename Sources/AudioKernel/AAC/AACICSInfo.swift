@@ -7,7 +7,6 @@ enum AACWindowSequence: Int, Sendable {
 /// shape, how many scalefactor bands carry data, how the eight short windows are grouped,
 /// and the band edges that go with them.
 struct AACICSInfo {
-    static let maxGroups = 8
     /// Scalefactor bands per window group, at most: 51 long, 15 short.
     static let maxBands = 64
 
@@ -28,6 +27,13 @@ struct AACICSInfo {
     var windowCount: Int { isShort ? 8 : 1 }
     /// Coefficients per window.
     var windowLength: Int { isShort ? 128 : 1024 }
+
+    /// The first window of group `group` (short windows; 0 otherwise).
+    func firstWindow(ofGroup group: Int) -> Int {
+        var w = 0
+        for g in 0..<group { w += groupLengths[g] }
+        return w
+    }
 
     /// Sets the layout for `sequence` at sampling frequency index `rateIndex`.
     mutating func setLayout(_ sequence: AACWindowSequence, rateIndex: Int) {

@@ -72,12 +72,6 @@ final class AACSpectrumCoder {
         for w in firstWindow..<(firstWindow + info.groupLengths[g]) { body(w * info.windowLength + lower, width) }
     }
 
-    private func firstWindow(ofGroup group: Int) -> Int {
-        var w = 0
-        for g in 0..<group { w += info.groupLengths[g] }
-        return w
-    }
-
     /// Per band: the scalefactor that makes the quantization noise about the allowed noise,
     /// the one that makes it the threshold in quiet, and the least that keeps every value
     /// within 8191; whether noise could stand in for it.
@@ -236,7 +230,7 @@ final class AACSpectrumCoder {
                             while p >= 0 && scalefactor[next] - scalefactor[p] > 60 {
                                 scalefactor[p] = scalefactor[next] - 60
                                 let pg = p / Self.stride
-                                quantize(group: pg, band: p % Self.stride, firstWindow: firstWindow(ofGroup: pg))
+                                quantize(group: pg, band: p % Self.stride, firstWindow: info.firstWindow(ofGroup: pg))
                                 next = p
                                 p = previousCoded(before: p)
                             }

@@ -6,10 +6,6 @@ import Glibc
 /// random generator, in the order ffmpeg's decoder draws from the same generator, so that
 /// both decode a file with noise bands to the same samples.
 struct AACStreamReader {
-    /// |q|^(4/3) for every magnitude a frame can carry (8191 from an escape, plus a pulse).
-    static let powerFourThirds: [Float] = (0..<(8192 + 16)).map { Float(pow(Double($0), 4.0 / 3)) }
-    /// 2^((sf − 100)/4) for sf 0...255.
-    static let gains: [Float] = (0..<256).map { Float(exp2(Double($0 - 100) / 4)) }
 
     private static let scalefactorBook = AACHuffmanDecoder.scalefactors
     let rateIndex: Int
@@ -105,7 +101,8 @@ struct AACStreamReader {
                 case AACChannel.zeroBook:
                     ch.scalefactors[i] = 0
                 case AACChannel.intensityOutOfPhase, AACChannel.intensityInPhase:
-                    guard let delta = huffman.decode(&reader) else { throw .malformed("no scalefactor code") }
+                    let delta = huffman.decode(&reader)
+                    guard delta >= 0 else { throw .malformed("no scalefactor code") }
                     position += delta - 60
                     guard (-100...155).contains(position) else { throw .malformed("intensity position \(position)") }
                     ch.scalefactors[i] = position
@@ -114,13 +111,15 @@ struct AACStreamReader {
                         noiseEnergy += reader.read(9) - 256
                         firstNoise = false
                     } else {
-                        guard let delta = huffman.decode(&reader) else { throw .malformed("no scalefactor code") }
+                        let delta = huffman.decode(&reader)
+                        guard delta >= 0 else { throw .malformed("no scalefactor code") }
                         noiseEnergy += delta - 60
                     }
                     guard (0...255).contains(noiseEnergy) else { throw .malformed("noise energy \(noiseEnergy)") }
                     ch.scalefactors[i] = noiseEnergy
                 default:
-                    guard let delta = huffman.decode(&reader) else { throw .malformed("no scalefactor code") }
+                    let delta = huffman.decode(&reader)
+                    guard delta >= 0 else { throw .malformed("no scalefactor code") }
                     scalefactor += delta - 60
                     guard (0...255).contains(scalefactor) else { throw .malformed("scalefactor \(scalefactor)") }
                     ch.scalefactors[i] = scalefactor
@@ -146,7 +145,7 @@ struct AACStreamReader {
                     var out = ch.quantized + (w &* 128 &+ lower)
                     let end = ch.quantized + (w &* 128 &+ upper)
                     while out < end {
-                        let symbol = huffman.decodeOrNegative(&reader)
+                        let symbol = huffman.decode(&reader)
                         guard symbol >= 0 else { throw .malformed("no codebook \(book) code") }
                         let packed = huffman.values(symbol)
                         out[0] = Int32(Int8(truncatingIfNeeded: packed))
@@ -241,16 +240,15 @@ struct AACStreamReader {
         }
     }
 
-    /// ``powerFourThirds`` and ``gains`` as pointers made once (a static array is checked
-    /// for its lazy initialization and bounds on every element read).
-    private nonisolated(unsafe) static let powerTable: UnsafePointer<Float> = {
-        let p = UnsafeMutablePointer<Float>.allocate(capacity: powerFourThirds.count)
-        p.initialize(from: powerFourThirds, count: powerFourThirds.count)
+    /// |q|^(4/3) for every magnitude a frame can carry (8191 from an escape, plus a pulse),
+    /// and 2^((sf − 100)/4) for sf 0...255: pointers made once, read-only after (a static
+    /// array is checked for its lazy initialization and bounds on every element read).
+    private nonisolated(unsafe) static let powerTable = table(count: 8192 + 16) { Float(pow(Double($0), 4.0 / 3)) }
+    private nonisolated(unsafe) static let gainTable = table(count: 256) { Float(exp2(Double($0 - 100) / 4)) }
+
+    private static func table(count: Int, _ value: (Int) -> Float) -> UnsafePointer<Float> {
+        let p = UnsafeMutablePointer<Float>.allocate(capacity: count)
+        for i in 0..<count { p[i] = value(i) }
         return UnsafePointer(p)
-    }()
-    private nonisolated(unsafe) static let gainTable: UnsafePointer<Float> = {
-        let p = UnsafeMutablePointer<Float>.allocate(capacity: gains.count)
-        p.initialize(from: gains, count: gains.count)
-        return UnsafePointer(p)
-    }()
+    }
 }

@@ -6,10 +6,8 @@ import Glibc
 /// noise then follows the signal's envelope in time within the window: the tool that keeps a
 /// plosive inside a long window from smearing noise before it.
 struct AACTNS {
-    static let maxFiltersPerWindow = 4
     /// AAC-LC's highest filter orders: 12 long, 7 short.
     static let maxOrderLong = 12, maxOrderShort = 7
-    static let maxOrder = 20
 
     var present = false
     var filterCount = [Int](repeating: 0, count: 8)

@@ -53,29 +53,8 @@ extension RecordedTurn {
     public func save(to path: String, as format: RecordingFileFormat, sync: Bool = true) throws(RecordingFileError) {
         switch format {
         case .wav:
-            let partial = path + ".partial"
-            let fd: Int32
-            switch SystemCall.retryingOnInterrupt({ open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }) {
-            case .success(let opened): fd = opened
-            case .failure(let errno): throw .io(errno, operation: "creating \(partial)")
-            }
-            let written = wav.withUnsafeBytes { SystemCall.writeAll(fd, $0) }
-            if case .failure(let errno) = written {
-                close(fd)
-                unlink(partial)
-                throw .io(errno, operation: "writing \(partial)")
-            }
-            if sync && fsync(fd) != 0 {
-                let errno = Errno.current
-                close(fd)
-                unlink(partial)
-                throw .io(errno, operation: "syncing \(partial)")
-            }
-            close(fd)
-            guard rename(partial, path) == 0 else {
-                let errno = Errno.current
-                unlink(partial)
-                throw .io(errno, operation: "renaming \(partial)")
+            if let (errno, operation) = wav.withUnsafeBytes({ SystemCall.writeFileAtomically($0, to: path, sync: sync) }) {
+                throw .io(errno, operation: operation)
             }
         case .aac(let bitRate):
             let samples = self.samples

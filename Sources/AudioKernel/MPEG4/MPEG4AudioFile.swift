@@ -15,37 +15,28 @@ public final class MPEG4AudioFile {
 
     /// Opens `path` and reads its box tree. A FIFO, a device or a directory is refused
     /// before anything is read from it.
-    public init(path: String) throws(MPEG4Error) {
-        self.path = path
+    public convenience init(path: String) throws(MPEG4Error) {
         let fd: Int32
         switch SystemCall.retryingOnInterrupt({ open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }) {
         case .success(let opened): fd = opened
         case .failure(let errno): throw .io(errno, operation: "opening \(path)")
         }
-        var status = stat()
-        guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
-            Glibc.close(fd)
-            throw .io(Errno(rawValue: EINVAL), operation: "\(path) is not a regular file")
-        }
-        let size = Int(status.st_size)
-        do {
-            track = try MPEG4Demuxer.parse(fileSize: size) { (offset: Int, count: Int) throws(MPEG4Error) -> [UInt8] in
-                try Self.read(fd, at: offset, count: min(count, size - offset), path: path)
-            }
-        } catch {
-            Glibc.close(fd)
-            throw error
-        }
-        self.fd = fd
+        try self.init(owning: fd, path: path)
     }
 
     /// Reads the box tree from `descriptor`, a regular file a caller opened and checked
     /// (the daemon's `play` checks who may read what on the descriptor itself). The file keeps
     /// a duplicate of it; the caller's stays the caller's to close.
-    public init(descriptor: Int32, path: String) throws(MPEG4Error) {
-        self.path = path
+    public convenience init(descriptor: Int32, path: String) throws(MPEG4Error) {
         let fd = fcntl(descriptor, F_DUPFD_CLOEXEC, 0)
         guard fd >= 0 else { throw .io(Errno.current, operation: "duplicating the descriptor of \(path)") }
+        try self.init(owning: fd, path: path)
+    }
+
+    /// Takes `fd` (closed here on failure, in `deinit` otherwise), refuses anything but a
+    /// regular file, and reads the box tree through it.
+    private init(owning fd: Int32, path: String) throws(MPEG4Error) {
+        self.path = path
         var status = stat()
         guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
             Glibc.close(fd)

@@ -49,6 +49,29 @@ public enum SystemCall {
         return .success(())
     }
 
+    /// Writes `bytes` to `path` so that `path` never holds a part of them: into
+    /// `PATH.partial` (synced to stable storage with `sync`), then renamed. On failure the
+    /// scratch file is removed. Returns nil, or the error and the step that failed.
+    static func writeFileAtomically(_ bytes: UnsafeRawBufferPointer, to path: String, mode: mode_t = 0o644,
+                                    sync: Bool) -> (Errno, operation: String)? {
+        let partial = path + ".partial"
+        let fd: Int32
+        switch retryingOnInterrupt({ open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode) }) {
+        case .success(let opened): fd = opened
+        case .failure(let errno): return (errno, "creating \(partial)")
+        }
+        var failure: (Errno, operation: String)?
+        if case .failure(let errno) = writeAll(fd, bytes) {
+            failure = (errno, "writing \(partial)")
+        } else if sync && fsync(fd) != 0 {
+            failure = (Errno.current, "syncing \(partial)")
+        }
+        close(fd)
+        if failure == nil && rename(partial, path) != 0 { failure = (Errno.current, "renaming \(partial)") }
+        if failure != nil { unlink(partial) }
+        return failure
+    }
+
     /// Reads a whole file into memory.
     static func readFile(atPath path: String) -> Result<[UInt8], Errno> {
         let fd: Int32

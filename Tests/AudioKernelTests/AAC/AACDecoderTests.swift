@@ -45,13 +45,6 @@ final class AACDecoderTests: XCTestCase {
         return out
     }
 
-    private func ffmpegPCM(_ file: String) throws -> [Int16] {
-        let raw = file + ".raw"
-        try runTool("ffmpeg", ["-v", "warning", "-y", "-i", file, "-f", "s16le", "-c:a", "pcm_s16le", raw])
-        let data = try Data(contentsOf: URL(fileURLWithPath: raw))
-        return data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
-    }
-
     /// Decodes `m4a` with ours and ffmpeg's; asserts the same length (ours: the edit list's;
     /// ffmpeg 5.1's command line keeps the last frame's padding) and at most one step apart.
     /// ffmpeg's files give the edit's length in milliseconds (its movie timescale is 1000):
@@ -63,14 +56,10 @@ final class AACDecoderTests: XCTestCase {
         XCTAssertLessThanOrEqual(abs(decoder.frameCount - expected), decoder.sampleRate / 1_000, label, file: file, line: line)
         let frames = decoder.frameCount
         let ours = try decoder.readAll()
-        let theirs = try ffmpegPCM(m4a)
+        let theirs = try FFmpegReference.pcm(m4a, file: file, line: line)
         XCTAssertEqual(ours.count, frames * channels, label, file: file, line: line)
         XCTAssertGreaterThanOrEqual(theirs.count, ours.count, label, file: file, line: line)
-        var worst = 0, at = 0
-        for i in 0..<min(ours.count, theirs.count) {
-            let d = abs(Int(ours[i]) - Int(theirs[i]))
-            if d > worst { worst = d; at = i }
-        }
+        let (worst, at) = FFmpegReference.largestDifference(ours, theirs)
         XCTAssertLessThanOrEqual(worst, 1, "\(label): \(worst) steps apart at sample \(at) (frame \(at / channels / 1024))", file: file, line: line)
         XCTAssertGreaterThan(ours.map { abs(Int($0)) }.max() ?? 0, 1_000, "\(label): not silence", file: file, line: line)
         return (ours, decoder.toolsSeen)

@@ -34,14 +34,6 @@ final class AACEncoderTests: XCTestCase {
         return out
     }
 
-    private func ffmpegPCM(_ file: String) throws -> [Int16] {
-        let raw = file + ".raw"
-        let log = try runTool("ffmpeg", ["-v", "warning", "-y", "-i", file, "-f", "s16le", "-c:a", "pcm_s16le", raw])
-        XCTAssertEqual(log.trimmingCharacters(in: .whitespacesAndNewlines), "", "ffmpeg warns about \(file)")
-        let data = try Data(contentsOf: URL(fileURLWithPath: raw))
-        return data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
-    }
-
     /// Signal to noise ratio of `decoded` against `input` in dB, over the first `count` samples.
     private func snr(_ input: [Int16], _ decoded: [Int16]) -> Double {
         var signal = 0.0, noise = 0.0
@@ -57,12 +49,11 @@ final class AACEncoderTests: XCTestCase {
         let input = try WAVDecoder.decode(contentsOfFile: Self.hello).samples
         for bitRate in [24_000, 32_000, 48_000, 64_000, 144_000] {
             let m4a = try encode(input, rate: 24_000, channels: 1, bitRate: bitRate, name: "hello-\(bitRate).m4a")
-            let theirs = try ffmpegPCM(m4a)
+            let theirs = try FFmpegReference.pcm(m4a)
             let decoder = try MPEG4AudioDecoder(path: m4a)
             let ours = try decoder.readAll()
             XCTAssertEqual(ours.count, input.count, "the edit list presents the input's length")
-            var worst = 0
-            for i in 0..<min(ours.count, theirs.count) { worst = max(worst, abs(Int(ours[i]) - Int(theirs[i]))) }
+            let worst = FFmpegReference.largestDifference(ours, theirs).steps
             XCTAssertLessThanOrEqual(worst, 1, "ours and ffmpeg's decodes at \(bitRate)")
             let quality = snr(input, theirs)
             let bytes = try FileManager.default.attributesOfItem(atPath: m4a)[.size] as! Int
@@ -133,13 +124,6 @@ final class AACSignalTests: XCTestCase {
         ]
     }
 
-    private func ffmpegPCM(_ file: String) throws -> [Int16] {
-        let raw = file + ".raw"
-        let log = try runTool("ffmpeg", ["-v", "warning", "-y", "-i", file, "-f", "s16le", "-c:a", "pcm_s16le", raw])
-        XCTAssertEqual(log.trimmingCharacters(in: .whitespacesAndNewlines), "", "ffmpeg warns about \(file)")
-        return try Data(contentsOf: URL(fileURLWithPath: raw)).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
-    }
-
     private func probe(_ file: String) throws -> [String: String] {
         let text = try runTool("ffprobe", ["-v", "error", "-select_streams", "a:0", "-show_entries",
                                            "stream=codec_name,profile,sample_rate,channels,duration_ts", "-of", "default=noprint_wrappers=1", file])
@@ -165,13 +149,12 @@ final class AACSignalTests: XCTestCase {
             XCTAssertEqual(stream["channels"], "\(signal.channels)", label)
             XCTAssertEqual(stream["duration_ts"], "\(signal.frames)", "\(label): the exact duration")
 
-            let theirs = try ffmpegPCM(m4a)
+            let theirs = try FFmpegReference.pcm(m4a)
             let decoder = try MPEG4AudioDecoder(path: m4a)
             let ours = try decoder.readAll()
             XCTAssertEqual(ours.count, signal.samples.count, "\(label): our decoder gives the input's length")
             XCTAssertGreaterThanOrEqual(theirs.count, ours.count, label)
-            var worst = 0
-            for i in 0..<min(ours.count, theirs.count) { worst = max(worst, abs(Int(ours[i]) - Int(theirs[i]))) }
+            let worst = FFmpegReference.largestDifference(ours, theirs).steps
             XCTAssertLessThanOrEqual(worst, 1, "\(label): ours and ffmpeg's decodes")
             // The coding tools the signal calls for.
             if signal.name == "click-train" { XCTAssertTrue(decoder.toolsSeen.contains(.shortWindows), "\(label): \(decoder.toolsSeen)") }
@@ -231,14 +214,10 @@ final class AACSignalTests: XCTestCase {
                                              "-of", "default=noprint_wrappers=1", m4a])
         XCTAssertTrue(stream.contains("codec_name=aac") && stream.contains("profile=LC"), stream)
         XCTAssertTrue(stream.contains("duration_ts=\(frames)"), stream)
-        let raw = m4a + ".raw"
-        let log = try runTool("ffmpeg", ["-v", "warning", "-y", "-i", m4a, "-f", "s16le", "-c:a", "pcm_s16le", raw])
-        XCTAssertEqual(log.trimmingCharacters(in: .whitespacesAndNewlines), "")
-        let theirs = try Data(contentsOf: URL(fileURLWithPath: raw)).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        let theirs = try FFmpegReference.pcm(m4a)
         let ours = try MPEG4AudioDecoder(path: m4a).readAll()
         XCTAssertEqual(ours.count, frames)
-        var worst = 0
-        for i in 0..<min(ours.count, theirs.count) { worst = max(worst, abs(Int(ours[i]) - Int(theirs[i]))) }
+        let worst = FFmpegReference.largestDifference(ours, theirs).steps
         XCTAssertLessThanOrEqual(worst, 1)
         let size = try FileManager.default.attributesOfItem(atPath: m4a)[.size] as! Int
         XCTAssertEqual(Double(size * 8) / Double(seconds), 48_000, accuracy: 48_000 * 0.03, "the rate over \(seconds) s")
