@@ -117,6 +117,20 @@ final class PlayFormatTests: XCTestCase {
         let finished = try XCTUnwrap(client.waitForEvent("playback.finished", timeout: 15))
         XCTAssertEqual(try XCTUnwrap(finished["data"]?["played_s"]?.doubleValue), 3.545, accuracy: 0.02)
 
+        // A file whose frames turn to garbage halfway (all ones: an END element where a
+        // channel should be): what decoded plays, then playback.failed names the frame, and
+        // the daemon serves on.
+        let broken = "\(scratch!)/broken.m4a"
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: ours)))
+        let frames = try MPEG4AudioFile(path: ours).track.frames
+        XCTAssertGreaterThan(frames.count, 10)
+        for frame in frames[6...] { for i in frame.offset..<(frame.offset + frame.size) { bytes[i] = 0xFF } }
+        XCTAssertTrue(FileManager.default.createFile(atPath: broken, contents: Data(bytes)))
+        _ = try client.request("play", ["path": .string(broken)])
+        let failed = try XCTUnwrap(client.waitForEvent("playback.failed", timeout: 10), "no playback.failed for garbage frames")
+        XCTAssertTrue(failed["data"]?["message"]?.stringValue?.contains("decoding failed at frame") ?? false, "\(failed)")
+        XCTAssertNotNil(client.waitForEvent("playback.finished", timeout: 10))
+
         // Apple Lossless and Opus in MP4: named, not played.
         for (codec, name) in [("alac", "alac"), ("libopus", "Opus")] {
             let path = "\(scratch!)/other-\(codec).mp4"
