@@ -30,6 +30,12 @@ struct AACBitReader {
     }
 
     var isOverrun: Bool { position > bitCount }
+
+    /// A register-backed reader from here on (``AACBitCache``); ``skip(_:)`` by its progress
+    /// when done with it.
+    func cache() -> AACBitCache {
+        AACBitCache(bytes: bytes, byteCount: bitCount >> 3, position: min(position, bitCount))
+    }
     var remaining: Int { bitCount - position }
 
     /// The next 32 bits, left-aligned, without consuming them.

@@ -67,6 +67,11 @@ public final class AACDecoder {
     public func decode(_ frame: UnsafeRawBufferPointer, into output: UnsafeMutablePointer<Float>) throws(AACError) {
         try decodeToPCM(frame)
         let n = channels
+        if n == 1 {
+            // Contiguous: the loop vectorizes, which the strided one below does not.
+            for i in 0..<1024 { output[i] = pcm[i] * (1.0 / 32768) }
+            return
+        }
         for c in 0..<n {
             let source = pcm + c * 1024
             for i in 0..<1024 { output[i * n + c] = source[i] * (1.0 / 32768) }

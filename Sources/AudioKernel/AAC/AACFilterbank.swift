@@ -45,24 +45,67 @@ final class AACFilterbank {
         if info.isShort {
             buffer.update(repeating: 0, count: 2048)
             for w in 0..<8 {
-                short.inverse(ch.spectrum + w * 128, shortBuffer)
-                let rise = AACWindow.short[w == 0 ? ch.previousShape : info.shape], fall = AACWindow.short[info.shape]
-                let at = buffer + 448 + w * 128
-                for n in 0..<128 {
-                    at[n] += shortBuffer[n] * rise[n] * (1.0 / 128)
-                    at[128 + n] += shortBuffer[128 + n] * fall[127 - n] * (1.0 / 128)
-                }
+                // As for a long block: the 128 DCT-IV outputs d unfold into 256 samples
+                // (d[64...], -d[...191]_r, -d[...63]_r, -d[0...]), windowed as they are added.
+                short.inverseFolded(ch.spectrum + w * 128, shortBuffer, scale: 1.0 / 128)
+                let rise = Self.shortRises[w == 0 ? ch.previousShape : info.shape], fall = Self.shortFalls[info.shape]
+                let at = buffer + 448 + w * 128, d = shortBuffer
+                for n in 0..<64 { at[n] += rise[n] * d[64 + n] }
+                for n in 64..<128 { at[n] -= rise[n] * d[191 - n] }
+                for m in 0..<64 { at[128 + m] -= fall[m] * d[63 - m] }
+                for m in 64..<128 { at[128 + m] -= fall[m] * d[m - 64] }
+            }
+            for n in 0..<1024 {
+                output[n] = ch.overlap[n] + buffer[n]
+                ch.overlap[n] = buffer[1024 + n]
             }
         } else {
-            long.inverse(ch.spectrum, buffer)
-            for n in 0..<2048 { buffer[n] *= 1.0 / 1024 }
-            Self.applyLongWindow(buffer, info.sequence, shape: info.shape, previousShape: ch.previousShape)
-        }
-        for n in 0..<1024 {
-            output[n] = ch.overlap[n] + buffer[n]
-            ch.overlap[n] = buffer[1024 + n]
+            // The DCT-IV's halves v1, v2 (`d`) unfold into (v2, -v2_r, -v1_r, -v1): windowed
+            // and overlapped straight from `d`, the 2048 samples never written.
+            long.inverseFolded(ch.spectrum, buffer, scale: 1.0 / 1024)
+            let rise = Self.rises[(info.sequence == .longStop ? 2 : 0) + ch.previousShape]
+            let fall = Self.falls[(info.sequence == .longStart ? 2 : 0) + info.shape]
+            let d = buffer, overlap = ch.overlap
+            for n in 0..<512 { output[n] = overlap[n] + rise[n] * d[512 + n] }
+            for n in 512..<1024 { output[n] = overlap[n] - rise[n] * d[1535 - n] }
+            for m in 0..<512 { overlap[m] = -fall[m] * d[511 - m] }
+            for m in 512..<1024 { overlap[m] = -fall[m] * d[m - 512] }
         }
         ch.previousShape = info.shape
+    }
+
+    /// The first half's window of a long block, at 2 · (longStop ? 1 : 0) + the previous
+    /// shape: the long rise, or a stop window's zeros, short rise and ones.
+    private nonisolated(unsafe) static let rises: [UnsafePointer<Float>] = (0..<4).map { i in
+        let shape = i & 1
+        return halfWindow { n in
+            guard i >= 2 else { return AACWindow.long[shape][n] }
+            return n < 448 ? 0 : n < 576 ? AACWindow.short[shape][n - 448] : 1
+        }
+    }
+    /// The second half's window of a long block, forwards, at 2 · (longStart ? 1 : 0) + the
+    /// shape: the long fall, or a start window's ones, short fall and zeros.
+    private nonisolated(unsafe) static let falls: [UnsafePointer<Float>] = (0..<4).map { i in
+        let shape = i & 1
+        return halfWindow { n in
+            guard i >= 2 else { return AACWindow.long[shape][1023 - n] }
+            return n < 448 ? 1 : n < 576 ? AACWindow.short[shape][575 - n] : 0
+        }
+    }
+
+    /// A short block's rising and (forwards) falling halves, by shape.
+    private nonisolated(unsafe) static let shortRises: [UnsafePointer<Float>] = (0..<2).map { shape in
+        halfWindow(count: 128) { AACWindow.short[shape][$0] }
+    }
+    private nonisolated(unsafe) static let shortFalls: [UnsafePointer<Float>] = (0..<2).map { shape in
+        halfWindow(count: 128) { AACWindow.short[shape][127 - $0] }
+    }
+
+    /// Window values in memory made once and never freed (read-only after).
+    private static func halfWindow(count: Int = 1024, _ value: (Int) -> Float) -> UnsafePointer<Float> {
+        let p = UnsafeMutablePointer<Float>.allocate(capacity: count)
+        for n in 0..<count { p[n] = value(n) }
+        return UnsafePointer(p)
     }
 
     /// The spectrum of 2048 samples at `input` (the last frame's 1024 and this one's) under

@@ -49,16 +49,20 @@ struct AACStreamReader {
             toolsSeen.insert(.temporalNoiseShaping)
         }
         if reader.bit() { throw .unsupported("gain control (AAC SSR)") }
-        try readSpectrum(ch, &reader)
         if let pulses {
+            // Pulses add to quantized values: the spectrum is read whole, then dequantized.
+            try readSpectrum(ch, &reader)
             for i in 0..<pulses.count {
                 let k = pulses.positions[i]
                 let q = ch.quantized[k]
                 ch.quantized[k] = q > 0 ? q + Int32(pulses.amplitudes[i]) : q - Int32(pulses.amplitudes[i])
             }
+            guard !reader.isOverrun else { throw .malformed("channel data runs past the frame") }
+            dequantize(ch)
+        } else {
+            try readDequantizedSpectrum(ch, &reader)
+            guard !reader.isOverrun else { throw .malformed("channel data runs past the frame") }
         }
-        guard !reader.isOverrun else { throw .malformed("channel data runs past the frame") }
-        dequantize(ch)
     }
 
     private func readSections(_ ch: AACChannel, _ reader: inout AACBitReader, intensityAllowed: Bool) throws(AACError) {
@@ -156,7 +160,7 @@ struct AACStreamReader {
                         }
                         if !signed {
                             // A sign bit for each non-zero value, in order: all of them in one read.
-                            let nonZero = Int(packed &>> 32)
+                            let nonZero = Int(truncatingIfNeeded: packed &>> 32) & 7
                             if nonZero > 0 {
                                 var signs = reader.read(nonZero) << (4 &- nonZero)
                                 for j in 0..<width where out[j] != 0 {
@@ -181,6 +185,132 @@ struct AACStreamReader {
         }
     }
 
+    /// The spectrum read and dequantized in one pass, for a channel without pulses (nearly
+    /// all): each Huffman symbol becomes its tuple of |q|^(4/3) from the book's table, signed,
+    /// times the band's gain, with no quantized values stored and read back. Noise bands draw
+    /// in the same order as ``dequantize(_:)``. Decodes to the same floats as the two passes.
+    private mutating func readDequantizedSpectrum(_ ch: AACChannel, _ outer: inout AACBitReader) throws(AACError) {
+        // The bits through a register (a Huffman lookup one shift away from the last), with
+        // the reader moved past what was read on every way out.
+        var reader = outer.cache()
+        let start = reader.position
+        defer { outer.skip(reader.position - start) }
+        ch.spectrum.update(repeating: 0, count: 1024)
+        let info = ch.info
+        let gains = Self.gainTable, power = Self.powerTable, signMasks = AACHuffmanDecoder.signMasks
+        let books = Self.spectral
+        var window = 0
+        for g in 0..<info.groupCount {
+            let windows = window..<(window + info.groupLengths[g])
+            for b in 0..<info.maxBands {
+                let i = g * AACChannel.groupStride + b
+                let book = ch.bandTypes[i]
+                let lower = Int(info.offsets[b]), upper = Int(info.offsets[b + 1])
+                if book == AACChannel.noiseBook {
+                    for w in windows { fillNoise(ch.spectrum + w * 128, lower..<upper, scalefactor: ch.scalefactors[i]) }
+                    continue
+                }
+                guard (1...11).contains(book) else { continue }
+                let huffman = books[book - 1]
+                let gain = gains[ch.scalefactors[i]]
+                for w in windows {
+                    var out = ch.spectrum + (w &* 128 &+ lower)
+                    let end = ch.spectrum + (w &* 128 &+ upper)
+                    switch book {
+                    case 1, 2:
+                        while out < end {
+                            reader.refill()
+                            let symbol = huffman.decodeWithSigns(&reader).symbol
+                            guard symbol >= 0 else { throw .malformed("no codebook \(book) code") }
+                            Self.store(huffman.powers(symbol) * gain, out)
+                            out += 4
+                        }
+                    case 3, 4:
+                        while out < end {
+                            reader.refill()
+                            let (symbol, signs) = huffman.decodeWithSigns(&reader)
+                            guard symbol >= 0 else { throw .malformed("no codebook \(book) code") }
+                            let packed = huffman.values(symbol)
+                            let mask = signMasks[Int(truncatingIfNeeded: packed &>> 36) & 0xF0 | signs]
+                            let v = Self.flip(huffman.powers(symbol) * gain, mask)
+                            Self.store(v, out)
+                            out += 4
+                        }
+                    case 5, 6:
+                        while out < end {
+                            reader.refill()
+                            let symbol = huffman.decodeWithSigns(&reader).symbol
+                            guard symbol >= 0 else { throw .malformed("no codebook \(book) code") }
+                            let v = huffman.powers(symbol) * gain
+                            out[0] = v[0]; out[1] = v[1]
+                            out += 2
+                        }
+                    case 7, 8, 9, 10:
+                        while out < end {
+                            reader.refill()
+                            let (symbol, signs) = huffman.decodeWithSigns(&reader)
+                            guard symbol >= 0 else { throw .malformed("no codebook \(book) code") }
+                            let packed = huffman.values(symbol)
+                            let mask = signMasks[Int(truncatingIfNeeded: packed &>> 36) & 0xF0 | signs]
+                            let v = Self.flip(huffman.powers(symbol) * gain, mask)
+                            out[0] = v[0]; out[1] = v[1]
+                            out += 2
+                        }
+                    default:  // 11: as 7-10, then a magnitude of 16 escapes to a longer one
+                        while out < end {
+                            reader.refill()
+                            let (symbol, signs) = huffman.decodeWithSigns(&reader)
+                            guard symbol >= 0 else { throw .malformed("no codebook 11 code") }
+                            let packed = huffman.values(symbol)
+                            let mask = signMasks[Int(truncatingIfNeeded: packed &>> 36) & 0xF0 | signs]
+                            let v = Self.flip(huffman.powers(symbol) * gain, mask)
+                            out[0] = v[0]; out[1] = v[1]
+                            if packed & 0x1010 != 0 {
+                                // Escapes follow both sign bits, first value first.
+                                for j in 0..<2 where Int(truncatingIfNeeded: packed &>> (8 &* UInt64(j))) & 0xFF == 16 {
+                                    reader.refill()
+                                    let x = power[Int(try Self.escape(&reader))] * gain
+                                    out[j] = v[j] < 0 ? -x : x
+                                    toolsSeen.insert(.escapes)
+                                }
+                            }
+                            out += 2
+                        }
+                    }
+                }
+                guard outer.position + (reader.position - start) <= outer.bitCount else { throw .malformed("spectral data runs past the frame") }
+            }
+            window += info.groupLengths[g]
+        }
+    }
+
+    /// `v` with the sign bits in `mask` flipped.
+    @inline(__always)
+    private static func flip(_ v: SIMD4<Float>, _ mask: SIMD4<UInt32>) -> SIMD4<Float> {
+        unsafeBitCast(unsafeBitCast(v, to: SIMD4<UInt32>.self) ^ mask, to: SIMD4<Float>.self)
+    }
+
+    @inline(__always)
+    private static func store(_ v: SIMD4<Float>, _ p: UnsafeMutablePointer<Float>) {
+        UnsafeMutableRawPointer(p).storeBytes(of: v, as: SIMD4<Float>.self)
+    }
+
+    /// A noise band (PNS): values from the generator, scaled to the band's energy.
+    private mutating func fillNoise(_ x: UnsafeMutablePointer<Float>, _ band: Range<Int>, scalefactor: Int) {
+        toolsSeen.insert(.perceptualNoise)
+        var energy: Float = 0
+        var state = randomState
+        for k in band {
+            state = state &* 1_664_525 &+ 1_013_904_223
+            let value = Float(Int32(bitPattern: state))
+            x[k] = value
+            energy += value * value
+        }
+        randomState = state
+        let scale = Float(exp2(Double(scalefactor) / 4)) / energy.squareRoot()
+        for k in band { x[k] *= scale }
+    }
+
     /// Book 11's escape (4.6.3.3): N ones, a zero, then N + 4 bits; 2^(N+4) + those bits, up
     /// to 8191.
     @inline(__always)
@@ -191,6 +321,15 @@ struct AACStreamReader {
             guard prefix <= 8 else { throw .malformed("escape longer than 13 bits") }
         }
         return Int32((1 << (prefix + 4)) + reader.read(prefix + 4))
+    }
+
+    /// The same from a bit cache, refilled by the caller: at most 21 bits.
+    @inline(__always)
+    private static func escape(_ bits: inout AACBitCache) throws(AACError) -> Int32 {
+        let prefix = (~bits.peek32()).leadingZeroBitCount
+        guard prefix <= 8 else { throw .malformed("escape longer than 13 bits") }
+        bits.skip(prefix + 1)
+        return Int32((1 << (prefix + 4)) + bits.read(prefix + 4))
     }
 
     /// The spectral books, read without retaining an array per band.
@@ -214,18 +353,7 @@ struct AACStreamReader {
                 for w in window..<(window + info.groupLengths[g]) {
                     let q = ch.quantized + w * 128, x = ch.spectrum + w * 128
                     if book == AACChannel.noiseBook {
-                        toolsSeen.insert(.perceptualNoise)
-                        var energy: Float = 0
-                        var state = randomState
-                        for k in lower..<upper {
-                            state = state &* 1_664_525 &+ 1_013_904_223
-                            let value = Float(Int32(bitPattern: state))
-                            x[k] = value
-                            energy += value * value
-                        }
-                        randomState = state
-                        let scale = Float(exp2(Double(ch.scalefactors[i]) / 4)) / energy.squareRoot()
-                        for k in lower..<upper { x[k] *= scale }
+                        fillNoise(x, lower..<upper, scalefactor: ch.scalefactors[i])
                     } else if book >= 1 && book <= 11 {
                         let gain = gains[ch.scalefactors[i]]
                         for k in lower..<upper {

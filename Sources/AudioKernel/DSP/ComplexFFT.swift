@@ -10,11 +10,13 @@ import Glibc
 /// Forward: `X[k] = Σ x[n] e^(-2πi nk / L)`, unscaled.
 final class ComplexFFT {
     let length: Int
-    private let reversal: UnsafeMutablePointer<Int32>
+    /// The bit-reversed index of each index: a caller that writes its input through it can
+    /// call ``forwardPermuted(re:im:)`` and save the permutation pass.
+    let reversal: UnsafeMutablePointer<Int32>
     /// Per radix-4 pass of quarter size `s`: w^j, w^2j, w^3j for j < s (real then imaginary
     /// parts), w = e^(-2πi / 4s).
     private let twiddles: UnsafeMutablePointer<Float>
-    private var passes: [(size: Int, offset: Int)] = []
+    private let passes: [(size: Int, offset: Int)]
 
     init(length: Int) {
         precondition(length >= 4 && length & (length - 1) == 0, "a power of two from 4")
@@ -28,11 +30,13 @@ final class ComplexFFT {
         }
         var size = bits & 1 == 1 ? 2 : 1
         var total = 0
+        var passes: [(size: Int, offset: Int)] = []
         while size < length {
             passes.append((size, total))
             total += 6 * size
             size *= 4
         }
+        self.passes = passes
         twiddles = .allocate(capacity: max(total, 1))
         for (size, offset) in passes {
             for j in 0..<size {
@@ -52,14 +56,25 @@ final class ComplexFFT {
 
     /// Transforms `re` + i`im` (each `length` long) in place.
     func forward(re: UnsafeMutablePointer<Float>, im: UnsafeMutablePointer<Float>) {
-        let n = length
-        for i in 0..<n {
+        for i in 0..<length {
             let j = Int(reversal[i])
             if j > i {
                 swap(&re[i], &re[j])
                 swap(&im[i], &im[j])
             }
         }
+        forwardPermuted(re: re, im: im)
+    }
+
+    /// Whether the first pass is a radix-4 one of span 1 (an even power of two), which a
+    /// caller may fuse into the writing of its input (``forwardPermuted(re:im:firstPassDone:)``).
+    var startsWithRadix4: Bool { length.trailingZeroBitCount & 1 == 0 }
+
+    /// Transforms in place an input already stored in bit-reversed order (`x[n]` at
+    /// `reversal[n]`); with `firstPassDone`, one that has been through the span-1 radix-4
+    /// pass as well.
+    func forwardPermuted(re: UnsafeMutablePointer<Float>, im: UnsafeMutablePointer<Float>, firstPassDone: Bool = false) {
+        let n = length
         if n.trailingZeroBitCount & 1 == 1 {
             var i = 0
             while i < n {
@@ -76,14 +91,23 @@ final class ComplexFFT {
             let w2r = w1i + size, w2i = w2r + size
             let w3r = w2i + size, w3i = w3r + size
             var start = 0
+            if size == 1 && firstPassDone { continue }
+            if size == 1 {
+                // The first radix-4 pass: every twiddle is 1, so no products.
+                var i = 0
+                while i < n {
+                    Self.butterfly(re + i, im + i)
+                    i &+= 4
+                }
+                continue
+            }
             while start < n {
                 if size >= 4 {
                     var j = 0
                     while j < size {
                         Self.butterfly4(re + start + j, im + start + j, size,
-                                        SIMD4(UnsafeBufferPointer(start: w1r + j, count: 4)), SIMD4(UnsafeBufferPointer(start: w1i + j, count: 4)),
-                                        SIMD4(UnsafeBufferPointer(start: w2r + j, count: 4)), SIMD4(UnsafeBufferPointer(start: w2i + j, count: 4)),
-                                        SIMD4(UnsafeBufferPointer(start: w3r + j, count: 4)), SIMD4(UnsafeBufferPointer(start: w3i + j, count: 4)))
+                                        Self.load(w1r + j), Self.load(w1i + j), Self.load(w2r + j),
+                                        Self.load(w2i + j), Self.load(w3r + j), Self.load(w3i + j))
                         j &+= 4
                     }
                 } else {
@@ -111,6 +135,22 @@ final class ComplexFFT {
         re[2 * s] = ar - cr; im[2 * s] = ai - ci
         re[s] = br + di; im[s] = bi - dr
         re[3 * s] = br - di; im[3 * s] = bi + dr
+    }
+
+    @inline(__always)
+    private static func load(_ p: UnsafeMutablePointer<Float>) -> SIMD4<Float> {
+        UnsafeRawPointer(p).loadUnaligned(as: SIMD4<Float>.self)
+    }
+
+    /// A radix-4 butterfly of span 1 (j = 0: no twiddles).
+    @inline(__always)
+    private static func butterfly(_ re: UnsafeMutablePointer<Float>, _ im: UnsafeMutablePointer<Float>) {
+        let ar = re[0] + re[1], ai = im[0] + im[1], br = re[0] - re[1], bi = im[0] - im[1]
+        let cr = re[2] + re[3], ci = im[2] + im[3], dr = re[2] - re[3], di = im[2] - im[3]
+        re[0] = ar + cr; im[0] = ai + ci
+        re[2] = ar - cr; im[2] = ai - ci
+        re[1] = br + di; im[1] = bi - dr
+        re[3] = br - di; im[3] = bi + dr
     }
 
     /// Four butterflies at once, j to j + 3.

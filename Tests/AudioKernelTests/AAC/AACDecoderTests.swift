@@ -89,6 +89,65 @@ final class AACDecoderTests: XCTestCase {
         let expected: AACDecoder.Tools = [.shortWindows, .transitionWindows, .temporalNoiseShaping, .perceptualNoise, .midSide, .intensity, .escapes]
         XCTAssertTrue(tools.isSuperset(of: expected), "the files used \(tools); wanted \(expected)")
     }
+
+    /// Pulse data (4.6.3.3), which neither our encoder nor ffmpeg's writes, and which sends a
+    /// channel through the decoder's two-pass path (the spectrum dequantized after the pulses
+    /// are added, not as it is read): a frame built bit by bit, with one pulse on a non-zero
+    /// value and one on a zero, decodes within one step of ffmpeg's decode of the same frames
+    /// in ADTS, and differs from the frame without its pulses.
+    func testPulsesDecodeAsFFmpegDecodesThem() throws {
+        func frame(pulses: Bool) -> [UInt8] {
+            var bits = TestBitWriter()
+            bits.put(0, 3); bits.put(0, 4)                   // SCE, tag 0
+            bits.put(170, 8)                                 // global_gain
+            bits.put(0, 1); bits.put(0, 2); bits.put(0, 1)   // ics_info: long, sine window
+            bits.put(2, 6); bits.put(0, 1)                   // max_sfb 2, no prediction
+            bits.put(3, 4); bits.put(2, 5)                   // one section: book 3 over 2 bands
+            bits.put(0, 1); bits.put(0, 1)                   // scalefactor deltas 0 (code "0")
+            bits.put(pulses ? 1 : 0, 1)
+            if pulses {
+                bits.put(1, 2); bits.put(0, 6)               // two pulses from band 0
+                bits.put(2, 5); bits.put(5, 4)               // k = 2 (q = 2): +5
+                bits.put(4, 5); bits.put(3, 4)               // k = 6 (q = 0): -3
+            }
+            bits.put(0, 1); bits.put(0, 1)                   // no TNS, no gain control
+            bits.put(0b11_1110_1011, 10); bits.put(0b01, 2)  // band 0: (1, 0, 2, 0), signs + -
+            bits.put(0b1010, 4); bits.put(1, 1)              // band 1: (0, 1, 0, 0), sign -
+            bits.put(7, 3)                                   // END
+            return bits.bytes()
+        }
+        let config = AudioSpecificConfig(sampleRate: 24_000, channelConfiguration: 1)
+        func ours(_ payload: [UInt8], count: Int) throws -> (pcm: [Int16], tools: AACDecoder.Tools) {
+            let decoder = try AACDecoder(config: config)
+            var pcm = [Int16](repeating: 0, count: count * 1_024)
+            for i in 0..<count {
+                try pcm.withUnsafeMutableBufferPointer { out in
+                    try payload.withUnsafeBytes { try decoder.decode($0, into: out.baseAddress! + i * 1_024) }
+                }
+            }
+            return (pcm, decoder.toolsSeen)
+        }
+        let withPulses = frame(pulses: true), count = 8
+        var adts: [UInt8] = []
+        for _ in 0..<count {
+            let length = withPulses.count + 7
+            // ADTS: MPEG-4, no CRC, LC, 24 kHz (index 6), mono, buffer fullness 0x7FF.
+            adts += [0xFF, 0xF1, 0x01 << 6 | 6 << 2, 1 << 6 | UInt8(length >> 11),
+                     UInt8((length >> 3) & 0xFF), UInt8((length & 7) << 5 | 0x1F), 0xFC]
+            adts += withPulses
+        }
+        let path = directory.appendingPathComponent("pulses.aac").path
+        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(adts)))
+        let theirs = try FFmpegReference.pcm(path)
+        let (decoded, tools) = try ours(withPulses, count: count)
+        XCTAssertTrue(tools.contains(.pulses))
+        XCTAssertEqual(theirs.count, decoded.count)
+        let (worst, at) = FFmpegReference.largestDifference(decoded, theirs)
+        XCTAssertLessThanOrEqual(worst, 1, "\(worst) steps apart at sample \(at)")
+        XCTAssertGreaterThan(decoded.map { abs(Int($0)) }.max() ?? 0, 1_000, "not silence")
+        let without = try ours(frame(pulses: false), count: count).pcm
+        XCTAssertGreaterThan(FFmpegReference.largestDifference(decoded, without).steps, 100, "the pulses changed nothing")
+    }
 }
 
 /// Hostile frames: each a clear ``AACError``, never a read outside the frame, and the next
@@ -173,6 +232,19 @@ final class AACDecoderHostileFrameTests: XCTestCase {
             XCTAssertEqual(error, .unsupported("coupling channel elements"))
         } else {
             XCTFail("a coupling channel element decoded")
+        }
+    }
+}
+
+/// Bits most significant first, for frames built by hand.
+private struct TestBitWriter {
+    private var bits: [Bool] = []
+    mutating func put(_ value: Int, _ count: Int) {
+        for i in stride(from: count - 1, through: 0, by: -1) { bits.append(value >> i & 1 == 1) }
+    }
+    func bytes() -> [UInt8] {
+        stride(from: 0, to: bits.count, by: 8).map { start in
+            (0..<8).reduce(UInt8(0)) { byte, i in byte << 1 | (start + i < bits.count && bits[start + i] ? 1 : 0) }
         }
     }
 }
