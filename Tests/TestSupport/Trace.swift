@@ -10,16 +10,19 @@ public struct Trace: Sendable {
     public let name: String
     public let title: String
     public let method: String
-    public let path: String
-    /// The request's Content-Type (the only request header recorded).
+    public private(set) var path: String
+    /// The request's Content-Type (the only request header the TalkCo traces record).
     public let requestContentType: String?
+    /// The request headers recorded (the Chatterbox traces record Authorization and
+    /// X-Refresh-Token too, with placeholders for the tokens).
+    public let requestHeaders: [String: String]
     /// The exact JSON text sent (JSON requests only).
     public let requestBody: String?
     public let status: Int
     /// As recorded: Content-Type, and Content-Length or Transfer-Encoding.
-    public let headers: [String: String]
+    public private(set) var headers: [String: String]
     /// The exact body bytes (for SSE: the de-chunked stream).
-    public let body: [UInt8]
+    public private(set) var body: [UInt8]
     /// Milliseconds from the request to the headers, and to the body's end.
     public let headersMilliseconds: Double
     public let completeMilliseconds: Double
@@ -66,17 +69,45 @@ public struct Trace: Sendable {
     }()
 
     /// Every trace file's name (without `.json`), in order.
-    public static var all: [String] {
+    public static var all: [String] { all(in: directory) }
+
+    /// Where the Chatterbox traces are: `$CHATTERBOX_TRACES`, else `shared/chatterbox-traces`
+    /// beside the checkout.
+    public static let chatterboxDirectory: String = {
+        if let path = ProcessInfo.processInfo.environment["CHATTERBOX_TRACES"], !path.isEmpty { return path }
+        return URL(fileURLWithPath: directory).deletingLastPathComponent().appendingPathComponent("chatterbox-traces").path
+    }()
+
+    /// Every trace file's name in `directory` (without `.json`), in order.
+    public static func all(in directory: String) -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
             .filter { $0.hasSuffix(".json") && $0.first?.isNumber == true }.map { String($0.dropLast(5)) }.sorted()
     }
 
-    /// Loads `NN-name` (or a unique prefix such as `21`).
-    public static func load(_ name: String) throws -> Trace {
-        let match = all.filter { $0 == name || $0.hasPrefix(name + "-") }
+    /// Loads `NN-name` (or a unique prefix such as `21`) from `directory` (the TalkCo traces
+    /// unless told).
+    public static func load(_ name: String, from directory: String = directory) throws -> Trace {
+        let match = all(in: directory).filter { $0 == name || $0.hasPrefix(name + "-") }
         guard match.count == 1 else { throw TraceError(message: "no single trace named \(name) in \(directory) (found \(match))") }
         let data = try Data(contentsOf: URL(fileURLWithPath: directory).appendingPathComponent(match[0] + ".json"))
         return try Trace(name: match[0], data: data)
+    }
+
+    /// A Chatterbox trace.
+    public static func chatterbox(_ name: String) throws -> Trace { try load(name, from: chatterboxDirectory) }
+
+    /// The trace with each key of `replacements` replaced by its value in the path, the
+    /// answer's headers and body (a placeholder such as `<UPLOAD_SIG_1>`, or a recorded
+    /// host, made into what the replay serves).
+    public func replacing(_ replacements: [String: String]) -> Trace {
+        var copy = self
+        for (old, new) in replacements {
+            copy.path = copy.path.replacingOccurrences(of: old, with: new)
+            copy.headers = copy.headers.mapValues { $0.replacingOccurrences(of: old, with: new) }
+            // Text bodies only: a binary one (the .m4a of file 34) is left as it is.
+            if let text = String(bytes: copy.body, encoding: .utf8) { copy.body = Array(text.replacingOccurrences(of: old, with: new).utf8) }
+        }
+        return copy
     }
 
     init(name: String, data: Data) throws {
@@ -91,6 +122,11 @@ public struct Trace: Sendable {
         method = try need(request["method"]?.stringValue, "request.method")
         path = try need(request["path"]?.stringValue, "request.path")
         requestContentType = request["headers"]?["Content-Type"]?.stringValue
+        var requestHeaders: [String: String] = [:]
+        if case .object(let members) = request["headers"] ?? .null {
+            for (key, value) in members { requestHeaders[key] = value.stringValue }
+        }
+        self.requestHeaders = requestHeaders
         requestBody = request["body_text"]?.stringValue
         status = try need(response["status"]?.intValue, "response.status")
         var headers: [String: String] = [:]

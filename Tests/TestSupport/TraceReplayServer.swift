@@ -126,6 +126,12 @@ public final class TraceReplayServer: @unchecked Sendable {
         // The server holds its headers back (a `/start` waits for its upstream connection).
         guard wait(until: start + nanoseconds(trace.headersMilliseconds)) else { return writer.dropConnection() }
         var extra = [("date", Self.httpDate()), ("server", "uvicorn")]
+        // Recorded headers beyond the framing (the Chatterbox gateway's X-New-*-Token and
+        // Www-Authenticate), spelled as recorded.
+        for (name, value) in trace.headers.sorted(by: { $0.key < $1.key })
+        where !["content-type", "content-length", "transfer-encoding"].contains(name.lowercased()) {
+            extra.append((name, value))
+        }
         guard trace.isStream else {
             return writer.respond(status: trace.status, contentType: trace.contentType, headers: extra, body: trace.body)
         }

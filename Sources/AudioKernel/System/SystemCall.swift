@@ -52,7 +52,7 @@ public enum SystemCall {
     /// Writes `bytes` to `path` so that `path` never holds a part of them: into
     /// `PATH.partial` (synced to stable storage with `sync`), then renamed. On failure the
     /// scratch file is removed. Returns nil, or the error and the step that failed.
-    static func writeFileAtomically(_ bytes: UnsafeRawBufferPointer, to path: String, mode: mode_t = 0o644,
+    public static func writeFileAtomically(_ bytes: UnsafeRawBufferPointer, to path: String, mode: mode_t = 0o644,
                                     sync: Bool) -> (Errno, operation: String)? {
         let partial = path + ".partial"
         let fd: Int32

@@ -182,22 +182,10 @@ public final class BackendClient: Sendable {
 
     /// One attempt: the request, its answer, or why there is none.
     private func perform(_ request: HTTPRequest, body: Data?) async -> Result<(HTTPResponse, Data), BackendError> {
-        let box = ExchangeBox()
-        let timeout = configuration.requestTimeout
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let exchange = RESTExchange { continuation.resume(returning: $0) }
-                box.set(exchange)
-                exchange.attach(transport.start(request, body: body, handler: exchange))
-                // Weak: a block holding the exchange would keep its answer until the deadline.
-                transport.queue.asyncAfter(deadline: .now() + timeout) { [weak exchange] in exchange?.abort(.timedOut(seconds: timeout)) }
-            }
-        } onCancel: {
-            box.exchange?.abort(.cancelled)
-        }
+        await transport.exchange(request, body: body, timeout: configuration.requestTimeout)
     }
 
-    private static func describe(_ error: Error) -> String {
+    static func describe(_ error: Error) -> String {
         switch error {
         case DecodingError.keyNotFound(let key, let context):
             return "missing \(key.stringValue) at \(context.codingPath.map(\.stringValue).joined(separator: "."))"
@@ -205,28 +193,6 @@ public final class BackendClient: Sendable {
             return "\(context.debugDescription) at \(context.codingPath.map(\.stringValue).joined(separator: "."))"
         default:
             return "\(error)"
-        }
-    }
-}
-
-/// Hands the exchange of an attempt to the cancellation handler, which may run first.
-private final class ExchangeBox: @unchecked Sendable {
-    private let lock = Lock()
-    private var stored: RESTExchange?
-    private var cancelled = false
-
-    func set(_ exchange: RESTExchange) {
-        let cancelNow: Bool = lock.withLock {
-            stored = exchange
-            return cancelled
-        }
-        if cancelNow { exchange.abort(.cancelled) }
-    }
-
-    var exchange: RESTExchange? {
-        lock.withLock {
-            cancelled = true
-            return stored
         }
     }
 }

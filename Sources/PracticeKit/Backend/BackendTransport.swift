@@ -45,6 +45,46 @@ final class BackendTransport: @unchecked Sendable {
     func invalidate() {
         http.invalidate()
     }
+
+    /// One request and its whole answer, within `timeout` seconds; an answer body over
+    /// `limit` bytes ends the exchange as ``BackendError/invalidResponse(_:)`` (nothing more
+    /// is read or kept). Cancelling the calling task cancels the request.
+    func exchange(_ request: HTTPRequest, body: Data?, timeout: Double, limit: Int = .max) async -> Result<(HTTPResponse, Data), BackendError> {
+        let box = ExchangeBox()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let exchange = RESTExchange(limit: limit) { continuation.resume(returning: $0) }
+                box.set(exchange)
+                exchange.attach(start(request, body: body, handler: exchange))
+                // Weak: a block holding the exchange would keep its answer until the deadline.
+                queue.asyncAfter(deadline: .now() + timeout) { [weak exchange] in exchange?.abort(.timedOut(seconds: timeout)) }
+            }
+        } onCancel: {
+            box.exchange?.abort(.cancelled)
+        }
+    }
+}
+
+/// Hands the exchange of an attempt to the cancellation handler, which may run first.
+private final class ExchangeBox: @unchecked Sendable {
+    private let lock = Lock()
+    private var stored: RESTExchange?
+    private var cancelled = false
+
+    func set(_ exchange: RESTExchange) {
+        let cancelNow: Bool = lock.withLock {
+            stored = exchange
+            return cancelled
+        }
+        if cancelNow { exchange.abort(.cancelled) }
+    }
+
+    var exchange: RESTExchange? {
+        lock.withLock {
+            cancelled = true
+            return stored
+        }
+    }
 }
 
 /// One REST attempt: collects the answer, enforces the call's deadline.
@@ -57,8 +97,12 @@ final class RESTExchange: TaskHandler, @unchecked Sendable {
     private var completion: Completion?
     private var task: TransportTask?
     private var endReason: BackendError?
+    private let limit: Int
 
-    init(completion: @escaping Completion) { self.completion = completion }
+    init(limit: Int = .max, completion: @escaping Completion) {
+        self.limit = limit
+        self.completion = completion
+    }
 
     /// The attempt's task, or nil when the transport is closed (the attempt ends cancelled).
     func attach(_ task: TransportTask?) {
@@ -90,7 +134,15 @@ final class RESTExchange: TaskHandler, @unchecked Sendable {
     }
 
     func taskDidReceive(response: HTTPResponse) { lock.withLock { self.response = response } }
-    func taskDidReceive(data: Data) { lock.withLock { body.append(data) } }
+    func taskDidReceive(data: Data) {
+        let over: Bool = lock.withLock {
+            guard endReason == nil else { return false }
+            guard body.count + data.count <= limit else { return true }
+            body.append(data)
+            return false
+        }
+        if over { abort(.invalidResponse("an answer larger than \(limit) bytes")) }
+    }
     func taskDidSend(totalBytesSent: Int64, totalBytesExpected: Int64) {}
 
     func taskDidComplete(error: Error?) {
