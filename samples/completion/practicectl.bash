@@ -6,7 +6,7 @@
 
 _practicectl_commands="ping status devices topics profile start review-mode session talk done cancel listen say end review correct finish close spool play stop volume level events config metrics call"
 _practicectl_options="--socket --json --timeout --wait-for --help"
-_practicectl_event_topics="level speech playback device session daemon"
+_practicectl_event_topics="level speech playback device session daemon cue"
 
 # The daemon's conversation topic ids, asked of the running daemon (quickly: a daemon that is
 # not running, or a backend that does not answer, completes nothing rather than hanging).

@@ -73,7 +73,7 @@ public enum SystemCall {
     }
 
     /// Reads a whole file into memory.
-    static func readFile(atPath path: String) -> Result<[UInt8], Errno> {
+    public static func readFile(atPath path: String) -> Result<[UInt8], Errno> {
         let fd: Int32
         switch retryingOnInterrupt({ open(path, O_RDONLY | O_CLOEXEC) }) {
         case .success(let d): fd = d

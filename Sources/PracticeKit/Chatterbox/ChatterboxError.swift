@@ -61,3 +61,21 @@ public enum ChatterboxError: Error, Equatable, Sendable, CustomStringConvertible
         return .backend(.http(status: status, detail: text))
     }
 }
+
+extension ControlError {
+    /// The client's view of a Chatterbox failure: `sign_in_required`, `refused` with the
+    /// backend's reason, or the transport's codes.
+    public init(_ error: ChatterboxError) {
+        switch error {
+        case .refused(let status, _, _):
+            self.init(.refused, "the backend refused: \(error.reason ?? "no reason given")", retryable: error.isTransient, status: status,
+                      reason: error.reason)
+        case .signInRequired(let why):
+            self.init(.signInRequired, why)
+        case .files(let status, let text):
+            self.init(.backendError, "the files service answered \(status): \(text)", retryable: status >= 500, status: status)
+        case .backend(let backend):
+            self.init(backend)
+        }
+    }
+}

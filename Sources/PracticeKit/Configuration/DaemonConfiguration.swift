@@ -13,6 +13,17 @@ public struct DaemonConfiguration: Equatable, Sendable {
     }
 
     public var backendURL = URL(string: "http://127.0.0.1:8000")!
+    /// Which backend `backend.url` is: TalkCo's conversations, or Chatterbox's cue practice.
+    public var backendKind = BackendKind.talkco
+    /// Cue practice: cards in a batch (`get_cues`/`shuffle_cues`).
+    public var cueCount = 5
+    /// Cue practice: the AAC-LC bit rate answers are uploaded at.
+    public var cueBitRate = 48_000
+    /// Cue practice: how often a recording's transcript and evaluation are polled.
+    public var cuePollMilliseconds = 2_000
+    /// Cue practice: how often a transcription or evaluation that fell back to `none` is
+    /// asked for again before the client is told.
+    public var cueResultAttempts = 3
     /// The CAs (a PEM file) an `https://` backend's certificate must chain to; nil trusts
     /// the system's CA store.
     public var backendCAFile: String?
@@ -234,6 +245,21 @@ struct ConfigurationKey: Sendable {
                              configuration.backendCAFile = text.isEmpty ? nil : text
                              return true
                          }, current: { $0.backendCAFile ?? "" }),
+        ConfigurationKey(name: "backend.kind", allowed: "talkco or chatterbox",
+                         help: "what backend.url is: TalkCo (conversations) or Chatterbox (cue practice)",
+                         apply: { configuration, text in
+                             guard let kind = BackendKind(rawValue: text.lowercased()) else { return false }
+                             configuration.backendKind = kind
+                             return true
+                         }, current: { $0.backendKind.rawValue }),
+        .integer("cue.count", 1...100, unit: "cards", help: "cue cards in a batch (Chatterbox)", \.cueCount),
+        .integer("cue.bitrate", 16_000...320_000, unit: "bits per second", help: "the AAC-LC bit rate cue answers are uploaded at (Chatterbox)",
+                 \.cueBitRate),
+        .integer("cue.poll_ms", 100...60_000, unit: "milliseconds", help: "how often a recording's transcript and evaluation are polled (Chatterbox)",
+                 \.cuePollMilliseconds),
+        .integer("cue.result_attempts", 1...20, unit: "requests",
+                 help: "how often a transcription or evaluation that fell back to none is asked for again before the client is told (Chatterbox)",
+                 \.cueResultAttempts),
         .text("user.id", help: "the learner's id (generated once and kept in the state directory when empty)", \.userID),
         .text("user.name", help: "the learner's name, sent with new sessions", \.userName),
         .device("capture.device", help: "the microphone", \.captureDevice),
@@ -307,6 +333,14 @@ struct ConfigurationKey: Sendable {
                              return true
                          }, current: { $0.logLevel.description }),
     ]
+}
+
+/// The backends `practiced` speaks.
+public enum BackendKind: String, Sendable, CaseIterable {
+    /// TalkCo's conversations with a tutor (`/sessions`, SSE replies).
+    case talkco
+    /// Chatterbox's cue practice (`/rpc/*` through its gateway, uploads to its files service).
+    case chatterbox
 }
 
 /// A configuration value that is not allowed; start-up stops with this message.

@@ -45,6 +45,12 @@ public enum ControlErrorCode: String, Sendable, CaseIterable {
     case tooManyClients = "too_many_clients"
     /// A file named by the command cannot be read or is not a usable WAV.
     case fileError = "file_error"
+    /// Cue practice: the learner must sign in (never did, signed out, or the backend
+    /// refused the tokens and their refresh).
+    case signInRequired = "sign_in_required"
+    /// Cue practice: the backend refused the request for a reason of its own, given in
+    /// `reason` (its machine-readable hint, such as `invalid_login_code`, or its code).
+    case refused
     case internalError = "internal"
 }
 
@@ -56,12 +62,15 @@ public struct ControlError: Error, Equatable, Sendable, CustomStringConvertible 
     public var retryable: Bool
     /// The backend's HTTP status, for `backend_error` answers that had one.
     public var status: Int?
+    /// For `refused`: the backend's reason (a hint or a code).
+    public var reason: String?
 
-    public init(_ code: ControlErrorCode, _ message: String, retryable: Bool = false, status: Int? = nil) {
+    public init(_ code: ControlErrorCode, _ message: String, retryable: Bool = false, status: Int? = nil, reason: String? = nil) {
         self.code = code
         self.message = message
         self.retryable = retryable
         self.status = status
+        self.reason = reason
     }
 
     public var description: String { "\(code.rawValue): \(message)" }
@@ -69,6 +78,7 @@ public struct ControlError: Error, Equatable, Sendable, CustomStringConvertible 
     var json: JSONValue {
         var members: [(String, JSONValue)] = [("code", .string(code.rawValue)), ("message", .string(message)), ("retryable", .bool(retryable))]
         if let status { members.append(("status", .int(status))) }
+        if let reason { members.append(("reason", .string(reason))) }
         return .object(members)
     }
 }

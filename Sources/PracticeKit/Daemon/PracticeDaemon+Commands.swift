@@ -27,6 +27,7 @@ extension PracticeDaemon {
     }
 
     func run(_ request: ControlRequest, client: ControlClientInfo, reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
+        if cue.handle(request, reply: reply) { return }
         if SessionController.commands.contains(request.command) {
             return session.handle(request, reply: reply)
         }
@@ -98,7 +99,7 @@ extension PracticeDaemon {
         let probe = lock.withLock { backendProbe }
         let stale = probe.checkedAt.map { DispatchTime.now().uptimeNanoseconds - $0.uptimeNanoseconds > 10_000_000_000 } ?? true
         guard stale else { return reply.succeed(currentStatus()) }
-        // Check the backend (a GET /topics, 3 s at most, no retries), then answer.
+        // Check the backend (TalkCo's GET /topics or Chatterbox's app_config, 3 s at most, no retries), then answer.
         checkBackend { [self] in reply.succeed(currentStatus()) }
     }
 
@@ -106,12 +107,15 @@ extension PracticeDaemon {
         var probeConfiguration = lock.withLock { configuration.backend }
         probeConfiguration.requestTimeout = 3
         probeConfiguration.retry = .none
+        let kind = backendKind
         let client = BackendClient(configuration: probeConfiguration)
+        let cueClient = ChatterboxClient(configuration: probeConfiguration, tokens: chatterbox.tokens)
         Task { [self] in
             let start = DispatchTime.now()
             var probe = BackendProbe()
             do {
-                _ = try await client.topics()
+                // Each kind's cheapest call that needs no learner: TalkCo's topics, Chatterbox's app_config.
+                if kind == .chatterbox { _ = try await cueClient.appConfig() } else { _ = try await client.topics() }
                 probe.reachable = true
                 metrics.observe("practiced_backend_probe_seconds", help: "Time of the backend reachability check.",
                                 seconds: Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9)
@@ -136,12 +140,13 @@ extension PracticeDaemon {
         }
         return DaemonStatus(
             version: Self.version, protocol: ControlProtocol.identifier, pid: Int(getpid()), uptimeS: uptime, userId: user,
-            backend: .init(url: configuration.backendURL.absoluteString, reachable: probe.reachable, error: probe.error),
+            backend: .init(kind: backendKind.rawValue, url: configuration.backendURL.absoluteString, reachable: probe.reachable, error: probe.error),
             devices: .init(capture: device(configuration.captureDevice, capture, recorder?.deviceFormat, recorder?.deviceStatistics,
                                            echoCancelled: recorder.flatMap { $0.deviceFormat == nil ? nil : $0.inputIsEchoCancelled }),
                            playback: device(configuration.playbackDevice, playback, player?.deviceFormat, player?.deviceStatistics)),
             playback: .init(active: player?.isActive ?? false, positionS: ((player?.position ?? 0) * 1000).rounded() / 1000),
             session: session?.snapshot ?? .idle,
+            learner: backendKind == .chatterbox ? cue?.snapshot : nil,
             clients: control.clients,
             counters: .init(connections: control.connectionsAccepted, refused: control.connectionsRefused,
                             slowClientsDropped: control.slowClientsDropped, throttled: control.clientsThrottled,
@@ -186,6 +191,21 @@ extension PracticeDaemon {
             throw ControlError(.invalidState, "a reply is playing; playback.stop first, or play with mix: true", retryable: true)
         }
         try clips.play(path: path, mixed: mixed, client: client, format: player.format, configuration: lock.withLock { configuration }, reply)
+    }
+
+    /// `cue.play`'s download, played as the daemon's own file (it wrote it in the state
+    /// directory), as `play` would play it.
+    func playRecording(_ path: String, _ done: @escaping @Sendable (Result<Double, ControlError>) -> Void) {
+        let daemon = ControlClientInfo(id: 0, credentials: PeerCredentials(pid: getpid(), uid: getuid(), gid: getgid()))
+        let answer = CommandReply<Command.Play> { result in
+            done(result.flatMap { json in
+                guard let played = try? ProtocolDecoder.decode(Command.Play.Result.self, from: json) else { return .failure(ControlError(.internalError, "play's answer")) }
+                return .success(played.durationS)
+            })
+        }
+        workQueue.async { [self] in
+            do throws(ControlError) { try play(path: path, mixed: false, client: daemon, answer) } catch { answer.fail(error) }
+        }
     }
 
     /// Sets the speaker's volume: applied at once with the player's ramp, kept in the state

@@ -8,7 +8,9 @@ import Synchronization
 // reopened when they fail, and their events passed on to the session and the clients.
 extension PracticeDaemon {
     /// Commands that need the devices: they are opened first when closed.
-    static let deviceCommands: Set<String> = ["session.start", "turn.start", "listen", "say", "play", "level.watch"]
+    static let deviceCommands: Set<String> = Set(([Command.SessionStart.self, Command.TurnStart.self, Command.Listen.self, Command.Say.self,
+                                                   Command.Play.self, Command.LevelWatch.self, Command.CueRecord.self, Command.CuePlay.self]
+                                                  as [any ControlCommand.Type]).map { $0.name })
 
     var devicesOpen: Bool { lock.withLock { openRecorder != nil && openPlayer != nil } }
 
@@ -127,10 +129,12 @@ extension PracticeDaemon {
         case .speechStarted(let recording):
             server?.publish(Event.SpeechStarted())
             session?.speechStarted(recording: recording)
+            cue?.speechStarted(recording: recording)
         case .speechStopped:
             server?.publish(Event.SpeechStopped())
         case .turn(let turn):
-            session?.recorded(turn)
+            // The recorder serves one recording at a time: a cue answer's number says whose it is.
+            if cue?.owns(recording: turn.recording) == true { cue?.recorded(turn) } else { session?.recorded(turn) }
         }
     }
 
@@ -166,7 +170,10 @@ extension PracticeDaemon {
             server?.publish(Event.DeviceXrun(direction: direction, total: total))
         case .deviceLost(let error):
             metrics.increment("practiced_device_losses_total", help: "Devices that went away.", labels: "direction=\"\(direction.rawValue)\"")
-            if direction == .capture { session?.captureFailed(error.description) }
+            if direction == .capture {
+                session?.captureFailed(error.description)
+                cue?.captureFailed(error.description)
+            }
             server?.publish(Event.DeviceLost(direction: direction, message: error.description))
         case .deviceRestored(let attempts):
             server?.publish(Event.DeviceRestored(direction: direction, attempts: attempts))

@@ -46,6 +46,11 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     /// `devices` requests waiting for the enumeration in progress (under `lock`).
     var deviceListWaiters: [CommandReply<Command.Devices>] = []
     var session: SessionController!
+    /// Cue practice (backend.kind = chatterbox), its client and the learner's tokens.
+    var cue: CuePractice!
+    var chatterbox: ChatterboxClient!
+    /// `backend.kind` as the daemon started (a reload does not switch backends).
+    var backendKind = BackendKind.talkco
     var captureState = DeviceState.closed
     var playbackState = DeviceState.closed
     var deviceKeeper: DispatchSourceTimer?
@@ -126,6 +131,15 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
                                     metrics: metrics, logger: logger.named("session")) { [weak server] event in
             server?.publish(any: event)
         }
+        backendKind = configuration.backendKind
+        chatterbox = ChatterboxClient(configuration: configuration.backend,
+                                      tokens: ChatterboxTokenStore(stateDirectory: configuration.stateDirectory, logger: logger.named("chatterbox")),
+                                      logger: logger.named("chatterbox"))
+        cue = CuePractice(settings: cueSettings(configuration), client: { [unowned self] in lock.withLock { chatterbox } }, audio: audio,
+                          spoolDirectory: configuration.spoolDirectory, stateDirectory: configuration.stateDirectory, metrics: metrics,
+                          logger: logger.named("cue"), play: { [unowned self] path, done in playRecording(path, done) }) { [weak server] event in
+            server?.publish(any: event)
+        }
         let signal = DispatchSource.makeUserDataAddSource(queue: server.queue)
         signal.setEventHandler { [unowned self] in publishLevel() }
         signal.resume()
@@ -144,6 +158,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         audioQueue.sync { openDevices() }
         startDeviceKeeper()
         session.recoverSpool()
+        cue.start()
         startWatchdog(on: server.queue)
         startMetricsTextfile(configuration)
         server.start()
@@ -183,8 +198,14 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         sink.threshold = newConfiguration.logLevel
         if old.backendURL != newConfiguration.backendURL || old.backendCAFile != newConfiguration.backendCAFile {
             backend = BackendClient(configuration: newConfiguration.backend, logger: logger.named("backend"))
-            lock.withLock { backendProbe = BackendProbe() }
+            let tokens = chatterbox.tokens
+            lock.withLock {
+                chatterbox = ChatterboxClient(configuration: newConfiguration.backend, tokens: tokens, logger: logger.named("chatterbox"))
+                backendProbe = BackendProbe()
+            }
         }
+        if old.backendKind != newConfiguration.backendKind { logger.warning("backend.kind changes only on restart") }
+        cue?.update(settings: cueSettings(newConfiguration))
         if let id = try? ConfigurationLoader.userID(for: newConfiguration) { lock.withLock { userID = id } }
         session?.update(settings: sessionSettings(newConfiguration))
         server?.update(limits: limits(newConfiguration))
@@ -227,6 +248,17 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         settings.turnRetrySeconds = Double(configuration.turnRetrySeconds)
         settings.pollInterval = Double(configuration.reviewPollMilliseconds) / 1000
         settings.drainTimeout = Double(configuration.replyDrainMilliseconds) / 1000
+        return settings
+    }
+
+    func cueSettings(_ configuration: DaemonConfiguration) -> CueSettings {
+        var settings = CueSettings()
+        // The kind is read at start only: switching backends under a running session is not supported.
+        settings.enabled = backendKind == .chatterbox
+        settings.count = configuration.cueCount
+        settings.bitRate = configuration.cueBitRate
+        settings.pollInterval = Double(configuration.cuePollMilliseconds) / 1000
+        settings.resultAttempts = configuration.cueResultAttempts
         return settings
     }
 

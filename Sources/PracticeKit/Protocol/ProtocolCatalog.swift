@@ -16,6 +16,10 @@ public enum ProtocolCatalog {
         Command.TurnStart.self, Command.Listen.self, Command.TurnStop.self, Command.TurnCancel.self, Command.Say.self,
         Command.ReviewGet.self, Command.CorrectionAsk.self, Command.ReviewFinish.self,
         Command.SpoolList.self, Command.SpoolRetry.self, Command.SpoolDiscard.self, Command.Topics.self, Command.Profile.self,
+        // Cue practice (backend.kind = chatterbox).
+        Command.SignInRequestCode.self, Command.SignInCode.self, Command.SignInRequestLink.self, Command.SignInLink.self, Command.SignOut.self,
+        Command.LearnerGet.self, Command.LearnerLanguage.self, Command.CuesGet.self, Command.CueGet.self, Command.CueRecord.self,
+        Command.CueStop.self, Command.CueCancel.self, Command.CueHistory.self, Command.CueResults.self, Command.CuePlay.self,
     ]
 
     public static let events: [any ProtocolEvent.Type] = [
@@ -39,6 +43,10 @@ public enum ProtocolCatalog {
         Event.PlaybackFinished.self, Event.PlaybackFailed.self, Event.VolumeChanged.self, Event.DeviceState.self, Event.DeviceXrun.self, Event.DeviceLost.self, Event.DeviceRestored.self,
         // Daemon.
         Event.ConfigReloaded.self, Event.ConfigReloadFailed.self,
+        // Cue practice.
+        Event.SignInChanged.self, Event.CueRecordingStarted.self, Event.CueRecorded.self, Event.CueDiscarded.self, Event.CueSpooled.self,
+        Event.CueSpoolFailed.self, Event.CueUploadStep.self, Event.CueUploaded.self, Event.CueUploadRetrying.self, Event.CueUploadFailed.self,
+        Event.CueTranscript.self, Event.CueEvaluation.self, Event.CueResultsFailed.self,
     ]
 
     public static var commandNames: [String] { commands.map { $0.name } }

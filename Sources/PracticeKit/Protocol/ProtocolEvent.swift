@@ -14,6 +14,8 @@ public enum EventTopic: String, Codable, Sendable, CaseIterable, WireEnumerable 
     case session
     /// The daemon itself: configuration reloads.
     case daemon
+    /// Cue practice: sign-in, recorded answers, uploads, transcripts and evaluations.
+    case cue
     /// The snapshot a client gets when it subscribes (not subscribable itself).
     case state
 }

@@ -30,7 +30,7 @@ final class ProtocolSchemaTests: XCTestCase {
         XCTAssertTrue(SessionController.commands.isSubset(of: Set(names)))
         let events = ProtocolCatalog.events.map { $0.name }
         XCTAssertEqual(Set(events).count, events.count, "an event is listed twice")
-        XCTAssertEqual(PracticeDaemon.topics, ["level", "speech", "playback", "device", "session", "daemon"])
+        XCTAssertEqual(PracticeDaemon.topics, ["level", "speech", "playback", "device", "session", "daemon", "cue"])
     }
 
     func testEveryCommandAndEventHasASchemaAndASummary() throws {

@@ -11,10 +11,14 @@ public struct DaemonStatus: Codable, Sendable {
     public var devices: Devices
     public var playback: Playback
     public var session: SessionState
+    /// Cue practice's learner (backend.kind = chatterbox); null for TalkCo.
+    public var learner: LearnerState?
     public var clients: Int
     public var counters: Counters
 
     public struct Backend: Codable, Sendable {
+        /// `talkco` or `chatterbox`.
+        public var kind: String
         public var url: String
         /// Null until checked.
         public var reachable: Bool?

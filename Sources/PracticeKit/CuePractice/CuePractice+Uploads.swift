@@ -1,0 +1,211 @@
+import AudioKernel
+import Dispatch
+import FoundationEssentials
+import Glibc
+
+// An answer's walk (flows.md §4): spooled as AAC-LC → upload intent → PUT to its URL →
+// completion → its recording found in the history → transcription, then evaluation,
+// followed until ready. One answer uploads at a time, oldest first; each step is an event.
+extension CuePractice {
+    /// Spools a gated answer (AAC-LC at `cue.bitrate`), then queues it for upload.
+    func keep(_ turn: RecordedTurn, cue: Int) {
+        guard let profile = learner.profileId else {
+            return publish(Event.CueSpoolFailed(cueId: cue, message: "signed out while recording: the answer has no learner"))
+        }
+        let answer = SpooledAnswer(id: UUID().uuidString.lowercased(), cueId: cue, profileId: profile, recordedAt: Date().timeIntervalSince1970,
+                                   durationS: rounded(turn.duration), bytes: 0, uploadedIntentId: nil)
+        guard let spool else {
+            return publish(Event.CueSpoolFailed(cueId: cue, message: "no spool: the answer is not kept (see the log)"))
+        }
+        do {
+            let stored = try spool.store(turn, answer: answer, bitRate: settings.bitRate)
+            metrics.increment("practiced_cue_answers_total", help: "Cue answers by outcome.", labels: "outcome=\"spooled\"")
+            publish(Event.CueSpooled(answerId: stored.id, cueId: cue, bytes: stored.bytes, durationS: stored.durationS))
+            pending.append(stored)
+            pump()
+        } catch {
+            logger.error("cue answer not kept: \(error)")
+            publish(Event.CueSpoolFailed(cueId: cue, message: "\(error)"))
+        }
+    }
+
+    /// Starts the next upload when none runs and a learner is signed in.
+    func pump() {
+        guard uploading == nil, client().isSignedIn, let next = pending.first(where: { !refused.contains($0.id) }) else { return }
+        uploading = next.id
+        let client = client(), spool = spool
+        Task { [self] in
+            let outcome = await walk(next, client: client, spool: spool)
+            queue.async { [self] in finished(next, outcome) }
+        }
+    }
+
+    private enum Outcome: Sendable {
+        case uploaded(recordingID: Int)
+        case failed(ChatterboxError)
+    }
+
+    /// The walk of one answer; events on the way.
+    private func walk(_ original: SpooledAnswer, client: ChatterboxClient, spool: CueSpool?) async -> Outcome {
+        var answer = original
+        do throws(ChatterboxError) {
+            if answer.uploadedIntentId == nil {
+                // A fresh intent each time (its URL lives 900 s); a 409 means another intent
+                // for this cue in this second: one second later, again.
+                let intent = try await client.createUploadIntent(profileID: answer.profileId, cueID: answer.cueId)
+                publish(Event.CueUploadStep(answerId: answer.id, cueId: answer.cueId, step: .intent))
+                guard let url = intent.uploadUrl else { throw .backend(.invalidResponse("an upload intent without an upload_url")) }
+                let bytes: Data
+                do { bytes = try spool?.audio(answer.id) ?? Data() } catch {
+                    throw .backend(.invalidResponse("the spooled answer cannot be read: \(error)"))
+                }
+                try await client.upload(bytes, to: url)
+                publish(Event.CueUploadStep(answerId: answer.id, cueId: answer.cueId, step: .put))
+                answer.uploadedIntentId = intent.uploadIntentId
+                // Completion alone is left: kept, so that a restart completes rather than uploads again.
+                try? spool?.update(answer)
+            }
+            let completed = try await client.completeUpload(intentID: answer.uploadedIntentId!, seconds: answer.durationS)
+            publish(Event.CueUploadStep(answerId: answer.id, cueId: answer.cueId, step: .complete))
+            guard let file = completed.file?.fileId else { throw .backend(.invalidResponse("a completed upload without its file")) }
+            let history = try await client.history(profileID: answer.profileId)
+            guard let recording = history.recordings.first(where: { $0.fileId == file }) else {
+                throw .backend(.invalidResponse("the completed upload's file \(file) is in no recording of the history"))
+            }
+            publish(Event.CueUploadStep(answerId: answer.id, cueId: answer.cueId, step: .found))
+            return .uploaded(recordingID: recording.profileCueRecordingId)
+        } catch {
+            // Progress made (the PUT) is kept even when a later step failed.
+            let progressed = answer
+            if progressed != original {
+                queue.async { [self] in if let index = pending.firstIndex(where: { $0.id == progressed.id }) { pending[index] = progressed } }
+            }
+            return .failed(error)
+        }
+    }
+
+    private func finished(_ answer: SpooledAnswer, _ outcome: Outcome) {
+        uploading = nil
+        switch outcome {
+        case .uploaded(let recordingID):
+            uploadAttempt = 0
+            pending.removeAll { $0.id == answer.id }
+            spool?.remove(answer.id)
+            metrics.increment("practiced_cue_answers_total", help: "Cue answers by outcome.", labels: "outcome=\"uploaded\"")
+            logger.info("cue answer \(answer.id) is recording \(recordingID)")
+            publish(Event.CueUploaded(answerId: answer.id, cueId: answer.cueId, recordingId: recordingID))
+            watch(recordingID)
+            pump()
+        case .failed(let error):
+            if case .signInRequired(let why) = error {
+                signedOut(reason: why)
+                publish(Event.CueUploadFailed(answerId: answer.id, cueId: answer.cueId, reason: "sign_in_required", error: "\(error)"))
+            } else if error.isTransient {
+                uploadAttempt += 1
+                let delay = error.isDuplicateIntent ? 1 : min(settings.maximumRetryDelay, pow(2, Double(uploadAttempt - 1)))
+                logger.info("cue answer \(answer.id): \(error); again in \(delay) s")
+                publish(Event.CueUploadRetrying(answerId: answer.id, attempt: uploadAttempt, delayS: delay, error: "\(error)"))
+                queue.asyncAfter(deadline: .now() + delay) { [self] in pump() }
+            } else {
+                logger.error("cue answer \(answer.id) refused: \(error); kept in \(spool?.directory ?? "memory") until the next start")
+                refused.insert(answer.id)
+                publish(Event.CueUploadFailed(answerId: answer.id, cueId: answer.cueId, reason: error.reason, error: "\(error)"))
+                pump()
+            }
+        }
+    }
+
+    // MARK: - Results
+
+    /// Follows a recording's transcript, then its evaluation, until ready (events on the
+    /// way); a fall back to `none` asks again, `cue.result_attempts` times in all.
+    func watch(_ recordingID: Int) {
+        guard let profile = learner.profileId, !watching.contains(recordingID) else { return }
+        watching.insert(recordingID)
+        let client = client(), settings = settings
+        Task { [self] in
+            for step in [Event.CueResultsFailed.Step.transcription, .evaluation] {
+                let failure = await follow(step, recordingID, profile: profile, client: client, settings: settings)
+                if let failure {
+                    publish(failure)
+                    break
+                }
+            }
+            queue.async { [self] in _ = watching.remove(recordingID) }
+        }
+    }
+
+    /// One step followed to `ready`; the failure to tell otherwise.
+    private func follow(_ step: Event.CueResultsFailed.Step, _ id: Int, profile: Int, client: ChatterboxClient,
+                        settings: CueSettings) async -> Event.CueResultsFailed? {
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(settings.resultTimeout * 1e9)
+        var attempts = 0, told = CueResultStatus.none
+        while attempts < settings.resultAttempts {
+            attempts += 1
+            do {
+                let asked = step == .transcription ? try await client.requestTranscription(recordingID: id) : try await client.requestEvaluation(recordingID: id)
+                if asked.status == "transcript_not_ready" { return .init(recordingId: id, step: step, attempts: attempts, error: "no transcript yet") }
+                var sawProcessing = false, quietPolls = 0
+                while DispatchTime.now().uptimeNanoseconds < deadline {
+                    let history = try await client.history(profileID: profile)
+                    guard let recording = history.recordings.first(where: { $0.profileCueRecordingId == id }) else {
+                        return .init(recordingId: id, step: step, attempts: attempts, error: "the recording is not in the history")
+                    }
+                    let report = recording.report
+                    let status = CueResultStatus(rawValue: step == .transcription ? report.status : report.evaluation.status) ?? .none
+                    if status != told {
+                        told = status
+                        if step == .transcription {
+                            publish(Event.CueTranscript(recordingId: id, status: status, transcript: status == .ready ? report.transcript : nil))
+                        } else {
+                            publish(Event.CueEvaluation(recordingId: id, status: status, evaluation: status == .ready ? report.evaluation.result : nil))
+                        }
+                    }
+                    if status == .ready { return nil }
+                    if status == .processing { sawProcessing = true }
+                    // Back to none after processing (or none for a while): it failed; ask again.
+                    if status == .none { quietPolls += 1 }
+                    if status == .none && (sawProcessing || quietPolls >= 3) { break }
+                    try await Task.sleep(nanoseconds: UInt64(settings.pollInterval * 1e9))
+                }
+                if DispatchTime.now().uptimeNanoseconds >= deadline {
+                    return .init(recordingId: id, step: step, attempts: attempts, error: "not ready within \(Int(settings.resultTimeout)) s")
+                }
+            } catch let error as ChatterboxError {
+                if case .signInRequired = error { queue.async { [self] in signedOut(reason: "\(error)") } }
+                guard error.isTransient else { return .init(recordingId: id, step: step, attempts: attempts, error: "\(error)") }
+                try? await Task.sleep(nanoseconds: UInt64(settings.pollInterval * 1e9))
+            } catch {
+                return .init(recordingId: id, step: step, attempts: attempts, error: "\(error)")
+            }
+        }
+        return .init(recordingId: id, step: step, attempts: attempts, error: "fell back to none each time")
+    }
+
+    // MARK: - Playing a recording
+
+    /// Downloads a recording (fresh URL from the history) and plays it through `play`.
+    func playRecording(_ id: Int, _ reply: CommandReply<Command.CuePlay>) throws {
+        let profile = try profileID()
+        let path = FilePaths.join(stateDirectory, "cue-playback.m4a")
+        let play = play
+        call({ client -> Data in
+            let history = try await client.history(profileID: profile)
+            guard let recording = history.recordings.first(where: { $0.profileCueRecordingId == id }) else {
+                throw ChatterboxError.backend(.invalidResponse("no recording \(id) for this learner"))
+            }
+            guard let url = history.url(of: recording.fileId) else { throw ChatterboxError.backend(.invalidResponse("recording \(id) has no download URL")) }
+            return try await client.download(url)
+        }) { result in
+            switch result {
+            case .success(let bytes):
+                if let (errno, operation) = bytes.withUnsafeBytes({ SystemCall.writeFileAtomically($0, to: path, mode: 0o600, sync: false) }) {
+                    return reply.fail(ControlError(.fileError, "\(operation): \(errno)"))
+                }
+                play(path) { reply($0.map { .init(recordingId: id, durationS: $0) }) }
+            case .failure(let error):
+                reply.fail(error)
+            }
+        }
+    }
+}

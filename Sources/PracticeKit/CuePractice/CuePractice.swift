@@ -1,0 +1,446 @@
+import AudioKernel
+import Dispatch
+import FoundationEssentials
+import Glibc
+
+/// How cue practice behaves (from the daemon's configuration).
+public struct CueSettings: Sendable, Equatable {
+    /// Whether the backend is Chatterbox (`backend.kind`): otherwise every cue command is
+    /// `invalid_state`.
+    public var enabled = false
+    public var count = 5
+    public var bitRate = 48_000
+    public var pollInterval = 2.0
+    public var resultAttempts = 3
+    /// The longest a transcript or evaluation is waited for (the backend's own supervisor
+    /// waits 2 × 300 s).
+    public var resultTimeout = 600.0
+    /// An upload that failed for now is tried again after 1, 2, 4 … s, at most this long.
+    public var maximumRetryDelay = 60.0
+
+    public init() {}
+}
+
+/// Cue practice on the Chatterbox backend: the learner signs in at the kiosk, picks a cue
+/// card, records an answer, and gets its transcript and evaluation back. It shares the
+/// daemon's microphone (the recorder's speech gate, endpointing and pre-roll), speaker,
+/// spool, events and socket with the conversation; its commands are the ``commands`` table.
+///
+/// - The learner: sign-in (a mailed 6-digit code, or a magic link's token), the tokens
+///   (``ChatterboxTokenStore``), the profile and language, the cue cards (kept for offline).
+/// - An answer: recorded, gated, spooled as AAC-LC (``CueSpool``) before anything is sent,
+///   then walked to the backend and its results followed (CuePractice+Uploads.swift).
+///
+/// Threads: state lives on `queue`; backend calls run as tasks and come back to it.
+public final class CuePractice: @unchecked Sendable {
+    public let queue = DispatchQueue(label: "practiced.cue")
+    public let commands = CommandTable()
+    let client: @Sendable () -> ChatterboxClient
+    let audio: any SessionAudio
+    let publisher: EventPublisher
+    let logger: Logger
+    let metrics: Metrics
+    let cache: OfflineCache
+    /// Plays a downloaded recording through the daemon's `play` (its duration, or why not).
+    let play: @Sendable (String, @escaping @Sendable (Result<Double, ControlError>) -> Void) -> Void
+    let stateDirectory: String
+    private(set) var settings: CueSettings
+
+    // Queue only.
+    var spool: CueSpool?
+    var learner = LearnerState()
+    var stage = CuePracticeState.Stage.ready
+    var recording: (number: UInt64, cueId: Int)?
+    /// Answers spooled and not yet the backend's, oldest first; the first one uploads.
+    var pending: [SpooledAnswer] = []
+    var uploading: String?
+    var uploadAttempt = 0
+    /// Answers the backend refused in this run: left in the spool, not tried again until
+    /// the next start or sign-in.
+    var refused: Set<String> = []
+    /// Recordings whose results are being followed.
+    var watching: Set<Int> = []
+    private let published = Locked(LearnerState())
+    private let recordingNumber = Locked<UInt64?>(nil)
+
+    public init(settings: CueSettings, client: @escaping @Sendable () -> ChatterboxClient, audio: any SessionAudio, spoolDirectory: String,
+                stateDirectory: String, metrics: Metrics, logger: Logger,
+                play: @escaping @Sendable (String, @escaping @Sendable (Result<Double, ControlError>) -> Void) -> Void,
+                publish: @escaping EventPublisher) {
+        self.settings = settings
+        self.client = client
+        self.audio = audio
+        self.metrics = metrics
+        self.logger = logger
+        self.play = play
+        self.stateDirectory = stateDirectory
+        publisher = publish
+        cache = OfflineCache(stateDirectory: stateDirectory)
+        do {
+            spool = try CueSpool(spoolDirectory: spoolDirectory)
+        } catch {
+            logger.error("cue answers cannot be spooled (\(error)); they will be lost if the daemon stops before they are uploaded")
+        }
+        registerCommands()
+    }
+
+    public func update(settings: CueSettings) { queue.async { self.settings = settings } }
+
+    /// The learner for `status` (any thread).
+    public var snapshot: LearnerState { published.withLock { $0 } }
+
+    /// Whether a recorder turn with this number is a cue answer (any thread).
+    public func owns(recording number: UInt64?) -> Bool {
+        guard let number else { return false }
+        return recordingNumber.withLock { $0 == number }
+    }
+
+    /// At start: answers a previous run left are uploaded, the learner is read back.
+    public func start() {
+        queue.async { [self] in
+            guard settings.enabled else { return }
+            pending = spool?.recover() ?? []
+            if !pending.isEmpty { logger.notice("\(pending.count) cue answers from an earlier run are waiting for upload") }
+            if client().isSignedIn { refreshLearner { _ in } } else { pump() }
+        }
+    }
+
+    /// Runs a cue command; false when `request` is not one.
+    public func handle(_ request: ControlRequest, reply: @escaping CommandTable.Reply) -> Bool {
+        guard commands.names.contains(request.command) else { return false }
+        queue.async { [self] in
+            do throws(ControlError) {
+                guard settings.enabled else {
+                    throw ControlError(.invalidState, "cue practice needs backend.kind = chatterbox (this daemon speaks TalkCo)")
+                }
+                _ = try commands.run(request, reply)
+            } catch {
+                reply(.failure(error))
+            }
+        }
+        return true
+    }
+
+    // MARK: - Commands
+
+    private func registerCommands() {
+        commands.register(Command.SignInRequestCode.self) { [unowned self] args, reply in
+            let email = try Self.email(args.email)
+            call({ try await $0.requestLoginCode(email: email) }) { reply($0.map { .init(sent: true) }) }
+        }
+        commands.register(Command.SignInRequestLink.self) { [unowned self] args, reply in
+            let email = try Self.email(args.email)
+            call({ try await $0.requestMagicLink(email: email) }) { reply($0.map { .init(sent: true) }) }
+        }
+        commands.register(Command.SignInCode.self) { [unowned self] args, reply in
+            let email = try Self.email(args.email)
+            let code = args.code.trimmed()
+            guard !code.isEmpty, code.utf8.count <= 32, code.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
+                throw ControlError(.badArguments, "'code' is the code from the mail (letters and digits, up to 32)")
+            }
+            call({ try await $0.signIn(email: email, code: code) }) { [self] result in
+                switch result {
+                case .success: signedIn(email: email, reply)
+                case .failure(let error): reply.fail(error)
+                }
+            }
+        }
+        commands.register(Command.SignInLink.self) { [unowned self] args, reply in
+            let token = args.token.trimmed()
+            guard !token.isEmpty, token.utf8.count <= 1_024, token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+                throw ControlError(.badArguments, "'token' is the link's token=… (printable ASCII, up to 1,024 bytes)")
+            }
+            call({ try await $0.signIn(magicToken: token) }) { [self] result in
+                switch result {
+                case .success: signedIn(email: nil, reply)
+                case .failure(let error): reply.fail(error)
+                }
+            }
+        }
+        commands.register(Command.SignOut.self) { [unowned self] _, reply in
+            client().signOut()
+            signedOut(reason: "signed out")
+            reply.succeed(learner)
+        }
+        commands.register(Command.LearnerGet.self) { [unowned self] _, reply in
+            guard client().isSignedIn, learner.profileId == nil || learner.languages.isEmpty else { return reply.succeed(learner) }
+            refreshLearner { reply($0) }
+        }
+        commands.register(Command.LearnerLanguage.self) { [unowned self] args, reply in
+            guard let account = learner.accountId, client().isSignedIn else { throw ControlError(.signInRequired, "not signed in") }
+            guard learner.languages.isEmpty || learner.languages.contains(args.language) else {
+                throw ControlError(.badArguments, "'language' is one of \(learner.languages.joined(separator: ", "))")
+            }
+            let language = args.language
+            call({ try await $0.setActiveProfile(accountID: account, languageCode: language) }) { [self] result in
+                switch result {
+                case .success(let choice):
+                    learner.profileId = choice.profileId
+                    learner.language = language
+                    learnerChanged(reason: nil)
+                    reply.succeed(learner)
+                case .failure(let error):
+                    reply.fail(error)
+                }
+            }
+        }
+        commands.register(Command.CuesGet.self) { [unowned self] args, reply in
+            let profile = try profileID()
+            let (count, shuffle) = (settings.count, args.shuffle ?? false)
+            cached("cues-\(profile)", offline: !shuffle, fetch: { client in
+                let cues = shuffle ? try await client.shuffleCues(profileID: profile, count: count) : try await client.cues(profileID: profile, count: count)
+                return cues.map(Self.card)
+            }) { reply($0.map { .init(cues: $0.value, stale: $0.stale, ageS: $0.age, error: $0.error) }) }
+        }
+        commands.register(Command.CueGet.self) { [unowned self] args, reply in
+            let (profile, cue) = (try profileID(), args.cueId)
+            cached("cue-\(profile)-\(cue)", fetch: { client in
+                let detail = try await client.cue(profileID: profile, cueID: cue)
+                return CueWithRecordings(cue: Self.card(detail.cue), recordings: (detail.cue.recordings ?? []).map { Self.summary($0, cue: detail.cue) })
+            }) { reply($0.map { .init(cue: $0.value.cue, recordings: $0.value.recordings, stale: $0.stale, ageS: $0.age, error: $0.error) }) }
+        }
+        commands.register(Command.CueRecord.self) { [unowned self] args, reply in
+            try startRecording(cue: args.cueId, handsFree: args.handsFree ?? false)
+            reply.succeed(state())
+        }
+        commands.register(Command.CueStop.self) { [unowned self] _, reply in
+            guard let recording else { throw ControlError(.invalidState, "no answer is being recorded") }
+            if stage == .listening {
+                drop(Event.CueDiscarded(cueId: recording.cueId, reason: .noSpeech))
+            } else {
+                _ = audio.record(.end)
+            }
+            reply.succeed(state())
+        }
+        commands.register(Command.CueCancel.self) { [unowned self] _, reply in
+            guard let recording else { throw ControlError(.invalidState, "no answer is being recorded") }
+            drop(Event.CueDiscarded(cueId: recording.cueId, reason: .cancelled))
+            reply.succeed(state())
+        }
+        commands.register(Command.CueHistory.self) { [unowned self] args, reply in
+            let profile = try profileID()
+            let limit = args.limit ?? 20
+            guard (1...200).contains(limit) else { throw ControlError(.badArguments, "'limit' is from 1 to 200") }
+            call({ try await $0.history(profileID: profile) }) { result in
+                reply(result.map { history in
+                    .init(recordings: history.recordings.prefix(limit).map { Self.summary($0, cue: $0.cue) },
+                          more: max(0, history.recordings.count - limit))
+                })
+            }
+        }
+        commands.register(Command.CueResults.self) { [unowned self] args, reply in
+            let profile = try profileID()
+            let id = args.recordingId
+            call({ try await $0.history(profileID: profile) }) { [self] result in
+                switch result {
+                case .success(let history):
+                    guard let recording = history.recordings.first(where: { $0.profileCueRecordingId == id }) else {
+                        return reply.fail(ControlError(.badArguments, "no recording \(id) for this learner"))
+                    }
+                    watch(id)
+                    reply.succeed(Self.summary(recording, cue: recording.cue))
+                case .failure(let error):
+                    reply.fail(error)
+                }
+            }
+        }
+        commands.register(Command.CuePlay.self) { [unowned self] args, reply in
+            try playRecording(args.recordingId, reply)
+        }
+    }
+
+    // MARK: - The learner
+
+    static func email(_ text: String) throws(ControlError) -> String {
+        let email = text.trimmed()
+        guard email.utf8.count <= 254, email.contains("@"), !email.contains(where: { $0.isWhitespace || $0.isNewline }) else {
+            throw ControlError(.badArguments, "'email' is the learner's address")
+        }
+        return email
+    }
+
+    func profileID() throws(ControlError) -> Int {
+        guard client().isSignedIn else { throw ControlError(.signInRequired, "not signed in") }
+        guard let profile = learner.profileId else { throw ControlError(.invalidState, "no language chosen yet: learner.get or learner.language first") }
+        return profile
+    }
+
+    private func signedIn(email: String?, _ reply: CommandReply<some ControlCommand>) {
+        logger.notice("chatterbox: a learner signed in")
+        refused.removeAll()
+        learner.email = email
+        refreshLearner { result in
+            switch result {
+            case .success(let state): reply.send(.success(ProtocolEncoder.encode(state)))
+            case .failure(let error): reply.send(.failure(error))
+            }
+        }
+    }
+
+    /// `app_config` (languages) → `me` → the active profile (made with the default
+    /// language when the account has none), then the learner is told and uploads resume.
+    func refreshLearner(_ done: @escaping @Sendable (Result<LearnerState, ControlError>) -> Void) {
+        call({ client -> (ChatterboxAppConfig, ChatterboxMe, ChatterboxProfileChoice?) in
+            let config = try await client.appConfig()
+            let me = try await client.me()
+            guard me.activeProfile == nil else { return (config, me, nil) }
+            let language = config.defaultProfileLanguageCode ?? config.availableLanguageCodes.first ?? "en"
+            return (config, me, try await client.setActiveProfile(accountID: me.account.accountId, languageCode: language))
+        }) { [self] result in
+            switch result {
+            case .success(let (config, me, made)):
+                learner.signedIn = true
+                learner.languages = config.availableLanguageCodes
+                learner.accountId = me.account.accountId
+                learner.email = me.account.email ?? learner.email
+                learner.profileId = made?.profileId ?? me.activeProfile?.profileId
+                learner.language = me.activeProfile?.languageCode ?? config.defaultProfileLanguageCode
+                learnerChanged(reason: nil)
+                pump()
+                done(.success(learner))
+            case .failure(let error):
+                done(.failure(error))
+            }
+        }
+    }
+
+    /// Sign-in is needed: the learner is forgotten (not the spooled answers).
+    func signedOut(reason: String) {
+        guard learner.signedIn || learner.accountId != nil else { return }
+        logger.notice("chatterbox: sign-in needed (\(reason))")
+        learner = LearnerState(languages: learner.languages)
+        learnerChanged(reason: reason)
+    }
+
+    private func learnerChanged(reason: String?) {
+        published.withLock { $0 = learner }
+        publish(Event.SignInChanged(learner: learner, reason: reason))
+    }
+
+    // MARK: - Recording an answer
+
+    private func startRecording(cue: Int, handsFree: Bool) throws(ControlError) {
+        _ = try profileID()
+        guard recording == nil else { throw ControlError(.invalidState, "an answer is being recorded: cue.stop or cue.cancel first") }
+        guard let number = audio.startRecording(handsFree: handsFree) else {
+            throw ControlError(.deviceError, "the microphone is not open", retryable: true)
+        }
+        recording = (number, cue)
+        recordingNumber.withLock { $0 = number }
+        stage = handsFree ? .listening : .recording
+        publish(Event.CueRecordingStarted(cueId: cue, handsFree: handsFree))
+    }
+
+    /// Hands-free: the recorder heard speech.
+    public func speechStarted(recording number: UInt64?) {
+        queue.async { [self] in
+            if stage == .listening, let number, number == recording?.number { stage = .recording }
+        }
+    }
+
+    /// The recorder could not go on (the microphone failed).
+    public func captureFailed(_ message: String) {
+        queue.async { [self] in
+            guard let recording else { return }
+            drop(Event.CueDiscarded(cueId: recording.cueId, reason: .deviceError, message: message), cancelRecorder: false)
+        }
+    }
+
+    /// An answer came from the recorder (capture thread): gated, spooled, uploaded.
+    public func recorded(_ turn: RecordedTurn) {
+        queue.async { [self] in
+            guard let current = recording, current.number == turn.recording else {
+                logger.info("a cue answer of recording \(turn.recording) arrived after it was cancelled; dropped")
+                return
+            }
+            forgetRecording()
+            publish(Event.CueRecorded(cueId: current.cueId, durationS: rounded(turn.duration), speechS: rounded(turn.speechDuration),
+                                      rms: turn.level.rms.rounded(), endReason: turn.endReason.rawValue))
+            guard turn.holdsSpeech else {
+                metrics.increment("practiced_cue_answers_total", help: "Cue answers by outcome.", labels: "outcome=\"no_speech\"")
+                return publish(Event.CueDiscarded(cueId: current.cueId, reason: .noSpeech, rms: turn.level.rms.rounded()))
+            }
+            keep(turn, cue: current.cueId)
+        }
+    }
+
+    private func drop(_ discarded: Event.CueDiscarded, cancelRecorder: Bool = true) {
+        if cancelRecorder { _ = audio.record(.cancel) }
+        forgetRecording()
+        publish(discarded)
+    }
+
+    private func forgetRecording() {
+        recording = nil
+        recordingNumber.withLock { $0 = nil }
+        stage = .ready
+    }
+
+    func state() -> CuePracticeState { CuePracticeState(stage: stage, cueId: recording?.cueId, pending: pending.count) }
+
+    // MARK: - Helpers
+
+    func publish(_ event: any ProtocolEvent) { publisher(event) }
+
+    /// Runs a backend call as a task and hands its result back on the queue; a call that
+    /// finds sign-in needed tells the learner's clients.
+    func call<T: Sendable>(_ body: @escaping @Sendable (ChatterboxClient) async throws -> T,
+                           then: @escaping @Sendable (Result<T, ControlError>) -> Void) {
+        let client = client()
+        Task { [self] in
+            let result: Result<T, ChatterboxError>
+            do { result = .success(try await body(client)) } catch let error as ChatterboxError { result = .failure(error) } catch {
+                result = .failure(.backend(.invalidResponse("\(error)")))
+            }
+            queue.async { [self] in
+                if case .failure(.signInRequired(let why)) = result { signedOut(reason: why) }
+                then(result.mapError(ControlError.init))
+            }
+        }
+    }
+
+    struct CueWithRecordings: Codable, Sendable {
+        var cue: CueCard
+        var recordings: [CueRecording]
+    }
+
+    struct Cached<T: Sendable>: Sendable {
+        var value: T
+        var stale: Bool
+        var age: Double?
+        var error: String?
+    }
+
+    /// A fresh answer kept per account for offline use; unreachable, the last one kept.
+    private func cached<T: Codable & Sendable>(_ name: String, offline: Bool = true,
+                                               fetch: @escaping @Sendable (ChatterboxClient) async throws -> T,
+                                               _ done: @escaping @Sendable (Result<Cached<T>, ControlError>) -> Void) {
+        let user = "account-\(learner.accountId ?? 0)", cache = cache
+        call(fetch) { result in
+            switch result {
+            case .success(let value):
+                cache.store(ProtocolEncoder.encode(value), name: name, user: user)
+                done(.success(Cached(value: value, stale: false)))
+            case .failure(let error):
+                if offline, error.code == .backendUnavailable, let entry = cache.load(name: name, user: user),
+                   let value = try? ProtocolDecoder.decode(T.self, from: entry.value) {
+                    done(.success(Cached(value: value, stale: true, age: entry.age.rounded(), error: error.message)))
+                } else {
+                    done(.failure(error))
+                }
+            }
+        }
+    }
+
+    static func card(_ cue: ChatterboxCue) -> CueCard {
+        CueCard(cueId: cue.cueId, title: cue.content.title, details: cue.content.details ?? "")
+    }
+
+    static func summary(_ recording: ChatterboxRecording, cue: ChatterboxCue?) -> CueRecording {
+        CueRecording(recordingId: recording.profileCueRecordingId, cueId: recording.cueId, cueTitle: cue?.content.title,
+                     createdAt: recording.createdAt, durationS: recording.file?.metadata?.duration.flatMap(Double.init),
+                     transcriptStatus: CueResultStatus(rawValue: recording.report.status) ?? .none, transcript: recording.report.transcript,
+                     evaluationStatus: CueResultStatus(rawValue: recording.report.evaluation.status) ?? .none,
+                     evaluation: recording.report.evaluation.result)
+    }
+}
