@@ -18,6 +18,7 @@ struct PracticeSim {
             FileHandle.standardError.write(Data("practice-sim: \(error)\n(see practice-sim --help)\n".utf8))
             exit(64)  // EX_USAGE
         }
+        if options.chatterbox { serveChatterbox(options) }
         guard let directory = options.samplesDirectory ?? SpeechLibrary.defaultDirectory() else {
             fail("no speech samples: pass --samples DIR (samples/sim of the checkout)")
         }
@@ -32,6 +33,32 @@ struct PracticeSim {
         let server = HTTPServer(host: options.host, port: options.port, handler: simulator.handle)
         let port: UInt16
         do { port = try server.start() } catch { fail("\(error)") }
+        // Written unbuffered, so that a reader on a pipe sees it at once.
+        let banner = "practice-sim listening on http://\(options.host):\(port) (seed \(options.configuration.seed), pace \(options.configuration.pace))\n"
+        announce(port, banner: banner, options) {
+            simulator.shutdown()
+            server.stop()
+        }
+        dispatchMain()
+    }
+
+    /// practice-sim --chatterbox: the Chatterbox backend on the port instead.
+    static func serveChatterbox(_ options: SimulatorCommandLine) -> Never {
+        let simulator = ChatterboxSimulator(configuration: options.chatterboxConfiguration, seed: options.configuration.seed)
+        simulator.controlRoutesEnabled = options.controlRoutes
+        if !options.quiet {
+            simulator.logLine = { line in FileHandle.standardError.write(Data("practice-sim: \(line)\n".utf8)) }
+        }
+        let server = HTTPServer(host: options.host, port: options.port, handler: simulator.handle)
+        let port: UInt16
+        do { port = try server.start() } catch { fail("\(error)") }
+        simulator.baseURL = "http://\(options.host):\(port)"
+        announce(port, banner: "practice-sim (chatterbox) listening on http://\(options.host):\(port) (seed \(options.configuration.seed))\n", options) { server.stop() }
+        dispatchMain()
+    }
+
+    /// The port file, the banner, and the signals that stop the server.
+    static func announce(_ port: UInt16, banner: String, _ options: SimulatorCommandLine, shutdown: @escaping @Sendable () -> Void) {
         if let file = options.portFile {
             // Written whole under a temporary name, then renamed: a reader never sees half.
             let temporary = file + ".tmp"
@@ -40,8 +67,6 @@ struct PracticeSim {
                 guard rename(temporary, file) == 0 else { fail("cannot write \(file): \(String(cString: strerror(errno)))") }
             } catch { fail("cannot write \(file): \(error)") }
         }
-        // Written unbuffered, so that a reader on a pipe sees it at once.
-        let banner = "practice-sim listening on http://\(options.host):\(port) (seed \(options.configuration.seed), pace \(options.configuration.pace))\n"
         FileHandle.standardOutput.write(Data(banner.utf8))
 
         // SIGTERM and SIGINT stop the server: connections are closed, then the process exits.
@@ -49,8 +74,7 @@ struct PracticeSim {
         signal(SIGINT, SIG_IGN)
         signal(SIGPIPE, SIG_IGN)
         let stop = { @Sendable in
-            simulator.shutdown()
-            server.stop()
+            shutdown()
             exit(0)
         }
         signalSources = [SIGTERM, SIGINT].map { number -> DispatchSourceSignal in
@@ -59,7 +83,6 @@ struct PracticeSim {
             source.resume()
             return source
         }
-        dispatchMain()
     }
 
     /// Alive as long as the process (see practiced's: `withExtendedLifetime` around

@@ -25,6 +25,8 @@ final class KioskRig {
     let pulse: PulseAudioServer
     private(set) var microphone: MicrophoneFeeder
     let sim: SimulatorHarness
+    /// The Chatterbox backend, when the kiosk practises cues (`backend.kind = chatterbox`).
+    private(set) var cues: ChatterboxHarness?
     private(set) var daemon: DaemonHarness!
     let directory: String
     private let speaker: CaptureDevice
@@ -54,7 +56,9 @@ final class KioskRig {
     private(set) var tunnel: TLSTunnel?
     private static let certificates = try! TestCertificates()
 
-    init(arguments: [String] = [], hardware: Hardware = .speech, tls: Bool = false, _ configure: (inout SimulatorConfiguration) -> Void = { _ in }) throws {
+    init(arguments: [String] = [], hardware: Hardware = .speech, tls: Bool = false, chatterbox: ChatterboxHarness? = nil,
+         _ configure: (inout SimulatorConfiguration) -> Void = { _ in }) throws {
+        cues = chatterbox
         ProtocolConformance.install()
         self.hardware = hardware
         pulse = try PulseAudioServer()
@@ -88,7 +92,8 @@ final class KioskRig {
     /// Starts (or restarts, after a kill) the daemon on the same directory and spool.
     func startDaemon() throws {
         let tlsArguments = tunnel.map { _ in ["--backend-ca-file", Self.certificates.caFile] } ?? []
-        daemon = try DaemonHarness(backend: tunnel?.url(host: "localhost") ?? sim.baseURL, arguments: [
+        let cueArguments = cues.map { _ in ["--backend-kind", "chatterbox", "--cue-poll-ms", "100"] } ?? []
+        daemon = try DaemonHarness(backend: tunnel?.url(host: "localhost") ?? cues?.baseURL ?? sim.baseURL, arguments: cueArguments + [
             "--capture-device", "pulse:\(sourceName)", "--playback-device", "pulse:\(sinkName)", "--review-poll-ms", "200", "--turn-retry-s", "20",
         ] + tlsArguments + extraArguments, environment: ["PULSE_SERVER": pulse.address], directory: directory)
         daemon.keepsDirectory = true

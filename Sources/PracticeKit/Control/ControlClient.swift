@@ -155,6 +155,6 @@ public final class ControlClient {
         guard reply["ok"]?.boolValue == false, let error = reply["error"] else { return nil }
         let code = error["code"]?.stringValue.flatMap(ControlErrorCode.init(rawValue:)) ?? .internalError
         return ControlError(code, error["message"]?.stringValue ?? "", retryable: error["retryable"]?.boolValue ?? false,
-                            status: error["status"]?.intValue)
+                            status: error["status"]?.intValue, reason: error["reason"]?.stringValue)
     }
 }

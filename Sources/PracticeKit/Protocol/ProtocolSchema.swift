@@ -74,6 +74,7 @@ public enum ProtocolSchema {
                 "message": ["type": "string"],
                 "retryable": ["type": "boolean"],
                 "status": ["type": "integer", "description": "The backend's HTTP status, for backend_error."],
+                "reason": ["type": "string", "description": "The backend's reason, for refused (its hint or code)."],
             ],
             "required": ["code", "message", "retryable"],
             "additionalProperties": false,

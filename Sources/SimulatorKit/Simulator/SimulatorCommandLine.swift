@@ -10,6 +10,9 @@ public struct SimulatorCommandLine: Sendable {
     public var controlRoutes = true
     public var quiet = false
     public var configuration = SimulatorConfiguration()
+    /// Serve the Chatterbox backend (cue practice) instead of TalkCo's.
+    public var chatterbox = false
+    public var chatterboxConfiguration = ChatterboxSimulatorConfiguration()
 
     public static let usage = """
         usage: practice-sim [options]
@@ -47,6 +50,17 @@ public struct SimulatorCommandLine: Sendable {
           --correction-fails      /corrections answers 500
           --late-void-transcript  turn replies start their audio, then an empty transcript
           --no-transcript         spoken turns are answered without a transcript event (not saved)
+        Chatterbox (cue practice) instead of TalkCo:
+          --chatterbox            serve Chatterbox's gateway and files service (from its traces)
+          --login-code CODE       the code every sign-in mail carries (default 123456)
+          --access-ttl-s N        access tokens live N s (3600; the traces' recording: 120)
+          --transcription-ms N    a transcription is ready N ms after it is asked for (4000)
+          --evaluation-ms N       an evaluation is ready N ms after it is asked for (11000)
+          --provider-failures N   the next N transcriptions fail (processing, then none)
+          --bad-refresh           every refresh token is refused (token_invalid)
+          --hostile-cues          cue details in markdown with HTML in them
+          --evaluation-padding N  each evaluation's summary padded to about N bytes
+          --upload-base URL       upload URLs point at URL (a port that never answers)
         """
 
     public struct UsageError: Error, CustomStringConvertible {
@@ -125,6 +139,16 @@ public struct SimulatorCommandLine: Sendable {
             case "--correction-fails": c.faults.correctionFails = true
             case "--late-void-transcript": c.faults.lateVoidTranscript = true
             case "--no-transcript": c.faults.noTranscript = true
+            case "--chatterbox": result.chatterbox = true
+            case "--login-code": result.chatterboxConfiguration.loginCode = try value(flag)
+            case "--access-ttl-s": result.chatterboxConfiguration.accessTokenSeconds = Double(try integer(flag, 1...86_400))
+            case "--transcription-ms": result.chatterboxConfiguration.transcriptionSeconds = Double(try integer(flag)) / 1000
+            case "--evaluation-ms": result.chatterboxConfiguration.evaluationSeconds = Double(try integer(flag)) / 1000
+            case "--provider-failures": result.chatterboxConfiguration.providerFailures = try integer(flag, 0...1_000)
+            case "--bad-refresh": result.chatterboxConfiguration.badRefresh = true
+            case "--hostile-cues": result.chatterboxConfiguration.hostileCueDetails = true
+            case "--evaluation-padding": result.chatterboxConfiguration.evaluationPadding = try integer(flag, 0...(64 << 20))
+            case "--upload-base": result.chatterboxConfiguration.uploadBase = try value(flag)
             default: throw UsageError(message: "unknown option '\(flag)'")
             }
             result.configuration = c

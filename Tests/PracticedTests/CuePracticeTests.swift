@@ -1,0 +1,178 @@
+import AudioKernel
+import Foundation
+import PracticeKit
+import SimulatorKit
+import TestSupport
+import XCTest
+
+/// Cue practice end to end with every part real (``KioskRig``): the daemon as a process with
+/// `backend.kind = chatterbox`, practice-sim's Chatterbox backend over TCP, PulseAudio
+/// headless with the microphone fed recorded speech, clients on the socket.
+final class CuePracticeTests: XCTestCase {
+    var rig: KioskRig!
+    let email = "kiosk-learner@chatterbox.invalid"
+
+    override func tearDown() {
+        rig?.stop()
+        rig = nil
+    }
+
+    private func signIn(_ control: ControlClient) throws -> JSONValue {
+        XCTAssertEqual(try control.request("signin.request_code", ["email": .string(email)])["sent"], true)
+        return try control.request("signin.code", ["email": .string(email), "code": "123456"])
+    }
+
+    /// Sign in with the mailed code, choose cards, answer one aloud, and get the transcript
+    /// and the whole evaluation; the answer that went up is AAC-LC in MPEG-4 that ffprobe
+    /// reads, and the learner hears it again through the kiosk's speaker.
+    func testACuePracticeFromSignInToEvaluation() throws {
+        rig = try KioskRig(chatterbox: ChatterboxHarness())
+        let control = try rig.daemon.client()
+        let watcher = try rig.watcher(topics: ["cue", "playback"])
+        let status = try control.request("status")
+        XCTAssertEqual(status["backend"]?["kind"], "chatterbox")
+        XCTAssertEqual(status["learner"]?["signed_in"], false)
+        XCTAssertEqual(control.failure("cues.get")?.code, .signInRequired)
+        // A wrong code is refused by its hint; the right one signs in with a profile.
+        XCTAssertEqual(try control.request("signin.request_code", ["email": .string(email)])["sent"], true)
+        let wrong = control.failure("signin.code", ["email": .string(email), "code": "000000"])
+        XCTAssertEqual(wrong?.code, .refused)
+        XCTAssertEqual(wrong?.reason, "invalid_login_code")
+        let learner = try control.request("signin.code", ["email": .string(email), "code": "123456"])
+        XCTAssertEqual(learner["signed_in"], true)
+        XCTAssertEqual(learner["language"], "en")
+        XCTAssertNotNil(learner["profile_id"]?.intValue)
+        XCTAssertEqual(learner["languages"]?.arrayValue?.count, 5)
+        XCTAssertNotNil(watcher.wait(for: "signin.changed", where: { $0["learner"]?["signed_in"] == true }))
+        XCTAssertEqual(try control.request("status")["learner"]?["email"]?.stringValue, email)
+
+        // The tokens are kept 0600 in the state directory and never logged.
+        let tokens = rig.directory + "/state/chatterbox-tokens.json"
+        let mode = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: tokens)[.posixPermissions] as? Int)
+        XCTAssertEqual(mode & 0o777, 0o600)
+        XCTAssertFalse(rig.daemon.log.contains("sim.access."), "a token in the log")
+
+        let cards = try XCTUnwrap(try control.request("cues.get")["cues"]?.arrayValue)
+        XCTAssertEqual(cards.count, 5)
+        let shuffled = try XCTUnwrap(try control.request("cues.get", ["shuffle": true])["cues"]?.arrayValue)
+        XCTAssertNotEqual(shuffled.compactMap { $0["cue_id"]?.intValue }, cards.compactMap { $0["cue_id"]?.intValue })
+        let cue = try XCTUnwrap(shuffled.first?["cue_id"]?.intValue)
+
+        // Hands-free: the recorder waits for speech and ends the answer on silence.
+        let mark = watcher.events.value.count
+        XCTAssertEqual(try control.request("cue.record", ["cue_id": .int(cue), "hands_free": true])["stage"], "listening")
+        rig.microphone.say(KioskRig.learner)
+        guard let recorded = watcher.wait(for: "cue.recorded", after: mark) else { return }
+        XCTAssertEqual(recorded["data"]?["cue_id"]?.intValue, cue)
+        guard let spooled = watcher.wait(for: "cue.spooled", after: mark) else { return }
+        XCTAssertGreaterThan(spooled["data"]?["bytes"]?.intValue ?? 0, 1_000)
+        for step in ["intent", "put", "complete", "found"] {
+            XCTAssertNotNil(watcher.wait(for: "cue.upload", after: mark, where: { $0["step"]?.stringValue == step }), step)
+        }
+        guard let uploaded = watcher.wait(for: "cue.uploaded", after: mark),
+              let recording = uploaded["data"]?["recording_id"]?.intValue else { return }
+        guard let transcript = watcher.wait(for: "cue.transcript", after: mark, where: { $0["status"] == "ready" }) else { return }
+        XCTAssertEqual(transcript["data"]?["transcript"]?.stringValue?.hasPrefix("Yesterday I go to the park"), true)
+        guard let evaluated = watcher.wait(for: "cue.evaluation", after: mark, where: { $0["status"] == "ready" }) else { return }
+        let evaluation = try XCTUnwrap(evaluated["data"]?["evaluation"])
+        XCTAssertEqual(evaluation["cefr_level"], "B1")
+        XCTAssertEqual(evaluation["grammar_mistakes"]?.arrayValue?.first?["correction"], "I went to")
+        XCTAssertNotNil(evaluation["improved_version"]?.stringValue)
+        XCTAssertEqual(evaluation["unnatural_words"]?.arrayValue?.first?["better_word"], "everyone")
+
+        // What went up: AAC-LC in MPEG-4, 24 kHz mono, as long as the answer.
+        let upload = try XCTUnwrap(rig.cues?.simulator.uploads.last)
+        let m4a = rig.directory + "/uploaded.m4a"
+        XCTAssertTrue(FileManager.default.createFile(atPath: m4a, contents: Data(upload)))
+        let probe = try runTool("ffprobe", ["-v", "error", "-show_entries", "stream=codec_name,profile,sample_rate,channels", "-of", "compact", m4a])
+        XCTAssertTrue(probe.contains("codec_name=aac|profile=LC|sample_rate=24000|channels=1"), probe)
+        XCTAssertEqual(try runTool("ffmpeg", ["-v", "warning", "-i", m4a, "-f", "null", "-"]).trimmingCharacters(in: .whitespacesAndNewlines), "")
+
+        // The history has it with its results; the learner hears it again.
+        let history = try control.request("cue.history")
+        XCTAssertEqual(history["recordings"]?.arrayValue?.first?["recording_id"]?.intValue, recording)
+        XCTAssertEqual(history["recordings"]?.arrayValue?.first?["evaluation_status"], "ready")
+        let loud = rig.loudSamples
+        let played = try control.request("cue.play", ["recording_id": .int(recording)])
+        XCTAssertGreaterThan(played["duration_s"]?.doubleValue ?? 0, 1)
+        XCTAssertNotNil(watcher.wait(for: "playback.finished", after: mark))
+        XCTAssertTrue(rig.heard.wait(timeout: 5) { $0.loud > loud + 1_000 }, "the recording was not heard")
+
+        // Signing out forgets the tokens; cue commands then ask for sign-in.
+        XCTAssertEqual(try control.request("signout")["signed_in"], false)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: tokens))
+        XCTAssertEqual(control.failure("cues.get")?.code, .signInRequired)
+    }
+
+    /// An answer recorded while the files service cannot be reached stays spooled through
+    /// retries and a daemon killed outright, and goes up once the next start can reach it.
+    func testAnAnswerSurvivesAnOutageAndARestart() throws {
+        let closed = try SimulatorHarness.closedPortURL().absoluteString
+        let cues = try ChatterboxHarness { $0.uploadBase = closed }
+        rig = try KioskRig(chatterbox: cues)
+        var control = try rig.daemon.client()
+        var watcher = try rig.watcher(topics: ["cue"])
+        _ = try signIn(control)
+        let cue = try XCTUnwrap(try control.request("cues.get")["cues"]?.arrayValue?.first?["cue_id"]?.intValue)
+        XCTAssertEqual(try control.request("cue.record", ["cue_id": .int(cue)])["stage"], "recording")
+        rig.microphone.say(KioskRig.learner)
+        XCTAssertTrue(rig.microphone.spoken.wait(timeout: 10) { $0 >= KioskRig.learner.count })
+        _ = try control.request("cue.stop")
+        guard let spooled = watcher.wait(for: "cue.spooled") else { return }
+        let answer = try XCTUnwrap(spooled["data"]?["answer_id"]?.stringValue)
+        XCTAssertNotNil(watcher.wait(for: "cue.upload_retrying", where: { $0["answer_id"]?.stringValue == answer }))
+        let spool = rig.directory + "/state/spool/cues"
+        XCTAssertTrue(FileManager.default.fileExists(atPath: "\(spool)/\(answer).m4a"))
+
+        rig.daemon.process.terminate(signal: SIGKILL)
+        cues.simulator.update { $0.uploadBase = nil }
+        try rig.startDaemon()
+        control = try rig.daemon.client()
+        watcher = try rig.watcher(topics: ["cue"])
+        guard let uploaded = watcher.wait(for: "cue.uploaded", where: { $0["answer_id"]?.stringValue == answer }) else {
+            return XCTFail(rig.daemon.log)
+        }
+        XCTAssertNotNil(uploaded["data"]?["recording_id"]?.intValue)
+        XCTAssertNotNil(watcher.wait(for: "cue.evaluation", where: { $0["status"] == "ready" }))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: "\(spool)/\(answer).m4a"), "the uploaded answer left the spool")
+        XCTAssertEqual(cues.simulator.uploads.count, 1)
+        _ = control
+    }
+
+    /// A provider that fails: processing falls back to none (traces 49-51), the daemon asks
+    /// again, and after `cue.result_attempts` tells the client.
+    func testAFailingProviderIsRetriedThenTold() throws {
+        rig = try KioskRig(arguments: ["--cue-result-attempts", "2"], chatterbox: ChatterboxHarness { $0.providerFailures = 2 })
+        let control = try rig.daemon.client()
+        let watcher = try rig.watcher(topics: ["cue"])
+        _ = try signIn(control)
+        let cue = try XCTUnwrap(try control.request("cues.get")["cues"]?.arrayValue?.first?["cue_id"]?.intValue)
+        _ = try control.request("cue.record", ["cue_id": .int(cue), "hands_free": true])
+        rig.microphone.say(KioskRig.learner)
+        guard let failed = watcher.wait(for: "cue.results_failed", timeout: 30) else { return }
+        XCTAssertEqual(failed["data"]?["step"], "transcription")
+        XCTAssertEqual(failed["data"]?["attempts"], 2)
+        // Asked again by the client, the (now healthy) provider answers.
+        let recording = try XCTUnwrap(failed["data"]?["recording_id"]?.intValue)
+        let mark = watcher.events.value.count
+        _ = try control.request("cue.results", ["recording_id": .int(recording)])
+        XCTAssertNotNil(watcher.wait(for: "cue.transcript", after: mark, where: { $0["status"] == "ready" }))
+        XCTAssertNotNil(watcher.wait(for: "cue.evaluation", after: mark, where: { $0["status"] == "ready" }))
+    }
+
+    /// A refresh token gone bad and an expired access token: the call asks for sign-in, the
+    /// client is told, and the pair is forgotten.
+    func testExpiredTokensWithABadRefreshAskForSignIn() throws {
+        let cues = try ChatterboxHarness()
+        rig = try KioskRig(chatterbox: cues)
+        let control = try rig.daemon.client()
+        let watcher = try rig.watcher(topics: ["cue"])
+        _ = try signIn(control)
+        cues.simulator.update { $0.badRefresh = true }
+        _ = try RawHTTP.exchange(cues.baseURL, "PUT", "/_sim/chatterbox", contentType: "application/json", body: Array(#"{"expire_tokens": true}"#.utf8))
+        XCTAssertEqual(control.failure("cues.get")?.code, .signInRequired)
+        XCTAssertNotNil(watcher.wait(for: "signin.changed", where: { $0["learner"]?["signed_in"] == false && $0["reason"] != .null }))
+        XCTAssertEqual(try control.request("learner.get")["signed_in"], false)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: rig.directory + "/state/chatterbox-tokens.json"))
+    }
+}
