@@ -22,6 +22,8 @@ extension ChatterboxSimulator {
         "complete_recording_upload": (["upload_intent_id"], ["metadata"], true),
         "request_recording_transcription": (["profile_cue_recording_id"], [], true),
         "request_recording_evaluation": (["profile_cue_recording_id"], [], true),
+        // For creator accounts: a learner's call is refused (trace 43).
+        "update_cue_stage": (["cue_id", "stage"], [], true),
     ]
 
     func call(_ name: String, _ args: [String: JSONValue], _ request: HTTPRequest) -> Answer {
@@ -179,6 +181,8 @@ extension ChatterboxSimulator {
                 return refusal("recording_not_found", "Not Found", "Recording Not Found")
             }
             return name == "request_recording_transcription" ? transcription(index) : evaluation(index)
+        case "update_cue_stage":
+            return refusal("unauthorized_to_update_cue_stage", "Unauthorized", "Unauthorized")
         default:
             return noFunction(name)
         }

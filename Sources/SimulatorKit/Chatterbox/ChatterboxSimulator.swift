@@ -219,7 +219,7 @@ public final class ChatterboxSimulator: @unchecked Sendable {
                 intents[index].file = file
             }
             files[file - 1].bytes = request.body
-            return (200, "text/plain; charset=utf-8", [], [])
+            return (200, "", [], [])
         }
     }
 

@@ -218,7 +218,8 @@ public final class HTTPResponseWriter: @unchecked Sendable {
 
     /// The status line and header section.
     private func head(_ status: Int, _ contentType: String, _ headers: [(String, String)]) -> [UInt8] {
-        var head = "HTTP/1.1 \(status) \(HTTPStatus.reason(status))\r\ncontent-type: \(contentType)\r\n"
+        // An empty type sends none (the Chatterbox files service's empty 200 to a PUT).
+        var head = "HTTP/1.1 \(status) \(HTTPStatus.reason(status))\r\n" + (contentType.isEmpty ? "" : "content-type: \(contentType)\r\n")
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         head += keepAlive ? "\r\n" : "connection: close\r\n\r\n"
         return Array(head.utf8)

@@ -26,7 +26,7 @@ final class SimulatorConformanceTests: XCTestCase {
                                                 "$.summary.weaknesses.sentence_structure"]
 
     /// Where `actual`'s shape differs from `recorded`'s.
-    static func shapeDifferences(_ actual: JSONValue, _ recorded: JSONValue, at path: String = "$") -> [String] {
+    static func shapeDifferences(_ actual: JSONValue, _ recorded: JSONValue, at path: String = "$", nullable: Set<String> = nullable) -> [String] {
         switch (actual, recorded) {
         case (.object(let a), .object(let r)):
             let actualKeys = Set(a.map(\.0)), recordedKeys = Set(r.map(\.0))
@@ -35,14 +35,14 @@ final class SimulatorConformanceTests: XCTestCase {
                 differences.append("\(path): keys \(actualKeys.sorted()) where the server has \(recordedKeys.sorted())")
             }
             for (key, value) in r {
-                if let mine = actual[key] { differences += shapeDifferences(mine, value, at: "\(path).\(key)") }
+                if let mine = actual[key] { differences += shapeDifferences(mine, value, at: "\(path).\(key)", nullable: nullable) }
             }
             return differences
         case (.array(let a), .array(let r)):
             // Item by item where the counts agree (a 422 lists items of different shapes).
-            if a.count == r.count { return zip(a, r).flatMap { shapeDifferences($0, $1, at: "\(path)[]") } }
+            if a.count == r.count { return zip(a, r).flatMap { shapeDifferences($0, $1, at: "\(path)[]", nullable: nullable) } }
             guard let model = r.first else { return [] }
-            return a.flatMap { shapeDifferences($0, model, at: "\(path)[]") }
+            return a.flatMap { shapeDifferences($0, model, at: "\(path)[]", nullable: nullable) }
         case (.null, .null):
             return []
         case (.null, _), (_, .null):
