@@ -68,9 +68,10 @@ extension CuePractice {
             let completed = try await client.completeUpload(intentID: answer.uploadedIntentId!, seconds: answer.durationS)
             publish(Event.CueUploadStep(answerId: answer.id, cueId: answer.cueId, step: .complete))
             guard let file = completed.file?.fileId else { throw .backend(.invalidResponse("a completed upload without its file")) }
-            let history = try await client.history(profileID: answer.profileId)
-            guard let recording = history.recordings.first(where: { $0.fileId == file }) else {
-                throw .backend(.invalidResponse("the completed upload's file \(file) is in no recording of the history"))
+            // The cue's recordings, not the whole history: bounded by what this cue has.
+            let detail = try await client.cue(profileID: answer.profileId, cueID: answer.cueId)
+            guard let recording = detail.cue.recordings?.first(where: { $0.fileId == file }) else {
+                throw .backend(.invalidResponse("the completed upload's file \(file) is in no recording of cue \(answer.cueId)"))
             }
             publish(Event.CueUploadStep(answerId: answer.id, cueId: answer.cueId, step: .found))
             return .uploaded(recordingID: recording.profileCueRecordingId)
@@ -94,7 +95,7 @@ extension CuePractice {
             metrics.increment("practiced_cue_answers_total", help: "Cue answers by outcome.", labels: "outcome=\"uploaded\"")
             logger.info("cue answer \(answer.id) is recording \(recordingID)")
             publish(Event.CueUploaded(answerId: answer.id, cueId: answer.cueId, recordingId: recordingID))
-            watch(recordingID)
+            watch(recordingID, cue: answer.cueId)
             pump()
         case .failed(let error):
             if case .signInRequired(let why) = error {
@@ -119,13 +120,13 @@ extension CuePractice {
 
     /// Follows a recording's transcript, then its evaluation, until ready (events on the
     /// way); a fall back to `none` asks again, `cue.result_attempts` times in all.
-    func watch(_ recordingID: Int) {
+    func watch(_ recordingID: Int, cue: Int) {
         guard let profile = learner.profileId, !watching.contains(recordingID) else { return }
         watching.insert(recordingID)
         let client = client(), settings = settings
         Task { [self] in
             for step in [Event.CueResultsFailed.Step.transcription, .evaluation] {
-                let failure = await follow(step, recordingID, profile: profile, client: client, settings: settings)
+                let failure = await follow(step, recordingID, cue: cue, profile: profile, client: client, settings: settings)
                 if let failure {
                     publish(failure)
                     break
@@ -136,7 +137,7 @@ extension CuePractice {
     }
 
     /// One step followed to `ready`; the failure to tell otherwise.
-    private func follow(_ step: Event.CueResultsFailed.Step, _ id: Int, profile: Int, client: ChatterboxClient,
+    private func follow(_ step: Event.CueResultsFailed.Step, _ id: Int, cue: Int, profile: Int, client: ChatterboxClient,
                         settings: CueSettings) async -> Event.CueResultsFailed? {
         let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(settings.resultTimeout * 1e9)
         var attempts = 0, told = CueResultStatus.none
@@ -147,9 +148,10 @@ extension CuePractice {
                 if asked.status == "transcript_not_ready" { return .init(recordingId: id, step: step, attempts: attempts, error: "no transcript yet") }
                 var sawProcessing = false, quietPolls = 0
                 while DispatchTime.now().uptimeNanoseconds < deadline {
-                    let history = try await client.history(profileID: profile)
-                    guard let recording = history.recordings.first(where: { $0.profileCueRecordingId == id }) else {
-                        return .init(recordingId: id, step: step, attempts: attempts, error: "the recording is not in the history")
+                    // Polled through the cue (its own recordings), not the learner's whole history.
+                    let detail = try await client.cue(profileID: profile, cueID: cue)
+                    guard let recording = detail.cue.recordings?.first(where: { $0.profileCueRecordingId == id }) else {
+                        return .init(recordingId: id, step: step, attempts: attempts, error: "the recording is not among cue \(cue)'s")
                     }
                     let report = recording.report
                     let status = CueResultStatus(rawValue: step == .transcription ? report.status : report.evaluation.status) ?? .none

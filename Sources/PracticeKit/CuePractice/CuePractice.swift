@@ -237,7 +237,7 @@ public final class CuePractice: @unchecked Sendable {
                     guard let recording = history.recordings.first(where: { $0.profileCueRecordingId == id }) else {
                         return reply.fail(ControlError(.badArguments, "no recording \(id) for this learner"))
                     }
-                    watch(id)
+                    watch(id, cue: recording.cueId)
                     reply.succeed(Self.summary(recording, cue: recording.cue))
                 case .failure(let error):
                     reply.fail(error)

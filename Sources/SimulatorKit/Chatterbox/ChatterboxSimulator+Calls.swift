@@ -110,6 +110,10 @@ extension ChatterboxSimulator {
             }
             let profile = profiles.first { $0.account == account && $0.language == language }?.id ?? {
                 profiles.append(Profile(id: profiles.count + 1, account: account, language: language))
+                for _ in 0..<configuration.extraRecordings {
+                    files.append(File(id: files.count + 1, bytes: nil, duration: "3", created: Self.timestamp(now())))
+                    recordings.append(Recording(id: recordings.count + 1, profile: profiles.count, cue: 10, file: files.count, created: Self.timestamp(now())))
+                }
                 return profiles.count
             }()
             accounts[index].activeProfile = profile

@@ -22,6 +22,8 @@ public struct ChatterboxSimulatorConfiguration: Sendable {
     public var evaluationPadding = 0
     /// Hostile: the upload URLs point here instead of the simulator (a port that never answers).
     public var uploadBase: String?
+    /// Hostile: each new profile starts with this many recordings (of cue 10, never uploaded).
+    public var extraRecordings = 0
 
     public init() {}
 }

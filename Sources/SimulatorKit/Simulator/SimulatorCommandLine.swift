@@ -61,6 +61,7 @@ public struct SimulatorCommandLine: Sendable {
           --hostile-cues          cue details in markdown with HTML in them
           --evaluation-padding N  each evaluation's summary padded to about N bytes
           --upload-base URL       upload URLs point at URL (a port that never answers)
+          --extra-recordings N    each new profile starts with N recordings (a long history)
         """
 
     public struct UsageError: Error, CustomStringConvertible {
@@ -149,6 +150,7 @@ public struct SimulatorCommandLine: Sendable {
             case "--hostile-cues": result.chatterboxConfiguration.hostileCueDetails = true
             case "--evaluation-padding": result.chatterboxConfiguration.evaluationPadding = try integer(flag, 0...(64 << 20))
             case "--upload-base": result.chatterboxConfiguration.uploadBase = try value(flag)
+            case "--extra-recordings": result.chatterboxConfiguration.extraRecordings = try integer(flag, 0...1_000_000)
             default: throw UsageError(message: "unknown option '\(flag)'")
             }
             result.configuration = c
