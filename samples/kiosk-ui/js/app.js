@@ -12,8 +12,9 @@ import { renderConversation, levelBar, dressTalkButton } from "./screens/convers
 import { renderReview } from "./screens/review.js";
 import { renderSummary } from "./screens/summary.js";
 import { renderProfile } from "./screens/profile.js";
+import { CueApp } from "./cues/cue-app.js";
 
-const TOPICS = ["session", "playback", "speech", "level", "device"];
+const TOPICS = ["session", "playback", "speech", "level", "device", "cue"];
 
 class App {
   constructor(root, url) {
@@ -23,7 +24,7 @@ class App {
     this.holding = false;
     this.talkButton = el("button", { id: "talk", on: { pointerdown: (event) => { event.preventDefault(); this.holdToTalk(); } } });
     this.connection = new DaemonConnection(url, { topics: TOPICS });
-    this.connection.on("event", (event) => this.store.apply(event));
+    this.connection.on("event", (event) => this.cues ? this.cues.apply(event) : this.store.apply(event));
     this.connection.on("state", (link) => this.linkChanged(link));
     this.store.subscribe((what) => this.changed(what));
     // A push-to-talk press ends wherever the finger leaves the screen.
@@ -45,11 +46,25 @@ class App {
     const wasOpen = this.store.link.state === "open";
     this.store.link = { state: link.state, retryInMs: link.detail?.retryInMs ?? null, everOpen: this.store.link.everOpen || link.state === "open" };
     if (link.state === "open") {
-      this.loadHome();
+      this.chooseApp();
       this.watchLevel();
     }
     if (wasOpen !== (link.state === "open")) this.render();
     else this.renderLink();
+  }
+
+  /** Which backend the daemon speaks decides the screens: TalkCo's conversation, or
+   *  Chatterbox's cue practice (``CueApp``), which then renders the page. */
+  async chooseApp() {
+    let status = null;
+    try { status = await this.connection.request("status"); } catch (error) { this.failed(error); }
+    if (status?.backend?.kind === "chatterbox") {
+      this.cues = this.cues ?? new CueApp(this.root, this.connection);
+      window.practicedCues = this.cues;  // for the browser tests
+      await this.cues.start();
+      return;
+    }
+    this.loadHome();
   }
 
   /** Topics and profile for the home screen (the daemon answers stale copies offline). */
@@ -172,6 +187,10 @@ class App {
   }
 
   render() {
+    if (this.cues) {
+      this.cues.render();
+      return this.renderLink();
+    }
     const store = this.store;
     const screen = store.link.state === "open" || store.link.everOpen ? store.screen : "waiting";
     const idle = store.session.stage === "idle";

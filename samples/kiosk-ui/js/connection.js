@@ -14,6 +14,8 @@ export class CommandError extends Error {
     this.code = error.code;
     this.retryable = Boolean(error.retryable);
     this.detail = error.message;
+    // `refused`: the backend's own reason (a hint such as invalid_login_code).
+    this.reason = error.reason ?? null;
   }
 }
 

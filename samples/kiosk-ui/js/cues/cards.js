@@ -1,0 +1,27 @@
+// The cue cards: the current batch (`cues.get`), another batch on request (`shuffle`),
+// the language practised (`learner.language`). A card's details are the backend's markdown,
+// shown as text. Offline, the last batch kept is shown, marked stale.
+
+import { el } from "../dom.js";
+import { t } from "../i18n.js";
+
+export function renderCards(app) {
+  const { cards, learner } = app;
+  const languages = el("div", { class: "chips languages", id: "languages" }, (learner.languages ?? []).map((code) =>
+    el("button", { class: "chip" + (code === learner.language ? " active" : ""), data: { language: code }, text: code.toUpperCase(),
+      attrs: { "aria-pressed": code === learner.language }, on: { click: () => app.chooseLanguage(code) } })));
+  const items = [];
+  if (cards?.stale) items.push(el("div", { class: "banner offline", id: "cards-stale", text: t("offlineCards") }));
+  if (!cards) items.push(el("p", { class: "muted", text: t("loading") }));
+  const grid = el("div", { class: "topic-grid cue-grid" }, (cards?.cues ?? []).map((card) =>
+    el("button", { class: "card cue-card" + (cards.stale ? " stale" : ""), data: { cue: card.cue_id }, on: { click: () => app.open(card) } }, [
+      el("span", { class: "card-title", text: card.title }),
+      card.details ? el("span", { class: "card-body cue-details", text: card.details }) : null,
+    ])));
+  return el("section", { class: "screen cards", id: "screen-cards" }, [
+    el("div", { class: "cards-head" }, [el("h1", { text: t("chooseCard") }), languages]),
+    ...items,
+    grid,
+    el("div", { class: "row" }, [el("button", { class: "secondary", id: "shuffle", text: t("otherCards"), on: { click: () => app.loadCards(true) } })]),
+  ]);
+}
