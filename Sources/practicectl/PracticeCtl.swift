@@ -48,7 +48,8 @@ struct PracticeCtl {
         an unknown event name is a usage error (64). Exit 1 when a failure event of the flow
         waited on comes first (`session.failed` always; `review.finish_failed` for
         session.completed, `review.failed` for review.ready, `turn.failed`, `turn.rejected`,
-        `turn.pending` or `reply.incomplete` for a reply, `playback.failed` for a clip, ...),
+        `turn.pending` or `reply.incomplete` for a reply, `playback.failed` for a clip,
+        `cue.discarded`, `cue.upload_failed` or `cue.results_failed` for a cue answer, ...),
         75 at the timeout (--timeout, default 10 s).
 
         The socket defaults to $PRACTICED_SOCKET, then $XDG_RUNTIME_DIR/practiced/control.sock,
@@ -332,6 +333,8 @@ struct PracticeCtl {
              ["turn.failed", "turn.rejected", "turn.pending", "reply.incomplete", "greeting.failed"]),
             (["correction.added"], ["correction.failed"]),
             (["playback.finished", "playback.started"], ["playback.failed"]),
+            (["cue.recorded", "cue.spooled", "cue.upload", "cue.uploaded", "cue.transcript", "cue.evaluation"],
+             ["cue.discarded", "cue.spool_failed", "cue.upload_failed", "cue.results_failed"]),
         ]
         var failures: Set<String> = ["session.failed"]
         for flow in flows where !flow.awaited.isDisjoint(with: names) { failures.formUnion(flow.failures) }
