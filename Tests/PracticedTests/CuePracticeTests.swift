@@ -175,4 +175,80 @@ final class CuePracticeTests: XCTestCase {
         XCTAssertEqual(try control.request("learner.get")["signed_in"], false)
         XCTAssertFalse(FileManager.default.fileExists(atPath: rig.directory + "/state/chatterbox-tokens.json"))
     }
+
+    /// Recordings made on the phone app (AAC-LC at 48 kHz, as its iOS app records) play
+    /// through the kiosk's speaker; one the kiosk cannot decode (HE-AAC, Opus) is a clear
+    /// `file_error` naming its codec. Offline, the cards kept are given back marked stale.
+    func testPhoneRecordingsPlayUndecodableOnesAreNamedAndCardsWorkOffline() throws {
+        let cues = try ChatterboxHarness()
+        rig = try KioskRig(chatterbox: cues)
+        let control = try rig.daemon.client()
+        let watcher = try rig.watcher(topics: ["playback"])
+        _ = try signIn(control)
+        let cards = try XCTUnwrap(try control.request("cues.get")["cues"]?.arrayValue)
+        let cueIDs = cards.compactMap { $0["cue_id"]?.intValue }
+        XCTAssertEqual(cueIDs.count, 5)
+
+        // The phone: the same learner signed in elsewhere, uploading its own recordings.
+        let source = try KioskRig.learner.withUnsafeBufferPointer { try WAVEncoder.encode($0, format: .speech) }
+        let wav = rig.directory + "/phone.wav"
+        XCTAssertTrue(FileManager.default.createFile(atPath: wav, contents: Data(source)))
+        func phoneFile(_ name: String, _ arguments: [String]) throws -> [UInt8] {
+            let path = rig.directory + "/" + name
+            try runTool("ffmpeg", ["-v", "error", "-y", "-i", wav] + arguments + [path])
+            return [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        }
+        var heAAC = try phoneFile("phone-lc.m4a", ["-ar", "48000", "-c:a", "aac", "-b:a", "128k"])
+        let lc = heAAC
+        // HE-AAC as an encoder declares it (object type 5): Debian's ffmpeg writes none.
+        let asc = try XCTUnwrap(heAAC.firstRange(of: [0x05, 0x80, 0x80, 0x80])?.upperBound) + 1
+        heAAC[asc] = (heAAC[asc] & 0x07) | (5 << 3)
+        let opus = try phoneFile("phone-opus.mp4", ["-c:a", "libopus"])
+        let phone = cues.client(stateDirectory: rig.directory + "/phone")
+        let (email, files, targets) = (email, [lc, heAAC, opus], cueIDs)
+        let recordings: [Int] = try awaitResult {
+            try await phone.requestLoginCode(email: email)
+            try await phone.signIn(email: email, code: "123456")
+            let me = try await phone.me()
+            let profile = try await phone.setActiveProfile(accountID: me.account.accountId, languageCode: "en").profileId
+            var ids: [Int] = []
+            // One cue each: the backend takes one intent per cue and second.
+            for (bytes, cue) in zip(files, targets) {
+                let intent = try await phone.createUploadIntent(profileID: profile, cueID: cue)
+                try await phone.upload(Data(bytes), to: intent.uploadUrl!)
+                let file = try await phone.completeUpload(intentID: intent.uploadIntentId, seconds: 3).file!.fileId
+                let detail = try await phone.cue(profileID: profile, cueID: cue)
+                ids.append(detail.cue.recordings!.first { $0.fileId == file }!.profileCueRecordingId)
+            }
+            return ids
+        }
+        let played = try control.request("cue.play", ["recording_id": .int(recordings[0])])
+        XCTAssertEqual(played["duration_s"]?.doubleValue ?? 0, Double(KioskRig.learner.count) / 24_000, accuracy: 0.05)
+        XCTAssertNotNil(watcher.wait(for: "playback.finished"), "the phone's 48 kHz AAC-LC did not play")
+        for (id, codec) in [(recordings[1], "HE-AAC"), (recordings[2], "Opus")] {
+            let error = try XCTUnwrap(control.failure("cue.play", ["recording_id": .int(id)]), codec)
+            XCTAssertEqual(error.code, .fileError, codec)
+            XCTAssertTrue(error.message.contains(codec), "\(codec): \(error.message)")
+        }
+
+        // The backend gone: the cards kept are given back, stale, with the error.
+        cues.server.stop()
+        let offline = try control.request("cues.get")
+        XCTAssertEqual(offline["stale"], true)
+        XCTAssertEqual(offline["cues"]?.arrayValue?.compactMap { $0["cue_id"]?.intValue }, cards.compactMap { $0["cue_id"]?.intValue })
+        XCTAssertNotNil(offline["error"]?.stringValue)
+        XCTAssertEqual(control.failure("cues.get", ["shuffle": true])?.code, .backendUnavailable, "a new batch needs the backend")
+    }
+
+    /// Runs `body` and waits for it (the tests' own calls to the backend, as the phone makes them).
+    private func awaitResult<T: Sendable>(timeout: Double = 30, _ body: @escaping @Sendable () async throws -> T) throws -> T {
+        let result = Awaitable<Result<T, Error>?>(nil)
+        Task {
+            let outcome: Result<T, Error>
+            do { outcome = .success(try await body()) } catch { outcome = .failure(error) }
+            result.update { $0 = outcome }
+        }
+        XCTAssertTrue(result.wait(timeout: timeout) { $0 != nil }, "the phone's calls did not finish")
+        return try XCTUnwrap(result.value).get()
+    }
 }
