@@ -30,16 +30,7 @@ struct PracticeSim {
         if !options.quiet {
             simulator.logLine = { line in FileHandle.standardError.write(Data("practice-sim: \(line)\n".utf8)) }
         }
-        let server = HTTPServer(host: options.host, port: options.port, handler: simulator.handle)
-        let port: UInt16
-        do { port = try server.start() } catch { fail("\(error)") }
-        // Written unbuffered, so that a reader on a pipe sees it at once.
-        let banner = "practice-sim listening on http://\(options.host):\(port) (seed \(options.configuration.seed), pace \(options.configuration.pace))\n"
-        announce(port, banner: banner, options) {
-            simulator.shutdown()
-            server.stop()
-        }
-        dispatchMain()
+        serve(simulator.handle, options, name: "practice-sim", details: "pace \(options.configuration.pace)") { simulator.shutdown() }
     }
 
     /// practice-sim --chatterbox: the Chatterbox backend on the port instead.
@@ -49,11 +40,22 @@ struct PracticeSim {
         if !options.quiet {
             simulator.logLine = { line in FileHandle.standardError.write(Data("practice-sim: \(line)\n".utf8)) }
         }
-        let server = HTTPServer(host: options.host, port: options.port, handler: simulator.handle)
+        serve(simulator.handle, options, name: "practice-sim (chatterbox)", bound: { simulator.baseURL = "http://\(options.host):\($0)" }) {}
+    }
+
+    /// Serves `handler` until SIGTERM or SIGINT: the port file, the banner, the signals.
+    static func serve(_ handler: @escaping HTTPServer.Handler, _ options: SimulatorCommandLine, name: String, details: String? = nil,
+                      bound: (UInt16) -> Void = { _ in }, shutdown: @escaping @Sendable () -> Void) -> Never {
+        let server = HTTPServer(host: options.host, port: options.port, handler: handler)
         let port: UInt16
         do { port = try server.start() } catch { fail("\(error)") }
-        simulator.baseURL = "http://\(options.host):\(port)"
-        announce(port, banner: "practice-sim (chatterbox) listening on http://\(options.host):\(port) (seed \(options.configuration.seed))\n", options) { server.stop() }
+        bound(port)
+        // Written unbuffered, so that a reader on a pipe sees it at once.
+        let settings = ["seed \(options.configuration.seed)", details].compactMap { $0 }.joined(separator: ", ")
+        announce(port, banner: "\(name) listening on http://\(options.host):\(port) (\(settings))\n", options) {
+            shutdown()
+            server.stop()
+        }
         dispatchMain()
     }
 

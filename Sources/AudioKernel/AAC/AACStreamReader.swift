@@ -227,13 +227,7 @@ struct AACStreamReader {
                         }
                     case 3, 4:
                         while out < end {
-                            reader.refill()
-                            let (symbol, signs) = huffman.decodeWithSigns(&reader)
-                            guard symbol >= 0 else { throw .malformed("no codebook \(book) code") }
-                            let packed = huffman.values(symbol)
-                            let mask = signMasks[Int(truncatingIfNeeded: packed &>> 36) & 0xF0 | signs]
-                            let v = Self.flip(huffman.powers(symbol) * gain, mask)
-                            Self.store(v, out)
+                            Self.store(try Self.unsignedTuple(huffman, &reader, book: book, gain: gain, signMasks: signMasks).values, out)
                             out += 4
                         }
                     case 5, 6:
@@ -247,23 +241,13 @@ struct AACStreamReader {
                         }
                     case 7, 8, 9, 10:
                         while out < end {
-                            reader.refill()
-                            let (symbol, signs) = huffman.decodeWithSigns(&reader)
-                            guard symbol >= 0 else { throw .malformed("no codebook \(book) code") }
-                            let packed = huffman.values(symbol)
-                            let mask = signMasks[Int(truncatingIfNeeded: packed &>> 36) & 0xF0 | signs]
-                            let v = Self.flip(huffman.powers(symbol) * gain, mask)
+                            let v = try Self.unsignedTuple(huffman, &reader, book: book, gain: gain, signMasks: signMasks).values
                             out[0] = v[0]; out[1] = v[1]
                             out += 2
                         }
                     default:  // 11: as 7-10, then a magnitude of 16 escapes to a longer one
                         while out < end {
-                            reader.refill()
-                            let (symbol, signs) = huffman.decodeWithSigns(&reader)
-                            guard symbol >= 0 else { throw .malformed("no codebook 11 code") }
-                            let packed = huffman.values(symbol)
-                            let mask = signMasks[Int(truncatingIfNeeded: packed &>> 36) & 0xF0 | signs]
-                            let v = Self.flip(huffman.powers(symbol) * gain, mask)
+                            let (v, packed) = try Self.unsignedTuple(huffman, &reader, book: book, gain: gain, signMasks: signMasks)
                             out[0] = v[0]; out[1] = v[1]
                             if packed & 0x1010 != 0 {
                                 // Escapes follow both sign bits, first value first.
@@ -282,6 +266,19 @@ struct AACStreamReader {
             }
             window += info.groupLengths[g]
         }
+    }
+
+    /// The next tuple of an unsigned book: its |q|^(4/3) times `gain`, signed by the bits
+    /// that follow the codeword; and its packed values (book 11's escapes are read from them).
+    @inline(__always)
+    private static func unsignedTuple(_ huffman: AACHuffmanDecoder, _ reader: inout AACBitCache, book: Int, gain: Float,
+                                      signMasks: UnsafePointer<SIMD4<UInt32>>) throws(AACError) -> (values: SIMD4<Float>, packed: UInt64) {
+        reader.refill()
+        let (symbol, signs) = huffman.decodeWithSigns(&reader)
+        guard symbol >= 0 else { throw .malformed("no codebook \(book) code") }
+        let packed = huffman.values(symbol)
+        let mask = signMasks[Int(truncatingIfNeeded: packed &>> 36) & 0xF0 | signs]
+        return (flip(huffman.powers(symbol) * gain, mask), packed)
     }
 
     /// `v` with the sign bits in `mask` flipped.

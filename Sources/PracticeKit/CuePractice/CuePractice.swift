@@ -404,32 +404,12 @@ public final class CuePractice: @unchecked Sendable {
         var recordings: [CueRecording]
     }
 
-    struct Cached<T: Sendable>: Sendable {
-        var value: T
-        var stale: Bool
-        var age: Double?
-        var error: String?
-    }
-
     /// A fresh answer kept per account for offline use; unreachable, the last one kept.
     private func cached<T: Codable & Sendable>(_ name: String, offline: Bool = true,
                                                fetch: @escaping @Sendable (ChatterboxClient) async throws -> T,
-                                               _ done: @escaping @Sendable (Result<Cached<T>, ControlError>) -> Void) {
+                                               _ done: @escaping @Sendable (Result<OfflineCache.Answer<T>, ControlError>) -> Void) {
         let user = "account-\(learner.accountId ?? 0)", cache = cache
-        call(fetch) { result in
-            switch result {
-            case .success(let value):
-                cache.store(ProtocolEncoder.encode(value), name: name, user: user)
-                done(.success(Cached(value: value, stale: false)))
-            case .failure(let error):
-                if offline, error.code == .backendUnavailable, let entry = cache.load(name: name, user: user),
-                   let value = try? ProtocolDecoder.decode(T.self, from: entry.value) {
-                    done(.success(Cached(value: value, stale: true, age: entry.age.rounded(), error: error.message)))
-                } else {
-                    done(.failure(error))
-                }
-            }
-        }
+        call(fetch) { done(cache.answer($0, name: name, user: user, offline: offline)) }
     }
 
     static func card(_ cue: ChatterboxCue) -> CueCard {

@@ -22,7 +22,7 @@ final class LearnerData: @unchecked Sendable {
 
     func profile(_ args: Command.Profile.Arguments, _ reply: CommandReply<Command.Profile>) {
         let user = context.settings.userID
-        let done: @Sendable (Result<Cached<UserProfile>, ControlError>) -> Void = { result in
+        let done: @Sendable (Result<OfflineCache.Answer<UserProfile>, ControlError>) -> Void = { result in
             reply(result.map { .init(profile: $0.value, stale: $0.stale, ageS: $0.age, error: $0.error) })
         }
         switch args.action ?? .get {
@@ -36,35 +36,15 @@ final class LearnerData: @unchecked Sendable {
         }
     }
 
-    /// A fresh answer, or the last one kept (stale, with its age and the error).
-    struct Cached<T: Sendable>: Sendable {
-        var value: T
-        var stale: Bool
-        var age: Double?
-        var error: String?
-    }
-
     /// Asks the backend; keeps the answer per user; offline, answers the last one kept.
     /// `offline: false` for calls that change something.
     private func cached<T: Codable & Sendable>(_ name: String, offline: Bool = true,
                                                fetch: @escaping @Sendable (any LearnerBackend) async throws(BackendError) -> T,
-                                               _ done: @escaping @Sendable (Result<Cached<T>, ControlError>) -> Void) {
+                                               _ done: @escaping @Sendable (Result<OfflineCache.Answer<T>, ControlError>) -> Void) {
         let user = context.settings.userID
         let cache = cache
         context.call(backend(), fetch) { result in
-            switch result {
-            case .success(let value):
-                cache.store(ProtocolEncoder.encode(value), name: name, user: user)
-                done(.success(Cached(value: value, stale: false)))
-            case .failure(let error):
-                let unreachable = ControlError(error).code == .backendUnavailable
-                if offline, unreachable, let entry = cache.load(name: name, user: user),
-                   let value = try? ProtocolDecoder.decode(T.self, from: entry.value) {
-                    done(.success(Cached(value: value, stale: true, age: entry.age.rounded(), error: "\(error)")))
-                } else {
-                    done(.failure(ControlError(error)))
-                }
-            }
+            done(cache.answer(result.mapError(ControlError.init), name: name, user: user, offline: offline))
         }
     }
 }

@@ -30,6 +30,31 @@ public struct OfflineCache: Sendable {
         return Entry(value: value, age: max(0, Date().timeIntervalSince1970 - fetched))
     }
 
+    /// A backend answer as a command gives it: fresh, or the last one kept (stale, with its
+    /// age and the error that kept the backend from answering).
+    public struct Answer<T: Sendable>: Sendable {
+        public var value: T
+        public var stale: Bool
+        public var age: Double?
+        public var error: String?
+    }
+
+    /// A backend call's result as a command answers it: a fresh value is kept under `name`
+    /// for `user`; when the backend cannot be reached (and `offline` allows it: not for calls
+    /// that change something), the last value kept, marked stale.
+    public func answer<T: Codable & Sendable>(_ result: Result<T, ControlError>, name: String, user: String,
+                                             offline: Bool = true) -> Result<Answer<T>, ControlError> {
+        switch result {
+        case .success(let value):
+            store(ProtocolEncoder.encode(value), name: name, user: user)
+            return .success(Answer(value: value, stale: false))
+        case .failure(let error):
+            guard offline, error.code == .backendUnavailable, let entry = load(name: name, user: user),
+                  let value = try? ProtocolDecoder.decode(T.self, from: entry.value) else { return .failure(error) }
+            return .success(Answer(value: value, stale: true, age: entry.age.rounded(), error: error.message))
+        }
+    }
+
     /// User ids are chosen by configuration; only safe characters reach the file system.
     private static func safe(_ user: String) -> String {
         let kept = user.map { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") ? $0 : "_" }
