@@ -9,12 +9,17 @@ public final class ChatterboxHarness {
     public let server: HTTPServer
     public let baseURL: URL
 
-    public init(_ configure: (inout ChatterboxSimulatorConfiguration) -> Void = { _ in }) throws {
+    public convenience init(_ configure: (inout ChatterboxSimulatorConfiguration) -> Void = { _ in }) throws {
+        try self.init(now: { Date().timeIntervalSince1970 }, configure)
+    }
+
+    /// `now`: the simulator's clock (seconds since 1970), for tests that hold time still.
+    public init(now: @escaping @Sendable () -> Double, _ configure: (inout ChatterboxSimulatorConfiguration) -> Void) throws {
         var configuration = ChatterboxSimulatorConfiguration()
         configuration.transcriptionSeconds = 0.3
         configuration.evaluationSeconds = 0.6
         configure(&configuration)
-        simulator = ChatterboxSimulator(configuration: configuration)
+        simulator = ChatterboxSimulator(configuration: configuration, now: now)
         let simulator = simulator
         server = HTTPServer { request, writer in simulator.handle(request, writer) }
         let port = try server.start()

@@ -50,6 +50,21 @@ public struct RecordedTurn: Sendable {
     public var duration: Double { format.duration(ofSamples: (wav.count - WAVEncoder.headerSize) / 2) }
 }
 
+extension RecordedTurn {
+    /// A turn of `samples` (24 kHz mono speech) as the recorder would hand it over, through
+    /// the same gate: for replaying recordings and for the tests of what consumes turns.
+    public init(samples: [Int16], recording: UInt64, endReason: EndReason = .released, speechDuration: Double? = nil,
+                gate: SpeechGate = SpeechGate()) {
+        format = .speech
+        wav = (try? samples.withUnsafeBufferPointer { try WAVEncoder.encode($0, format: .speech) }) ?? []
+        level = SignalLevel(measuring: samples)
+        self.endReason = endReason
+        self.speechDuration = speechDuration ?? Double(samples.count) / 24_000
+        holdsSpeech = gate.holdsSpeech(level)
+        self.recording = recording
+    }
+}
+
 /// What the recorder reports, on the capture thread.
 public enum RecorderEvent: Sendable {
     /// The input level over the last interval, in dBFS.

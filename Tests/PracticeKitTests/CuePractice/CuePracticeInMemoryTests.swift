@@ -1,0 +1,190 @@
+import AudioKernel
+import Foundation
+import PracticeKit
+import SimulatorKit
+import TestSupport
+import XCTest
+
+/// Cue practice's own logic, the devices in memory (``MemoryAudio``) and the backend
+/// practice-sim's Chatterbox mode in this process: an answer's walk and its events, the
+/// speech gate, a refusal, a 409, sign-in needed in the middle of an upload. The daemon as a
+/// process, with PulseAudio, is CuePracticeTests'.
+final class CuePracticeInMemoryTests: XCTestCase {
+    private var directory: URL!
+    private var cues: ChatterboxHarness!
+    private var practice: CuePractice!
+    private let events = Awaitable([any ProtocolEvent]())
+    private let clock = Locked(Date().timeIntervalSince1970)
+    private let speech: [Int16] = (0..<36_000).map { Int16(4_000 * sin(Double($0) * 0.05)) }
+
+    override func setUpWithError() throws {
+        directory = try makeTemporaryDirectory()
+        addTeardownBlock { [directory] in try? FileManager.default.removeItem(at: directory!) }
+    }
+
+    /// Cue practice on a fresh simulator (its clock the test's), signed in with a profile.
+    private func start(_ configure: (inout ChatterboxSimulatorConfiguration) -> Void = { _ in }) throws {
+        let clock = clock
+        cues = try ChatterboxHarness(now: { clock.withLock { $0 } }) {
+            $0.transcriptionSeconds = 0
+            $0.evaluationSeconds = 0
+            configure(&$0)
+        }
+        let client = cues.client(stateDirectory: directory.path)
+        var settings = CueSettings()
+        settings.enabled = true
+        settings.pollInterval = 0.02
+        settings.maximumRetryDelay = 0.1
+        let events = events
+        practice = CuePractice(settings: settings, client: { client }, audio: MemoryAudio(), spoolDirectory: directory.path + "/spool",
+                               stateDirectory: directory.path, metrics: Metrics(), logger: .disabled, play: { _, done in done(.success(1)) }) { event in
+            events.update { $0.append(event) }
+        }
+        _ = try run(Command.SignInRequestCode.self, ["email": "learner@example.invalid"])
+        XCTAssertEqual(try run(Command.SignInCode.self, ["email": "learner@example.invalid", "code": "123456"])["signed_in"], true)
+    }
+
+    /// Runs a command and waits for its answer.
+    @discardableResult
+    private func run<C: ControlCommand>(_ command: C.Type, _ args: JSONValue = [:], file: StaticString = #filePath, line: UInt = #line) throws -> JSONValue {
+        let answer = Awaitable<Result<JSONValue, ControlError>?>(nil)
+        XCTAssertTrue(practice.handle(ControlRequest(id: 1, command: C.name, args: args)) { result in answer.update { $0 = result } }, file: file, line: line)
+        XCTAssertTrue(answer.wait(timeout: 10) { $0 != nil }, "\(C.name) was not answered", file: file, line: line)
+        return try XCTUnwrap(answer.value, file: file, line: line).get()
+    }
+
+    /// The first event of type `E` after `index` that matches.
+    @discardableResult
+    private func wait<E: ProtocolEvent>(for event: E.Type, after index: Int = 0, timeout: Double = 10, where predicate: (E) -> Bool = { _ in true },
+                                        file: StaticString = #filePath, line: UInt = #line) -> E? {
+        var found: E?
+        _ = events.wait(timeout: timeout) { list in
+            found = list.dropFirst(index).compactMap { $0 as? E }.first(where: predicate)
+            return found != nil
+        }
+        if found == nil { XCTFail("no \(E.name) (saw \(events.value.map { type(of: $0).name }))", file: file, line: line) }
+        return found
+    }
+
+    private var names: [String] { events.value.map { type(of: $0).name } }
+
+    /// Records an answer to `cue` and hands the recorder's turn over.
+    private func answer(_ cue: Int, _ samples: [Int16]) throws {
+        XCTAssertEqual(try run(Command.CueRecord.self, ["cue_id": .int(cue)])["stage"], "recording")
+        practice.recorded(RecordedTurn(samples: samples, recording: 1))
+    }
+
+    private func firstCue() throws -> Int { try XCTUnwrap(try run(Command.CuesGet.self)["cues"]?.arrayValue?.first?["cue_id"]?.intValue) }
+
+    private var spooled: [String] { ((try? FileManager.default.contentsOfDirectory(atPath: directory.path + "/spool/cues")) ?? []).sorted() }
+
+    func testAnAnswerWalksFromTheSpoolToItsEvaluation() throws {
+        try start()
+        let cue = try firstCue()
+        try answer(cue, speech)
+        let spooledEvent = try XCTUnwrap(wait(for: Event.CueSpooled.self))
+        XCTAssertEqual(spooledEvent.cueId, cue)
+        XCTAssertEqual(spooledEvent.durationS, 1.5)
+        let uploaded = try XCTUnwrap(wait(for: Event.CueUploaded.self))
+        XCTAssertEqual(uploaded.answerId, spooledEvent.answerId)
+        XCTAssertNotNil(wait(for: Event.CueTranscript.self, where: { $0.status == .ready && $0.transcript != nil }))
+        let evaluation = try XCTUnwrap(wait(for: Event.CueEvaluation.self, where: { $0.status == .ready }))
+        XCTAssertEqual(evaluation.evaluation?.cefrLevel, "B1")
+        XCTAssertEqual(events.value.compactMap { ($0 as? Event.CueUploadStep)?.step }, [.intent, .put, .complete, .found])
+        let order = names.filter { $0.hasPrefix("cue.") && $0 != "cue.upload" }
+        XCTAssertEqual(Array(order.prefix(4)), ["cue.recording", "cue.recorded", "cue.spooled", "cue.uploaded"])
+        XCTAssertEqual(spooled, [], "the uploaded answer left the spool")
+        XCTAssertEqual(cues.simulator.uploads.count, 1)
+        // What went up is the spooled AAC-LC: an MPEG-4 file AudioKernel reads back.
+        let path = directory.appendingPathComponent("up.m4a").path
+        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(cues.simulator.uploads[0])))
+        let decoded = try MPEG4AudioDecoder(path: path)
+        XCTAssertEqual(decoded.frameCount, speech.count)
+    }
+
+    func testASilentAnswerIsDroppedAndNothingIsSent() throws {
+        try start()
+        try answer(try firstCue(), [Int16](repeating: 100, count: 24_000))
+        XCTAssertEqual(wait(for: Event.CueDiscarded.self)?.reason, .noSpeech)
+        XCTAssertEqual(try run(Command.CueHistory.self)["recordings"]?.arrayValue?.count, 0)
+        XCTAssertEqual(spooled, [])
+        XCTAssertEqual(cues.simulator.uploads.count, 0)
+    }
+
+    /// A refusal (a cue the backend does not publish) stops that answer, which stays spooled;
+    /// the next answer goes up.
+    func testARefusedAnswerStaysSpooledAndTheNextGoesUp() throws {
+        try start()
+        try answer(999_999, speech)
+        let failed = try XCTUnwrap(wait(for: Event.CueUploadFailed.self))
+        XCTAssertEqual(failed.reason, "cue_not_found_or_not_published")
+        XCTAssertEqual(spooled.count, 2, "the refused answer's record and audio stay")
+        try answer(try firstCue(), speech)
+        XCTAssertNotNil(wait(for: Event.CueUploaded.self))
+        XCTAssertEqual(spooled.count, 2, "only the refused answer is left")
+    }
+
+    /// Two intents for one cue in one second (the backend's 409): a second later, again.
+    func testASecondIntentInTheSameSecondWaitsASecond() throws {
+        try start()
+        let cue = try firstCue()
+        // Another intent for this cue in this second, as a retried upload would have made.
+        let phone = cues.client(stateDirectory: directory.path + "/phone")
+        let first = Awaitable(false)
+        Task {
+            try await phone.requestLoginCode(email: "learner@example.invalid")
+            try await phone.signIn(email: "learner@example.invalid", code: "123456")
+            let me = try await phone.me()
+            _ = try await phone.createUploadIntent(profileID: me.activeProfile!.profileId, cueID: cue)
+            first.update { $0 = true }
+        }
+        XCTAssertTrue(first.wait(timeout: 10) { $0 })
+        try answer(cue, speech)
+        let retrying = try XCTUnwrap(wait(for: Event.CueUploadRetrying.self))
+        XCTAssertEqual(retrying.delayS, 1)
+        XCTAssertTrue(retrying.error.contains("409"), retrying.error)
+        clock.withLock { $0 += 1 }
+        XCTAssertNotNil(wait(for: Event.CueUploaded.self, timeout: 5))
+    }
+
+    /// Sign-in needed in the middle (the access token expired, its refresh gone bad): the
+    /// answer stays spooled, the learner is told, and it goes up after the next sign-in.
+    func testSignInNeededPausesUploadsUntilTheNextSignIn() throws {
+        try start()
+        let cue = try firstCue()
+        cues.simulator.update { $0.badRefresh = true }
+        clock.withLock { $0 += 3_700 }
+        try answer(cue, speech)
+        XCTAssertEqual(wait(for: Event.CueUploadFailed.self)?.reason, "sign_in_required")
+        XCTAssertNotNil(wait(for: Event.SignInChanged.self, where: { !$0.learner.signedIn && $0.reason != nil }))
+        XCTAssertEqual(spooled.count, 2)
+        cues.simulator.update { $0.badRefresh = false }
+        let mark = events.value.count
+        _ = try run(Command.SignInRequestCode.self, ["email": "learner@example.invalid"])
+        _ = try run(Command.SignInCode.self, ["email": "learner@example.invalid", "code": "123456"])
+        XCTAssertNotNil(wait(for: Event.CueUploaded.self, after: mark))
+        XCTAssertEqual(spooled, [])
+    }
+
+    /// Bad arguments are told before anything is sent.
+    func testArgumentsAreCheckedBeforeTheBackend() throws {
+        try start()
+        let cases: [(any ControlCommand.Type, JSONValue)] = [
+            (Command.SignInRequestCode.self, ["email": "not an address"]),
+            (Command.SignInCode.self, ["email": "learner@example.invalid", "code": "12 34"]),
+            (Command.SignInLink.self, ["token": .string(String(repeating: "t", count: 2_000))]),
+            (Command.CueHistory.self, ["limit": 0]),
+            (Command.LearnerLanguage.self, ["language": "tlh"]),
+        ]
+        for (command, args) in cases {
+            let answer = Awaitable<Result<JSONValue, ControlError>?>(nil)
+            _ = practice.handle(ControlRequest(id: 1, command: command.name, args: args)) { result in answer.update { $0 = result } }
+            XCTAssertTrue(answer.wait(timeout: 5) { $0 != nil })
+            guard case .failure(let error)? = answer.value else { return XCTFail("\(command.name) \(args) was not refused") }
+            XCTAssertEqual(error.code, .badArguments, "\(command.name): \(error)")
+        }
+        XCTAssertThrowsError(try run(Command.CueStop.self), "cue.stop with nothing recorded") {
+            XCTAssertEqual(($0 as? ControlError)?.code, .invalidState)
+        }
+    }
+}
