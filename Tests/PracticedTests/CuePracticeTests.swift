@@ -33,6 +33,10 @@ final class CuePracticeTests: XCTestCase {
         XCTAssertEqual(status["backend"]?["kind"], "chatterbox")
         XCTAssertEqual(status["learner"]?["signed_in"], false)
         XCTAssertEqual(control.failure("cues.get")?.code, .signInRequired)
+        // TalkCo's conversation is not this backend's.
+        let conversation = control.failure("session.start", ["topic_id": "travel"])
+        XCTAssertEqual(conversation?.code, .invalidState)
+        XCTAssertTrue(conversation?.message.contains("backend.kind = talkco") ?? false, "\(String(describing: conversation))")
         // A wrong code is refused by its hint; the right one signs in with a profile.
         XCTAssertEqual(try control.request("signin.request_code", ["email": .string(email)])["sent"], true)
         let wrong = control.failure("signin.code", ["email": .string(email), "code": "000000"])
@@ -238,6 +242,20 @@ final class CuePracticeTests: XCTestCase {
         XCTAssertEqual(offline["cues"]?.arrayValue?.compactMap { $0["cue_id"]?.intValue }, cards.compactMap { $0["cue_id"]?.intValue })
         XCTAssertNotNil(offline["error"]?.stringValue)
         XCTAssertEqual(control.failure("cues.get", ["shuffle": true])?.code, .backendUnavailable, "a new batch needs the backend")
+    }
+
+    /// A TalkCo daemon refuses cue practice by its backend's kind, and shows no learner.
+    func testATalkCoDaemonRefusesCueCommands() throws {
+        let daemon = try DaemonHarness()
+        let control = try daemon.client()
+        for (command, args): (String, JSONValue) in [("cues.get", [:]), ("signin.request_code", ["email": "a@b.invalid"]), ("cue.record", ["cue_id": 10])] {
+            let error = control.failure(command, args)
+            XCTAssertEqual(error?.code, .invalidState, command)
+            XCTAssertTrue(error?.message.contains("backend.kind = chatterbox") ?? false, "\(command): \(String(describing: error))")
+        }
+        let status = try control.request("status")
+        XCTAssertEqual(status["backend"]?["kind"], "talkco")
+        XCTAssertEqual(status["learner"], .null)
     }
 
     /// Runs `body` and waits for it (the tests' own calls to the backend, as the phone makes them).

@@ -29,6 +29,9 @@ extension PracticeDaemon {
     func run(_ request: ControlRequest, client: ControlClientInfo, reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
         if cue.handle(request, reply: reply) { return }
         if SessionController.commands.contains(request.command) {
+            guard backendKind == .talkco else {
+                return reply(.failure(ControlError(.invalidState, "'\(request.command)' needs backend.kind = talkco (this daemon practises Chatterbox's cues)")))
+            }
             return session.handle(request, reply: reply)
         }
         do throws(ControlError) {
