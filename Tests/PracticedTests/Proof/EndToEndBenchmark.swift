@@ -8,7 +8,7 @@ import XCTest
 /// pipe-source, practiced as a process, practice-sim over TCP at the real server's pace,
 /// the reply into a null sink. A measurement, not a timed test: it asserts that every
 /// turn was answered and measured, and reports the figures; `bash .ci/proof e2e 200` runs
-/// docs/performance.md's form (CI runs 10 turns).
+/// docs/performance.md's form (CI runs 6 turns; 10 until the cue-practice suites joined).
 final class EndToEndBenchmark: XCTestCase {
     var rig: KioskRig!
 
@@ -24,7 +24,7 @@ final class EndToEndBenchmark: XCTestCase {
     }
 
     private func measure(tls: Bool) throws {
-        let turns = ProofRun.size("PRACTICED_E2E_TURNS", default: 10)
+        let turns = ProofRun.size("PRACTICED_E2E_TURNS", default: 6)
         let perSession = 20
         rig = try KioskRig(arguments: ["--audio-idle-close-s", "2", "--log-level", "info"], tls: tls) { $0.pace = 1 }
         // A kiosk-sized CPU (`bash .ci/proof e2e-kiosk`): the daemon limited to a share of
