@@ -10,8 +10,8 @@ import Glibc
 /// Forward: `X[k] = Σ x[n] e^(-2πi nk / L)`, unscaled.
 final class ComplexFFT {
     let length: Int
-    /// The bit-reversed index of each index: a caller that writes its input through it can
-    /// call ``forwardPermuted(re:im:)`` and save the permutation pass.
+    /// The bit-reversed index of each index: the caller writes its input through it (the
+    /// transform itself has no permutation pass).
     let reversal: UnsafeMutablePointer<Int32>
     /// Per radix-4 pass of quarter size `s`: w^j, w^2j, w^3j for j < s (real then imaginary
     /// parts), w = e^(-2πi / 4s).
@@ -52,18 +52,6 @@ final class ComplexFFT {
     deinit {
         reversal.deallocate()
         twiddles.deallocate()
-    }
-
-    /// Transforms `re` + i`im` (each `length` long) in place.
-    func forward(re: UnsafeMutablePointer<Float>, im: UnsafeMutablePointer<Float>) {
-        for i in 0..<length {
-            let j = Int(reversal[i])
-            if j > i {
-                swap(&re[i], &re[j])
-                swap(&im[i], &im[j])
-            }
-        }
-        forwardPermuted(re: re, im: im)
     }
 
     /// Whether the first pass is a radix-4 one of span 1 (an even power of two), which a
