@@ -22,24 +22,25 @@ let package = Package(
     targets: [
         // The system's audio libraries, found with pkg-config.
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
-        .systemLibrary(name: "CPulse", pkgConfig: "libpulse-simple", providers: [.apt(["libpulse-dev"])]),
+        .systemLibrary(name: "CPulse", pkgConfig: "libpulse", providers: [.apt(["libpulse-dev"])]),
         // The system's OpenSSL: TLS for https:// backends in the client's own transport.
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         // What Swift cannot import from Glibc (eventfd, per-thread counters), prefixed practiced_.
         .target(name: "CAudioShim"),
 
-        // Sample kernels, WAV, speech detection, ring buffers and the capture and playback
-        // devices (ALSA, PulseAudio, WAV file, null). The C modules are imported internally:
-        // no C type appears in its public API.
+        // Sample kernels and conversion, the resampler, WAV, AAC-LC and MPEG-4, speech
+        // detection, ring buffers, the capture and playback devices (ALSA, PulseAudio, WAV
+        // file, null), the recorder and the streaming player. The C modules are imported
+        // internally: no C type appears in its public API.
         .target(name: "AudioKernel", dependencies: ["CALSA", "CPulse", "CAudioShim"]),
 
-        // The practice backend's side: the SSE parser and audio payload decoding so far;
-        // the backend client, the session state machine, the spool and the control protocol
-        // join it under Backend/, Session/, Spool/ and Control/.
+        // Everything above the audio: the SSE parser, the backends' clients (TalkCo over its
+        // own HTTP/1.1 and TLS transport, Chatterbox), the conversation's session and cue
+        // practice, the spool, the control socket and its typed protocol, the daemon.
         .target(name: "PracticeKit", dependencies: ["AudioKernel", "CAudioShim", "COpenSSL"]),
 
-        // practice-sim, the local stand-in for the backend: an HTTP/1.1 server, the
-        // contract's routes with the real server's oddities, fault injection.
+        // practice-sim, the local stand-in for both backends (TalkCo, and Chatterbox's
+        // gateway): an HTTP/1.1 server, the routes with the real servers' oddities, faults.
         .target(name: "SimulatorKit", dependencies: ["AudioKernel", "PracticeKit"]),
         .executableTarget(name: "practice-sim", dependencies: ["SimulatorKit"]),
 
@@ -47,11 +48,11 @@ let package = Package(
         .executableTarget(name: "practiced", dependencies: ["PracticeKit"]),
         .executableTarget(name: "practicectl", dependencies: ["AudioKernel", "PracticeKit"]),
 
-        // A demo of the kernels on a WAV file: the README's first quick-start command.
+        // The kernels on a WAV file, and WAV <-> AAC-LC .m4a conversion (README, Quick start).
         .executableTarget(name: "audiokernel-demo", dependencies: ["AudioKernel"]),
 
         // Fuzz targets. Built normally they replay the inputs named on the command line;
-        // built with `-sanitize=fuzzer -DFUZZING` (see README) they run libFuzzer.
+        // built by `.ci/fuzz` (libFuzzer and AddressSanitizer) they fuzz.
         .target(name: "CFuzzerDriver", path: "Sources/Fuzz/CFuzzerDriver"),
         .target(name: "FuzzSupport", dependencies: ["CFuzzerDriver"], path: "Sources/Fuzz/FuzzSupport"),
         .executableTarget(
@@ -88,8 +89,9 @@ let package = Package(
             path: "Sources/Fuzz/HTTPResponseFuzzer"
         ),
 
-        // What the test targets share: child processes, waiting on a condition with a
-        // deadline, practice-sim on a loopback port.
+        // What the test targets share: child processes, sound servers, practice-sim and the
+        // trace replays on loopback ports, the schema every protocol line is checked against,
+        // waiting on a condition with a deadline. AudioMeasurement: the resampler's spectrum.
         .target(name: "AudioMeasurement", path: "Tests/AudioMeasurement"),
         .target(name: "TestSupport", dependencies: ["AudioKernel", "PracticeKit", "SimulatorKit"], path: "Tests/TestSupport"),
         .testTarget(

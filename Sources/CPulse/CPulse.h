@@ -1,4 +1,4 @@
-// libpulse and libpulse-simple (apt: libpulse-dev, pkg-config: libpulse-simple).
-#include <pulse/simple.h>
+// libpulse's asynchronous API (apt: libpulse-dev, pkg-config: libpulse). Not libpulse-simple:
+// its blocking read cannot be interrupted (see PulseStream), so nothing links it.
 #include <pulse/error.h>
 #include <pulse/pulseaudio.h>

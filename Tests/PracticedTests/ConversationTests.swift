@@ -264,7 +264,7 @@ final class ConversationTests: XCTestCase {
         nonisolated(unsafe) let vandal = try rig.daemon.client()  // used by the garbage thread only
         let control = try rig.daemon.client()
         let stopGarbage = Awaitable(false)
-        let garbage = Thread {
+        let garbage = TestThread(name: "vandal") {
             var errors = 0
             while !stopGarbage.value {
                 try? vandal.send(Array("{\"id\":1,\"command\":\u{1}}\nnot json\n{\"id\":2,\"command\":\"session.explode\"}\n".utf8))
@@ -272,7 +272,6 @@ final class ConversationTests: XCTestCase {
             }
             XCTAssertGreaterThan(errors, 0)
         }
-        garbage.start()
         _ = try control.request("session.start", ["topic_id": "travel"])
         XCTAssertNotNil(first.waitForStage("ready"))
         _ = try control.request("say", ["text": "Hello there"])
@@ -280,7 +279,7 @@ final class ConversationTests: XCTestCase {
         XCTAssertNotNil(first.waitForStage("ready", after: first.position(of: "reply.text", after: 0) ?? 0))
         XCTAssertNotNil(second.wait(for: "reply.finished", where: { $0["greeting"] == false }))
         stopGarbage.update { $0 = true }
-        while !garbage.isFinished { usleep(1_000) }
+        XCTAssertTrue(garbage.join(timeout: 10), "the vandal's thread did not end")
         // Both watchers saw the same session events, in the same order.
         func sessionEvents(_ watcher: EventWatcher) -> [String] {
             watcher.events.value.filter { $0["topic"] == "session" }.map { "\($0["seq"]?.intValue ?? 0) \($0["event"]?.stringValue ?? "")" }

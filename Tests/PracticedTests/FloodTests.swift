@@ -24,11 +24,12 @@ final class FloodTests: XCTestCase {
         let daemon = try DaemonHarness(arguments: ["--socket-max-clients", "70"])
         let flooding = Awaitable(true)
         let answered = Awaitable(0)
-        var threads: [Thread] = []
+        let flooders = Awaitable(0)
+        var threads: [TestThread] = []
         for index in 0..<64 {
             let fd = try Self.connect(daemon.socketPath)
             // A reader that drops what it reads, so that the flooder is not cut off as slow.
-            threads.append(Thread {
+            threads.append(TestThread {
                 var buffer = [UInt8](repeating: 0, count: 65_536)
                 var lines = 0
                 while true {
@@ -38,22 +39,26 @@ final class FloodTests: XCTestCase {
                 }
                 answered.update { $0 += lines }
             })
-            threads.append(Thread {
+            threads.append(TestThread {
                 let batch = Array((Self.lines.shuffled() + Self.lines.shuffled()).joined(separator: "\n").utf8) + [0x0A]
                 var sent = 0
+                var counted = false
                 while flooding.value {
                     let n = batch.withUnsafeBytes { send(fd, $0.baseAddress! + sent % batch.count, batch.count - sent % batch.count, Int32(MSG_NOSIGNAL)) }
                     if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) { continue }  // held back: try again
                     if n <= 0 { break }
                     sent += n
+                    if !counted, sent >= batch.count {
+                        counted = true
+                        flooders.update { $0 += 1 }
+                    }
                 }
                 shutdown(fd, Int32(SHUT_RDWR))
                 _ = index
             })
         }
-        threads.forEach { $0.start() }
-        // Let the flood build up, then measure a well-behaved client.
-        usleep(500_000)
+        // The flood is up once every flooder has sent a whole batch; then a well-behaved client.
+        XCTAssertTrue(flooders.wait(timeout: 30) { $0 == 64 }, "only \(flooders.value) of 64 flooders got a batch out")
         let client = try daemon.client()
         var latencies: [Double] = []
         for _ in 0..<400 {
@@ -63,7 +68,7 @@ final class FloodTests: XCTestCase {
             usleep(5_000)
         }
         flooding.update { $0 = false }
-        for thread in threads { while !thread.isFinished { usleep(1_000) } }
+        for thread in threads { XCTAssertTrue(thread.join(timeout: 30), "a client's thread did not end") }
         latencies.sort()
         let p50 = latencies[latencies.count / 2], p99 = latencies[latencies.count * 99 / 100], worst = latencies.last!
         print("figures: ping under a 64-client flood: p50 \(p50) ms, p99 \(p99) ms, max \(worst) ms; \(answered.value) flood replies")
@@ -90,9 +95,9 @@ final class FloodTests: XCTestCase {
         let connections = Awaitable(0)
         let hello = Array(#"{"id":1,"command":"subscribe","args":{"topics":["session","device","playback"]}}"#.utf8) + [0x0A]
         let batch = Array((Self.lines + Self.lines).joined(separator: "\n").utf8) + [0x0A]
-        var threads: [Thread] = []
+        var threads: [TestThread] = []
         for worker in 0..<12 {
-            threads.append(Thread {
+            threads.append(TestThread {
                 var buffer = [UInt8](repeating: 0, count: 4_096)
                 var round = worker
                 while Date() < deadline {
@@ -125,7 +130,6 @@ final class FloodTests: XCTestCase {
                 }
             })
         }
-        threads.forEach { $0.start() }
         // Meanwhile a well-behaved client keeps being answered.
         let client = try daemon.client()
         var pings = 0
@@ -134,7 +138,7 @@ final class FloodTests: XCTestCase {
             pings += 1
             guard daemon.process.isRunning else { break }
         }
-        for thread in threads { while !thread.isFinished { usleep(1_000) } }
+        for thread in threads { XCTAssertTrue(thread.join(timeout: 30), "a client's thread did not end") }
         print("figures: \(connections.value) connections in \(seconds) s, \(pings) pings answered meanwhile")
         XCTAssertTrue(daemon.process.isRunning, "the daemon died (status \(daemon.process.status ?? -1)): \(daemon.log.suffix(2_000))")
         XCTAssertGreaterThan(connections.value, 1_000, "too few connections to stand for churn")

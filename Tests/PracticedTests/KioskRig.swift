@@ -165,7 +165,7 @@ final class EventWatcher: @unchecked Sendable {
     private let client: ControlClient
     let events = Awaitable([JSONValue]())
     private let running = Awaitable(true)
-    private var thread: Thread?
+    private var thread: TestThread?
 
     init(client: ControlClient, topics: [String]) throws {
         self.client = client
@@ -173,7 +173,7 @@ final class EventWatcher: @unchecked Sendable {
         // The thread holds what it needs, not the watcher: `deinit` stops it.
         struct Reader: @unchecked Sendable { let client: ControlClient }
         let reader = Reader(client: client), events = events, running = running
-        let thread = Thread {
+        thread = TestThread(name: "event-watcher") {
             while running.value {
                 guard let event = try? reader.client.nextEvent(timeout: 0.2) else { continue }
                 var stamped = event
@@ -184,13 +184,12 @@ final class EventWatcher: @unchecked Sendable {
                 events.update { $0.append(stamped) }
             }
         }
-        self.thread = thread
-        thread.start()
     }
 
+    /// Stops reading; the thread ends within its 0.2 s read timeout.
     func stop() {
         running.update { $0 = false }
-        while thread?.isFinished == false { usleep(1_000) }
+        if thread?.join(timeout: 10) == false { XCTFail("the event watcher's thread did not end") }
     }
 
     deinit { stop() }

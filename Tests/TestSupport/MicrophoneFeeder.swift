@@ -23,7 +23,7 @@ public final class MicrophoneFeeder: @unchecked Sendable {
     private let lock = NSLock()
     private var queued: [Int16] = []
     private let running = Atomic<Bool>(true)
-    private var thread: Thread?
+    private var thread: TestThread?
     /// Samples of queued speech written so far.
     public let spoken = Awaitable(0)
     /// Samples written so far, speech and silence.
@@ -43,10 +43,7 @@ public final class MicrophoneFeeder: @unchecked Sendable {
         // block, as a microphone nobody listens to would, instead of blocking this thread.
         fd = open(fifo, O_WRONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { throw ToolError(command: "open \(fifo)", status: errno, stderr: String(cString: strerror(errno))) }
-        let thread = Thread { [unowned self] in run() }
-        thread.name = "microphone-feeder"
-        self.thread = thread
-        thread.start()
+        thread = TestThread(name: "microphone-feeder") { [unowned self] in run() }
         if let source {
             var stream = AudioStreamConfiguration()
             stream.pulseServer = source.server
@@ -66,7 +63,7 @@ public final class MicrophoneFeeder: @unchecked Sendable {
     public func stop() {
         guard running.exchange(false, ordering: .relaxed) else { return }
         keeper?.stop()
-        while thread?.isFinished == false { usleep(1_000) }
+        thread?.join(timeout: 10)
         close(fd)
     }
 

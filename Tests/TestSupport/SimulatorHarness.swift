@@ -115,8 +115,13 @@ public final class ReplyRecorder: @unchecked Sendable {
     private var recorded: [Event] = []
     private var pcm: [UInt8] = []
     private var audioSizes: [Int] = []
+    /// Audio events so far, for waiting on them.
+    private let audioEvents = Awaitable(0)
 
     public init() {}
+
+    /// Waits until `count` audio events have come, at most `timeout` seconds.
+    public func waitForAudioEvents(_ count: Int, timeout: Double = 10) -> Bool { audioEvents.wait(timeout: timeout) { $0 >= count } }
 
     public var events: [Event] { lock.withLock { recorded } }
     public var audio: [UInt8] { lock.withLock { pcm } }
@@ -140,6 +145,7 @@ public final class ReplyRecorder: @unchecked Sendable {
     /// The handler to give the client.
     public var handler: ReplyStream.EventHandler {
         { [self] event in
+            defer { if case .audio = event { audioEvents.update { $0 += 1 } } }
             lock.withLock {
                 switch event {
                 case .retrying(let attempt, _, let reason): recorded.append(.retrying(attempt: attempt, status: reason.status))

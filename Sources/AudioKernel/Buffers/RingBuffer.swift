@@ -93,6 +93,10 @@ public final class RingBuffer<Element: BitwiseCopyable>: @unchecked Sendable {
         writeIndex.load(ordering: .acquiring) - readIndex.load(ordering: .relaxed)
     }
 
+    /// Every element read or discarded so far (consumer side): the position of the next
+    /// element to read, in ``writtenCount``'s numbering.
+    public var readCount: Int { readIndex.load(ordering: .relaxed) }
+
     /// Reads up to `destination.count` elements (consumer side).
     ///
     /// - Returns: the number read, which is less than asked for when the ring runs empty.

@@ -109,6 +109,64 @@ final class StreamingPlayerTests: XCTestCase {
         XCTAssertEqual(finished.map(\.reply), [first, second])
         XCTAssertEqual(finished.map(\.interrupted), [true, false])
     }
+
+    /// A reply begun while one plays: the old one fades out from what it had queued, is told
+    /// finished and interrupted, and the new one then plays from its first sample, none of its
+    /// samples faded, dropped or mixed with the old one's.
+    func testANewReplyTakesOverWithTheOldOneFadedAndNoSampleOfTheNewOneLost() {
+        let log = EventLog<PlayerEvent>()
+        let player = StreamingPlayer { log.append($0) }
+        let first = player.beginReply()
+        player.enqueue(WAVBuilder.samples([Int16](repeating: 900, count: 24_000)))  // 1 s, most of it still queued
+        XCTAssertEqual(render(player, periods: 10).last, 900)
+        let second = player.beginReply()
+        let next = (0..<4_800).map { Int16(-300 - $0 % 200) }  // below zero: never a value of the old reply's fade
+        player.enqueue(WAVBuilder.samples(next))
+        player.endReply()
+        let out = render(player, periods: 40)
+        // The fade: the old reply's level falls to nothing within the fade's 20 ms.
+        let fade = Array(out[0..<480])
+        XCTAssertEqual(fade.first ?? 0, 900, accuracy: 2)
+        XCTAssertTrue(zip(fade, fade.dropFirst()).allSatisfy { $1 <= $0 }, "a fade, not a cut")
+        XCTAssertFalse(out[480...].contains(900), "the old reply's queue reached the new reply")
+        // The new reply whole and in order, after its own lead.
+        guard let start = out.firstIndex(of: -300), start + next.count <= out.count else { return XCTFail("the new reply never played") }
+        XCTAssertTrue(Array(out[start..<(start + next.count)]) == next, "the new reply was not played whole and in order")
+        XCTAssertTrue(out[480..<start].allSatisfy { $0 == 0 }, "silence between the fade and the new reply's lead")
+        let events = log.snapshot().map(\.event)
+        let finished = events.compactMap { event -> PlaybackReport? in if case .finished(let r) = event { r } else { nil } }
+        XCTAssertEqual(finished.map(\.reply), [first, second])
+        XCTAssertEqual(finished.map(\.interrupted), [true, false])
+        XCTAssertEqual(events.filter { if case .started = $0 { true } else { false } }, [.started(latencyFrames: 0, reply: first), .started(latencyFrames: 0, reply: second)])
+    }
+
+    /// On a running device, `beginReply` returns while the old reply still fades (it used to
+    /// wait for the fade, up to 500 ms, on the caller's thread): the old reply's end is told
+    /// after the call has returned, and the player stays active through the handover.
+    func testBeginReplyOnARunningDeviceNeverWaitsForTheOldReplysFade() throws {
+        let log = EventLog<String>()
+        var stream = AudioStreamConfiguration()
+        stream.periodFrames = 240
+        let player = try StreamingPlayer(device: .null, stream: stream) { event in
+            switch event {
+            case .started(_, let reply): log.append("started \(reply)")
+            case .finished(let report): log.append("finished \(report.reply)")
+            default: break
+            }
+        }
+        try player.start()
+        defer { player.shutdown() }
+        player.beginReply()
+        player.enqueue(WAVBuilder.samples([Int16](repeating: 900, count: 48_000)))
+        XCTAssertTrue(log.wait(timeout: 5) { $0.contains { $0.event == "started 1" } })
+        player.beginReply()
+        log.append("begun 2")
+        XCTAssertTrue(player.isReplyActive, "the player fell silent between the replies")
+        player.enqueue(WAVBuilder.samples([Int16](repeating: 300, count: 2_400)))
+        player.endReply()
+        XCTAssertTrue(log.wait(timeout: 5) { $0.contains { $0.event == "finished 2" } })
+        XCTAssertEqual(log.snapshot().map(\.event), ["started 1", "begun 2", "finished 1", "started 2", "finished 2"])
+    }
 }
 
 /// The volume: applied to everything played, changed along a ramp. Zipper noise is a step in

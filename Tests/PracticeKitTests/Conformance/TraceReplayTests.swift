@@ -84,8 +84,7 @@ final class TraceReplayTests: XCTestCase {
             reply = client.sendTurn(sessionID: String(session), wav: wav, idempotencyKey: "trace-\(name)", onEvent: recorder.handler)
         }
         if let count = cancelAfterAudioEvents {
-            let deadline = Date().addingTimeInterval(10)
-            while recorder.names.filter({ $0 == "audio" }).count < count && Date() < deadline { usleep(1_000) }
+            XCTAssertTrue(recorder.waitForAudioEvents(count), "\(name): fewer than \(count) audio events")
             reply.cancel()
         }
         let result = try XCTUnwrap(reply.wait(timeout: 60), "\(name): no outcome")

@@ -24,7 +24,7 @@ final class LoadTests: XCTestCase {
         /// The newest `seq` seen, for waiting on the reader.
         let newest = Awaitable(0)
         private let running = Awaitable(true)
-        private var thread: Thread?
+        private var thread: TestThread?
 
         init(client: ControlClient) throws {
             self.client = client
@@ -33,7 +33,7 @@ final class LoadTests: XCTestCase {
             // The thread alone reads the client from here on.
             struct Owned: @unchecked Sendable { let client: ControlClient }
             let owned = Owned(client: client)
-            let thread = Thread { [lines, newest, running] in
+            thread = TestThread(name: "load-reader") { [lines, newest, running] in
                 while running.value {
                     guard let line = try? owned.client.readLine(timeout: 0.2) else { continue }
                     let now = Monotonic.now()
@@ -42,8 +42,6 @@ final class LoadTests: XCTestCase {
                     if let seq = Reader.seq(in: line) { newest.update { $0 = seq } }
                 }
             }
-            self.thread = thread
-            thread.start()
         }
 
         static func seq(in line: [UInt8]) -> Int? {
@@ -60,7 +58,7 @@ final class LoadTests: XCTestCase {
 
         func stop() {
             running.update { $0 = false }
-            while thread?.isFinished == false { usleep(1_000) }
+            if thread?.join(timeout: 10) == false { XCTFail("a reader's thread did not end") }
         }
 
         /// The events received: seq, name, and how late each was read (ns).

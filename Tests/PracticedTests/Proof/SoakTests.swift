@@ -38,11 +38,11 @@ final class SoakTests: XCTestCase {
         let running = Awaitable(true)
         let visits = Awaitable(0)
         let garbageErrors = Awaitable(0)
-        private var threads: [Thread] = []
+        private var threads: [TestThread] = []
 
         init(socket: String) {
             let running = running, visits = visits, garbageErrors = garbageErrors
-            threads.append(Thread {
+            threads.append(TestThread {
                 var n: UInt64 = 0
                 while running.value {
                     n &+= 1
@@ -55,7 +55,7 @@ final class SoakTests: XCTestCase {
                     usleep(50_000)  // pacing: a busy kiosk's other clients, not a flood
                 }
             })
-            threads.append(Thread {
+            threads.append(TestThread {
                 var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
                 var client: ControlClient?
                 while running.value {
@@ -79,12 +79,11 @@ final class SoakTests: XCTestCase {
                     usleep(20_000)
                 }
             })
-            threads.forEach { $0.start() }
         }
 
         func stop() {
             running.update { $0 = false }
-            while threads.contains(where: { !$0.isFinished }) { usleep(1_000) }
+            for thread in threads where !thread.join(timeout: 10) { XCTFail("a crowd's thread did not end") }
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import PracticeKit
+import TestSupport
 
 /// Follows the daemon's events through a chaos run and checks them as they come: every
 /// `session.stage` starts where the last one ended (nothing missed) and is a transition
@@ -10,7 +11,7 @@ final class StageChecker: @unchecked Sendable {
     private let ledger: ChaosLedger
     private let lock = NSLock()
     private var running = true
-    private var thread: Thread?
+    private var thread: TestThread?
     private var spooled: [String] = []
     private var discarded: Set<String> = []
     private var transitions = 0
@@ -21,10 +22,7 @@ final class StageChecker: @unchecked Sendable {
         _ = try client.request("subscribe", ["topics": ["session", "playback", "device", "daemon"]], timeout: 15)
         let stage = try client.request("session.get", timeout: 15)["stage"]?.stringValue ?? "idle"
         ledger.currentStage = stage
-        let thread = Thread { [self] in follow(from: stage) }
-        thread.name = "stage-checker"
-        self.thread = thread
-        thread.start()
+        thread = TestThread(name: "stage-checker") { [self] in follow(from: stage) }
     }
 
     private var isRunning: Bool { lock.withLock { running } }
@@ -69,7 +67,7 @@ final class StageChecker: @unchecked Sendable {
 
     func stop() {
         lock.withLock { running = false }
-        while thread?.isFinished == false { usleep(1_000) }
+        if thread?.join(timeout: 10) == false { ledger.violation("checker: its thread did not end") }
     }
 
     var spooledTurns: [String] { lock.withLock { spooled } }
