@@ -82,11 +82,13 @@ final class VoiceBargeInTests: XCTestCase {
             XCTAssertGreaterThan(match.offset, 2_400, "the turn has no pre-roll before the learner's words")
             tutorSpeaksAlone(after: mark, "the answer to turn \(turn)")
         }
-        ProofRun.report("voice barge-in: \(tutorAlone) replies of the tutor alone, none interrupted; \(learnerTurns) of \(learnerTurns) barge-ins;",
-              "speech heard → reply stopped \(stopDelays.map { String(format: "%.0f", $0) }.joined(separator: ", ")) ms;",
-              "turn vs learner's words: correlation \(likeness.map { String(format: "%.2f", $0) }.joined(separator: ", "));",
-              "loudest residue of the tutor's voice per reply (dBFS): \(residues.map { String(format: "%.1f", $0) }.joined(separator: ", ")),",
-              "barge-in threshold RMS 1200 (\(String(format: "%.1f", 20 * log10(1_200 / 32_768.0))) dBFS)")
+        ProofRun.report([
+            "voice barge-in: \(tutorAlone) replies of the tutor alone, none interrupted; \(learnerTurns) of \(learnerTurns) barge-ins;",
+            "speech heard → reply stopped \(stopDelays.map { String(format: "%.0f", $0) }.joined(separator: ", ")) ms;",
+            "turn vs learner's words: correlation \(likeness.map { String(format: "%.2f", $0) }.joined(separator: ", "));",
+            "loudest residue of the tutor's voice per reply (dBFS): \(residues.map { String(format: "%.1f", $0) }.joined(separator: ", ")),",
+            "barge-in threshold RMS 1200 (\(String(format: "%.1f", 20 * log10(1_200 / 32_768.0))) dBFS)",
+        ].joined(separator: " "))
         XCTAssertEqual(tutorAlone, replies)
         XCTAssertEqual(stopDelays.count, learnerTurns)
         XCTAssertEqual(try control.request("status")["devices"]?["capture"]?["parks"], 0, "an echo-cancelled microphone rested while the tutor spoke")

@@ -24,7 +24,8 @@ public struct CueSettings: Sendable, Equatable {
 /// Cue practice on the Chatterbox backend: the learner signs in at the kiosk, picks a cue
 /// card, records an answer, and gets its transcript and evaluation back. It shares the
 /// daemon's microphone (the recorder's speech gate, endpointing and pre-roll), speaker,
-/// spool, events and socket with the conversation; its commands are the ``commands`` table.
+/// spool, events and socket with the conversation; it registers its commands in the daemon's
+/// table (``register(into:)``), each run on its queue.
 ///
 /// - The learner: sign-in (a mailed 6-digit code, or a magic link's token), the tokens
 ///   (``ChatterboxTokenStore``), the profile and language, the cue cards (kept for offline).
@@ -34,7 +35,6 @@ public struct CueSettings: Sendable, Equatable {
 /// Threads: state lives on `queue`; backend calls run as tasks and come back to it.
 public final class CuePractice: @unchecked Sendable {
     public let queue = DispatchQueue(label: "practiced.cue")
-    public let commands = CommandTable()
     let client: @Sendable () -> ChatterboxClient
     let audio: any SessionAudio
     let publisher: EventPublisher
@@ -81,7 +81,6 @@ public final class CuePractice: @unchecked Sendable {
         } catch {
             logger.error("cue answers cannot be spooled (\(error)); they will be lost if the daemon stops before they are uploaded")
         }
-        registerCommands()
     }
 
     public func update(settings: CueSettings) { queue.async { self.settings = settings } }
@@ -105,34 +104,20 @@ public final class CuePractice: @unchecked Sendable {
         }
     }
 
-    /// Runs a cue command; false when `request` is not one.
-    public func handle(_ request: ControlRequest, reply: @escaping CommandTable.Reply) -> Bool {
-        guard commands.names.contains(request.command) else { return false }
-        queue.async { [self] in
-            do throws(ControlError) {
-                guard settings.enabled else {
-                    throw ControlError(.invalidState, "cue practice needs backend.kind = chatterbox (this daemon speaks TalkCo)")
-                }
-                _ = try commands.run(request, reply)
-            } catch {
-                reply(.failure(error))
-            }
-        }
-        return true
-    }
-
     // MARK: - Commands
 
-    private func registerCommands() {
-        commands.register(Command.SignInRequestCode.self) { [unowned self] args, reply in
+    /// Registers the cue commands in `table`; each runs on the queue. The daemon routes
+    /// them here only when its backend is Chatterbox (``CommandRoute/cue``).
+    public func register(into table: CommandTable) {
+        table.register(Command.SignInRequestCode.self, on: queue) { [unowned self] args, reply in
             let email = try Self.email(args.email)
             call({ try await $0.requestLoginCode(email: email) }) { reply($0.map { .init(sent: true) }) }
         }
-        commands.register(Command.SignInRequestLink.self) { [unowned self] args, reply in
+        table.register(Command.SignInRequestLink.self, on: queue) { [unowned self] args, reply in
             let email = try Self.email(args.email)
             call({ try await $0.requestMagicLink(email: email) }) { reply($0.map { .init(sent: true) }) }
         }
-        commands.register(Command.SignInCode.self) { [unowned self] args, reply in
+        table.register(Command.SignInCode.self, on: queue) { [unowned self] args, reply in
             let email = try Self.email(args.email)
             let code = args.code.trimmed()
             guard !code.isEmpty, code.utf8.count <= 32, code.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
@@ -145,7 +130,7 @@ public final class CuePractice: @unchecked Sendable {
                 }
             }
         }
-        commands.register(Command.SignInLink.self) { [unowned self] args, reply in
+        table.register(Command.SignInLink.self, on: queue) { [unowned self] args, reply in
             let token = args.token.trimmed()
             guard !token.isEmpty, token.utf8.count <= 1_024, token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
                 throw ControlError(.badArguments, "'token' is the link's token=… (printable ASCII, up to 1,024 bytes)")
@@ -157,16 +142,16 @@ public final class CuePractice: @unchecked Sendable {
                 }
             }
         }
-        commands.register(Command.SignOut.self) { [unowned self] _, reply in
+        table.register(Command.SignOut.self, on: queue) { [unowned self] _, reply in
             client().signOut()
             signedOut(reason: "signed out")
             reply.succeed(learner)
         }
-        commands.register(Command.LearnerGet.self) { [unowned self] _, reply in
+        table.register(Command.LearnerGet.self, on: queue) { [unowned self] _, reply in
             guard client().isSignedIn, learner.profileId == nil || learner.languages.isEmpty else { return reply.succeed(learner) }
             refreshLearner { reply($0) }
         }
-        commands.register(Command.LearnerLanguage.self) { [unowned self] args, reply in
+        table.register(Command.LearnerLanguage.self, on: queue) { [unowned self] args, reply in
             guard let account = learner.accountId, client().isSignedIn else { throw ControlError(.signInRequired, "not signed in") }
             guard learner.languages.isEmpty || learner.languages.contains(args.language) else {
                 throw ControlError(.badArguments, "'language' is one of \(learner.languages.joined(separator: ", "))")
@@ -184,7 +169,7 @@ public final class CuePractice: @unchecked Sendable {
                 }
             }
         }
-        commands.register(Command.CuesGet.self) { [unowned self] args, reply in
+        table.register(Command.CuesGet.self, on: queue) { [unowned self] args, reply in
             let profile = try profileID()
             let (count, shuffle) = (settings.count, args.shuffle ?? false)
             cached("cues-\(profile)", offline: !shuffle, fetch: { client in
@@ -192,18 +177,18 @@ public final class CuePractice: @unchecked Sendable {
                 return cues.map(Self.card)
             }) { reply($0.map { .init(cues: $0.value, stale: $0.stale, ageS: $0.age, error: $0.error) }) }
         }
-        commands.register(Command.CueGet.self) { [unowned self] args, reply in
+        table.register(Command.CueGet.self, on: queue) { [unowned self] args, reply in
             let (profile, cue) = (try profileID(), args.cueId)
             cached("cue-\(profile)-\(cue)", fetch: { client in
                 let detail = try await client.cue(profileID: profile, cueID: cue)
                 return CueWithRecordings(cue: Self.card(detail.cue), recordings: (detail.cue.recordings ?? []).map { Self.summary($0, cue: detail.cue) })
             }) { reply($0.map { .init(cue: $0.value.cue, recordings: $0.value.recordings, stale: $0.stale, ageS: $0.age, error: $0.error) }) }
         }
-        commands.register(Command.CueRecord.self) { [unowned self] args, reply in
+        table.register(Command.CueRecord.self, on: queue) { [unowned self] args, reply in
             try startRecording(cue: args.cueId, handsFree: args.handsFree ?? false)
             reply.succeed(state())
         }
-        commands.register(Command.CueStop.self) { [unowned self] _, reply in
+        table.register(Command.CueStop.self, on: queue) { [unowned self] _, reply in
             guard let recording else { throw ControlError(.invalidState, "no answer is being recorded") }
             if stage == .listening {
                 drop(Event.CueDiscarded(cueId: recording.cueId, reason: .noSpeech))
@@ -212,12 +197,12 @@ public final class CuePractice: @unchecked Sendable {
             }
             reply.succeed(state())
         }
-        commands.register(Command.CueCancel.self) { [unowned self] _, reply in
+        table.register(Command.CueCancel.self, on: queue) { [unowned self] _, reply in
             guard let recording else { throw ControlError(.invalidState, "no answer is being recorded") }
             drop(Event.CueDiscarded(cueId: recording.cueId, reason: .cancelled))
             reply.succeed(state())
         }
-        commands.register(Command.CueHistory.self) { [unowned self] args, reply in
+        table.register(Command.CueHistory.self, on: queue) { [unowned self] args, reply in
             let profile = try profileID()
             let limit = args.limit ?? 20
             guard (1...200).contains(limit) else { throw ControlError(.badArguments, "'limit' is from 1 to 200") }
@@ -228,7 +213,7 @@ public final class CuePractice: @unchecked Sendable {
                 })
             }
         }
-        commands.register(Command.CueResults.self) { [unowned self] args, reply in
+        table.register(Command.CueResults.self, on: queue) { [unowned self] args, reply in
             let profile = try profileID()
             let id = args.recordingId
             call({ try await $0.history(profileID: profile) }) { [self] result in
@@ -244,7 +229,7 @@ public final class CuePractice: @unchecked Sendable {
                 }
             }
         }
-        commands.register(Command.CuePlay.self) { [unowned self] args, reply in
+        table.register(Command.CuePlay.self, on: queue) { [unowned self] args, reply in
             try playRecording(args.recordingId, reply)
         }
     }

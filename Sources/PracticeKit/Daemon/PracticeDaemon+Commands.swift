@@ -13,88 +13,82 @@ extension PracticeDaemon {
                               session: session?.snapshot ?? .idle)
     }
 
+    /// Routes a request through the command table: its flow must be this daemon's backend's,
+    /// and devices closed while idle are opened first when it needs them.
     public func handle(_ request: ControlRequest, client: ControlClientInfo, reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
+        let entry = commandTable.entry(for: request.command)
         metrics.increment("practiced_control_requests_total", help: "Control requests by command.",
-                          labels: "command=\"\(Self.commands.contains(request.command) ? request.command : "unknown")\"")
-        if Self.deviceCommands.contains(request.command), !devicesOpen {
+                          labels: "command=\"\(entry == nil ? "unknown" : request.command)\"")
+        guard let entry else {
+            return reply(.failure(ControlError(.unknownCommand, "unknown command '\(request.command)'; commands are \(Self.commands.joined(separator: ", "))")))
+        }
+        switch (entry.command.route, backendKind) {
+        case (.session, .chatterbox):
+            return reply(.failure(ControlError(.invalidState, "'\(request.command)' needs backend.kind = talkco (this daemon practises Chatterbox's cues)")))
+        case (.cue, .talkco):
+            return reply(.failure(ControlError(.invalidState, "cue practice needs backend.kind = chatterbox (this daemon speaks TalkCo)")))
+        default:
+            break
+        }
+        if entry.command.needsDevices, !devicesOpen {
             // Closed while idle: opened (a few tens of milliseconds) before the command runs.
             return audioQueue.async { [self] in
                 openDevices()
-                run(request, client: client, reply: reply)
+                commandTable.run(entry, request, client: client, reply)
             }
         }
-        run(request, client: client, reply: reply)
+        commandTable.run(entry, request, client: client, reply)
     }
 
-    func run(_ request: ControlRequest, client: ControlClientInfo, reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
-        if cue.handle(request, reply: reply) { return }
-        if SessionController.commands.contains(request.command) {
-            guard backendKind == .talkco else {
-                return reply(.failure(ControlError(.invalidState, "'\(request.command)' needs backend.kind = talkco (this daemon practises Chatterbox's cues)")))
-            }
-            return session.handle(request, reply: reply)
+    /// The daemon's own commands.
+    func registerCommands(into table: CommandTable) {
+        table.register(Command.Ping.self) { [unowned self] _, reply in reply.succeed(.init(pong: true, uptimeS: uptime)) }
+        table.register(Command.Status.self) { [unowned self] _, reply in status(reply) }
+        table.register(Command.Devices.self) { [unowned self] _, reply in listDevices(reply) }
+        // Off the control queue: it asks the session's queue whether a reply plays, and the
+        // control queue must never wait on another queue (one client's request would delay
+        // every other client's).
+        table.register(Command.Play.self, on: workQueue) { [unowned self] args, reply in
+            try play(path: args.path, mixed: args.mix ?? false, client: reply.client ?? Self.ownClient, reply)
         }
-        do throws(ControlError) {
-            switch request.command {
-            case Command.Ping.name:
-                CommandReply<Command.Ping>(reply).succeed(.init(pong: true, uptimeS: uptime))
-            case Command.Status.name:
-                status(CommandReply(reply))
-            case Command.Devices.name:
-                listDevices(CommandReply(reply))
-            case Command.Play.name:
-                // Off the control queue: it asks the session's queue whether a reply plays,
-                // and the control queue must never wait on another queue (one client's
-                // request would delay every other client's).
-                let arguments = try request.arguments(Command.Play.self)
-                let answer = CommandReply<Command.Play>(reply)
-                workQueue.async { [self] in
-                    do throws(ControlError) { try play(path: arguments.path, mixed: arguments.mix ?? false, client: client, answer) } catch { answer.fail(error) }
+        // Barge-in on a reply drains its stream; otherwise a clip stops.
+        table.register(Command.PlaybackStop.self, on: workQueue) { [unowned self] _, reply in
+            reply.succeed(.init(stopped: session.stopPlayback() || audio.stopAll()))
+        }
+        table.register(Command.VolumeGet.self) { [unowned self] _, reply in reply.succeed(VolumeLevel(level: lock.withLock { volume })) }
+        table.register(Command.VolumeSet.self) { [unowned self] args, reply in
+            let level: Double
+            switch (args.level, args.db) {
+            case (let value?, nil):
+                guard value.isFinite, (0...1).contains(value) else { throw ControlError(.badArguments, "'level' must be from 0 to 1") }
+                level = value
+            case (nil, let decibels?):
+                guard decibels.isFinite, (VolumeLevel.minimumDecibels...0).contains(decibels) else {
+                    throw ControlError(.badArguments, "'db' must be from -100 to 0")
                 }
-            case Command.PlaybackStop.name:
-                // Barge-in on a reply drains its stream; otherwise a clip stops.
-                workQueue.async { [self] in
-                    let stopped = session.stopPlayback() || audio.stopAll()
-                    CommandReply<Command.PlaybackStop>(reply).succeed(.init(stopped: stopped))
-                }
-            case Command.VolumeGet.name:
-                CommandReply<Command.VolumeGet>(reply).succeed(VolumeLevel(level: lock.withLock { volume }))
-            case Command.VolumeSet.name:
-                let arguments = try request.arguments(Command.VolumeSet.self)
-                let level: Double
-                switch (arguments.level, arguments.db) {
-                case (let value?, nil):
-                    guard value.isFinite, (0...1).contains(value) else { throw ControlError(.badArguments, "'level' must be from 0 to 1") }
-                    level = value
-                case (nil, let decibels?):
-                    guard decibels.isFinite, (VolumeLevel.minimumDecibels...0).contains(decibels) else {
-                        throw ControlError(.badArguments, "'db' must be from -100 to 0")
-                    }
-                    level = VolumeLevel.gain(decibels: decibels)
-                default:
-                    throw ControlError(.badArguments, "give exactly one of 'level' (0 to 1) and 'db' (-100 to 0)")
-                }
-                // Off the control queue: keeping the level syncs a file.
-                let answer = CommandReply<Command.VolumeSet>(reply)
-                workQueue.async { [self] in
-                    do throws(ControlError) { answer.succeed(try setVolume(level)) } catch { answer.fail(error) }
-                }
-            case Command.LevelWatch.name:
-                let enabled = try request.arguments(Command.LevelWatch.self).enabled ?? true
-                if enabled { server?.subscribe(client: client.id, to: [EventTopic.level.rawValue, EventTopic.speech.rawValue]) }
-                let (capture, interval) = lock.withLock { (captureState, configuration.levelIntervalMilliseconds) }
-                CommandReply<Command.LevelWatch>(reply).succeed(.init(watching: enabled, intervalMs: interval, capture: "\(capture)"))
-            case Command.ConfigGet.name:
-                CommandReply<Command.ConfigGet>(reply).succeed(ConfigurationListing(lock.withLock { configuration }))
-            case Command.Metrics.name:
-                CommandReply<Command.Metrics>(reply).succeed(.init(format: "prometheus-text-0.0.4", text: metricsText()))
+                level = VolumeLevel.gain(decibels: decibels)
             default:
-                throw ControlError(.unknownCommand, "unknown command '\(request.command)'; commands are \(Self.commands.joined(separator: ", "))")
+                throw ControlError(.badArguments, "give exactly one of 'level' (0 to 1) and 'db' (-100 to 0)")
             }
-        } catch {
-            reply(.failure(error))
+            // Off the control queue: keeping the level syncs a file.
+            workQueue.async { [self] in
+                do throws(ControlError) { reply.succeed(try setVolume(level)) } catch { reply.fail(error) }
+            }
+        }
+        table.register(Command.LevelWatch.self) { [unowned self] args, reply in
+            let enabled = args.enabled ?? true
+            if enabled, let client = reply.client { server?.subscribe(client: client.id, to: [EventTopic.level.rawValue, EventTopic.speech.rawValue]) }
+            let (capture, interval) = lock.withLock { (captureState, configuration.levelIntervalMilliseconds) }
+            reply.succeed(.init(watching: enabled, intervalMs: interval, capture: "\(capture)"))
+        }
+        table.register(Command.ConfigGet.self) { [unowned self] _, reply in reply.succeed(ConfigurationListing(lock.withLock { configuration })) }
+        table.register(Command.Metrics.self) { [unowned self] _, reply in
+            reply.succeed(.init(format: "prometheus-text-0.0.4", text: metricsText()))
         }
     }
+
+    /// The daemon itself as a client: what it plays of its own (cue practice's recordings).
+    static var ownClient: ControlClientInfo { ControlClientInfo(id: 0, credentials: PeerCredentials(pid: getpid(), uid: getuid(), gid: getgid())) }
 
     var uptime: Double { (Double(DispatchTime.now().uptimeNanoseconds - startTime.uptimeNanoseconds) / 1e9 * 10).rounded() / 10 }
 
@@ -199,7 +193,7 @@ extension PracticeDaemon {
     /// `cue.play`'s download, played as the daemon's own file (it wrote it in the state
     /// directory), as `play` would play it.
     func playRecording(_ path: String, _ done: @escaping @Sendable (Result<Double, ControlError>) -> Void) {
-        let daemon = ControlClientInfo(id: 0, credentials: PeerCredentials(pid: getpid(), uid: getuid(), gid: getgid()))
+        let daemon = Self.ownClient
         let answer = CommandReply<Command.Play> { result in
             done(result.flatMap { json in
                 guard let played = try? ProtocolDecoder.decode(Command.Play.Result.self, from: json) else { return .failure(ControlError(.internalError, "play's answer")) }

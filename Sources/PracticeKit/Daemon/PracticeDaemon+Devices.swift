@@ -7,11 +7,7 @@ import Synchronization
 // The microphone and the speaker: opened at start and when needed, closed when idle,
 // reopened when they fail, and their events passed on to the session and the clients.
 extension PracticeDaemon {
-    /// Commands that need the devices: they are opened first when closed.
-    static let deviceCommands: Set<String> = Set(([Command.SessionStart.self, Command.TurnStart.self, Command.Listen.self, Command.Say.self,
-                                                   Command.Play.self, Command.LevelWatch.self, Command.CueRecord.self, Command.CuePlay.self]
-                                                  as [any ControlCommand.Type]).map { $0.name })
-
+    /// Whether both devices are open (commands that need them open them first, ``ControlCommand/needsDevices``).
     var devicesOpen: Bool { lock.withLock { openRecorder != nil && openPlayer != nil } }
 
     /// On `audioQueue`: opens what is not open.

@@ -17,6 +17,8 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     public static let version = "0.7.0"
     public static let topics = ProtocolCatalog.subscribableTopics
     public static let commands = ProtocolCatalog.commandNames
+    /// Every command the daemon answers (the server answers its own), built at start.
+    let commandTable = CommandTable()
 
     let lock = Lock()
     var configuration: DaemonConfiguration
@@ -140,6 +142,12 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
                           logger: logger.named("cue"), play: { [unowned self] path, done in playRecording(path, done) }) { [weak server] event in
             server?.publish(any: event)
         }
+        // One table for every command the daemon answers: a command of the catalog without
+        // a handler stops the daemon here, not a client later.
+        registerCommands(into: commandTable)
+        session.register(into: commandTable)
+        cue.register(into: commandTable)
+        commandTable.verify(routes: [.daemon, .session, .cue])
         let signal = DispatchSource.makeUserDataAddSource(queue: server.queue)
         signal.setEventHandler { [unowned self] in publishLevel() }
         signal.resume()

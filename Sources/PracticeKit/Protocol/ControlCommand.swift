@@ -11,6 +11,28 @@ public protocol ControlCommand: Sendable {
     static var name: String { get }
     /// One sentence for the protocol reference.
     static var summary: String { get }
+    /// Who answers it.
+    static var route: CommandRoute { get }
+    /// The session stages it is accepted in; nil: every stage.
+    static var stages: Set<SessionStage>? { get }
+    /// Whether it needs the microphone and the speaker: devices closed while idle are
+    /// opened (a few tens of milliseconds) before it runs.
+    static var needsDevices: Bool { get }
+}
+
+extension ControlCommand {
+    public static var stages: Set<SessionStage>? { nil }
+    public static var needsDevices: Bool { false }
+
+    /// Whether it may run in `stage`.
+    public static func isAccepted(in stage: SessionStage) -> Bool { stages?.contains(stage) ?? true }
+}
+
+/// Who answers a command: the control server itself (the connection's own state), the
+/// daemon (health, devices, sounds, configuration), the conversation's session (TalkCo), or
+/// cue practice (Chatterbox). A daemon answers only the flow of its `backend.kind`.
+public enum CommandRoute: String, Sendable, CaseIterable {
+    case server, daemon, session, cue
 }
 
 /// Arguments of a command that takes none (members a client sends anyway are ignored).
@@ -30,8 +52,13 @@ extension ControlRequest {
 /// can be sent, exactly once (the control server drops a second answer).
 public struct CommandReply<C: ControlCommand>: Sendable {
     public let send: @Sendable (Result<JSONValue, ControlError>) -> Void
+    /// The client that asked (its id and credentials), when a socket's client did.
+    public let client: ControlClientInfo?
 
-    public init(_ send: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) { self.send = send }
+    public init(_ send: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void, client: ControlClientInfo? = nil) {
+        self.send = send
+        self.client = client
+    }
 
     public func callAsFunction(_ result: Result<C.Result, ControlError>) {
         switch result {

@@ -51,6 +51,9 @@ public enum ProtocolCatalog {
 
     public static var commandNames: [String] { commands.map { $0.name } }
 
+    /// The command named `name`, if the protocol has one.
+    public static func command(named name: String) -> (any ControlCommand.Type)? { commands.first { $0.name == name } }
+
     /// The topics a client may subscribe to (`state` carries only the snapshot).
     public static var subscribableTopics: Set<String> { Set(EventTopic.allCases.filter { $0 != .state }.map(\.rawValue)) }
 }

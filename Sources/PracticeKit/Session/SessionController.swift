@@ -16,14 +16,6 @@ import Glibc
 /// is the reply's audio, which goes from the backend's callback queue straight to the
 /// speaker (through ``ReplyFeed``) without waiting for the session queue.
 public final class SessionController: SessionContext, @unchecked Sendable {
-    /// The commands this type answers (the daemon routes them here).
-    public static let commands: Set<String> = Set(([
-        Command.SessionStart.self, Command.SessionEnd.self, Command.SessionClose.self, Command.SessionGet.self, Command.TurnStart.self,
-        Command.TurnStop.self, Command.TurnCancel.self, Command.Listen.self, Command.Say.self, Command.ReviewGet.self,
-        Command.CorrectionAsk.self, Command.ReviewFinish.self, Command.SpoolList.self, Command.SpoolRetry.self,
-        Command.SpoolDiscard.self, Command.Topics.self, Command.Profile.self,
-    ] as [any ControlCommand.Type]).map { $0.name })
-
     public let queue = DispatchQueue(label: "practiced.session")
     private(set) var settings: SessionSettings
     private let backend: @Sendable () -> any SessionBackend
@@ -95,80 +87,78 @@ public final class SessionController: SessionContext, @unchecked Sendable {
 
     // MARK: - Commands
 
-    public func handle(_ request: ControlRequest, reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
-        queue.async { [self] in
-            do throws(ControlError) {
-                guard stage.accepts(request.command) else {
-                    let allowed = SessionStage.stages(accepting: request.command).map(\.rawValue).joined(separator: ", ")
-                    throw ControlError(.invalidState, "'\(request.command)' is not allowed in this state (\(stage)); it is allowed in: \(allowed)")
-                }
-                try run(request, reply)
-            } catch {
-                reply(.failure(error))
-            }
-        }
-    }
-
-    /// The command table: each command's arguments are read, then its piece answers.
-    private func run(_ request: ControlRequest, _ reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) throws(ControlError) {
-        switch request.command {
-        case Command.SessionStart.name:
-            let args = try request.arguments(Command.SessionStart.self)
+    /// Registers the session's commands in `table`: each runs on the session's queue, once
+    /// the stage accepts it (``ControlCommand/stages``). The daemon routes them here only when
+    /// its backend is TalkCo (``CommandRoute/session``).
+    public func register(into table: CommandTable) {
+        on(table, Command.SessionStart.self) { [unowned self] args, reply in
             let mode = args.mode ?? .conversation
             if mode == .conversation && args.topicId == nil { throw ControlError(.badArguments, "'topic_id' is required in conversation mode") }
-            startSession(mode: mode, topic: mode == .review ? nil : args.topicId, CommandReply(reply))
-        case Command.SessionClose.name:
+            startSession(mode: mode, topic: mode == .review ? nil : args.topicId, reply)
+        }
+        on(table, Command.SessionClose.self) { [unowned self] _, reply in
             close(reason: "closed by a client")
-            CommandReply<Command.SessionClose>(reply).succeed(state())
-        case Command.SessionGet.name:
-            CommandReply<Command.SessionGet>(reply).succeed(state())
-        case Command.TurnStart.name, Command.Listen.name:
-            try startRecording(handsFree: request.command == Command.Listen.name)
-            CommandReply<Command.TurnStart>(reply).succeed(.init(stage: stage))
-        case Command.TurnStop.name:
+            reply.succeed(state())
+        }
+        on(table, Command.SessionGet.self) { [unowned self] _, reply in reply.succeed(state()) }
+        on(table, Command.TurnStart.self) { [unowned self] _, reply in
+            try startRecording(handsFree: false)
+            reply.succeed(.init(stage: stage))
+        }
+        on(table, Command.Listen.self) { [unowned self] _, reply in
+            try startRecording(handsFree: true)
+            reply.succeed(.init(stage: stage))
+        }
+        on(table, Command.TurnStop.self) { [unowned self] _, reply in
             if stage == .listening {
                 // Nothing was said yet: there is no turn to end.
                 dropTurn(Event.TurnDiscarded(reason: .noSpeech))
             } else {
                 _ = audio.record(.end)
             }
-            CommandReply<Command.TurnStop>(reply).succeed(.init(stage: stage))
-        case Command.TurnCancel.name:
+            reply.succeed(.init(stage: stage))
+        }
+        on(table, Command.TurnCancel.self) { [unowned self] _, reply in
             dropTurn(Event.TurnDiscarded(reason: .cancelled))
-            CommandReply<Command.TurnCancel>(reply).succeed(.init(stage: stage))
-        case Command.Say.name:
-            let text = try request.arguments(Command.Say.self).text
-            guard !text.allSatisfy(\.isWhitespace) else { throw ControlError(.badArguments, "'text' is empty") }
-            guard text.utf8.count <= 4_000 else { throw ControlError(.badArguments, "'text' is longer than 4,000 bytes") }
+            reply.succeed(.init(stage: stage))
+        }
+        on(table, Command.Say.self) { [unowned self] args, reply in
+            guard !args.text.allSatisfy(\.isWhitespace) else { throw ControlError(.badArguments, "'text' is empty") }
+            guard args.text.utf8.count <= 4_000 else { throw ControlError(.badArguments, "'text' is longer than 4,000 bytes") }
             move(to: .uploading)
-            replies.start(.text(text))
-            CommandReply<Command.Say>(reply).succeed(.init(stage: stage))
-        case Command.SessionEnd.name:
-            review.endTalk(CommandReply(reply))
-        case Command.ReviewGet.name:
-            review.fetch(CommandReply(reply))
-        case Command.CorrectionAsk.name:
-            let args = try request.arguments(Command.CorrectionAsk.self)
+            replies.start(.text(args.text))
+            reply.succeed(.init(stage: stage))
+        }
+        on(table, Command.SessionEnd.self) { [unowned self] _, reply in review.endTalk(reply) }
+        on(table, Command.ReviewGet.self) { [unowned self] _, reply in review.fetch(reply) }
+        on(table, Command.CorrectionAsk.self) { [unowned self] args, reply in
             guard !args.message.allSatisfy(\.isWhitespace) else { throw ControlError(.badArguments, "'message' is empty") }
-            review.askCorrection(segment: args.segmentId, message: args.message, CommandReply(reply))
-        case Command.ReviewFinish.name:
-            review.finish(CommandReply(reply))
-        case Command.SpoolList.name:
-            CommandReply<Command.SpoolList>(reply).succeed(.init(turns: delivery.entries(), dir: delivery.spool?.directory ?? ""))
-        case Command.SpoolRetry.name:
-            let id = try request.arguments(Command.SpoolRetry.self).turnId
-            try delivery.retry(id)
-            CommandReply<Command.SpoolRetry>(reply).succeed(.init(turnId: id, stage: stage))
-        case Command.SpoolDiscard.name:
-            let id = try request.arguments(Command.SpoolDiscard.self).turnId
-            try delivery.discard(id)
-            CommandReply<Command.SpoolDiscard>(reply).succeed(.init(discarded: id))
-        case Command.Topics.name:
-            learner.topics(CommandReply(reply))
-        case Command.Profile.name:
-            learner.profile(try request.arguments(Command.Profile.self), CommandReply(reply))
-        default:
-            throw ControlError(.unknownCommand, "unknown command '\(request.command)'")
+            review.askCorrection(segment: args.segmentId, message: args.message, reply)
+        }
+        on(table, Command.ReviewFinish.self) { [unowned self] _, reply in review.finish(reply) }
+        on(table, Command.SpoolList.self) { [unowned self] _, reply in
+            reply.succeed(.init(turns: delivery.entries(), dir: delivery.spool?.directory ?? ""))
+        }
+        on(table, Command.SpoolRetry.self) { [unowned self] args, reply in
+            try delivery.retry(args.turnId)
+            reply.succeed(.init(turnId: args.turnId, stage: stage))
+        }
+        on(table, Command.SpoolDiscard.self) { [unowned self] args, reply in
+            try delivery.discard(args.turnId)
+            reply.succeed(.init(discarded: args.turnId))
+        }
+        on(table, Command.Topics.self) { [unowned self] _, reply in learner.topics(reply) }
+        on(table, Command.Profile.self) { [unowned self] args, reply in learner.profile(args, reply) }
+    }
+
+    /// Registers one command on the session's queue, refused in a stage it is not accepted in.
+    private func on<C: ControlCommand>(_ table: CommandTable, _ command: C.Type, _ handler: @escaping (C.Arguments, CommandReply<C>) throws -> Void) {
+        table.register(C.self, on: queue) { [unowned self] arguments, reply in
+            guard C.isAccepted(in: stage) else {
+                let allowed = SessionStage.allCases.filter(C.isAccepted(in:)).map(\.rawValue).joined(separator: ", ")
+                throw ControlError(.invalidState, "'\(C.name)' is not allowed in this state (\(stage)); it is allowed in: \(allowed)")
+            }
+            try handler(arguments, reply)
         }
     }
 

@@ -59,32 +59,4 @@ public enum SessionStage: String, Sendable, CaseIterable, CustomStringConvertibl
 
     /// Whether a session exists on the backend in this stage.
     public var hasSession: Bool { self != .idle && self != .starting }
-
-    /// The commands each stage accepts; `topics`, `profile`, `status` and the other daemon
-    /// commands are accepted in every stage.
-    public static let commands: [String: Set<SessionStage>] = [
-        "session.start": [.idle, .completed, .failed],
-        "session.close": Set(SessionStage.allCases),
-        "turn.start": [.ready, .greeting, .replying],
-        "listen": [.ready, .greeting, .replying],
-        "turn.stop": [.recording, .listening],
-        "turn.cancel": [.recording, .listening],
-        "say": [.ready],
-        "session.end": [.ready],
-        "review.get": [.reviewing, .reviewed, .finishing, .completed],
-        "correction.ask": [.reviewed, .completed],
-        "review.finish": [.reviewed],
-        "spool.retry": [.idle, .ready],
-        "spool.discard": Set(SessionStage.allCases),
-        "spool.list": Set(SessionStage.allCases),
-        "session.get": Set(SessionStage.allCases),
-    ]
-
-    /// Whether `command` may run now.
-    public func accepts(_ command: String) -> Bool { Self.commands[command]?.contains(self) ?? true }
-
-    /// The stages a command is accepted in, for the error message.
-    public static func stages(accepting command: String) -> [SessionStage] {
-        allCases.filter { commands[command]?.contains($0) ?? true }
-    }
 }

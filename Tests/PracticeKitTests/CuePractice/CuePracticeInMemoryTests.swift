@@ -13,6 +13,8 @@ final class CuePracticeInMemoryTests: XCTestCase {
     private var directory: URL!
     private var cues: ChatterboxHarness!
     private var practice: CuePractice!
+    /// The cue commands, routed as the daemon routes them.
+    private var commands = CommandTable()
     private let events = Awaitable([any ProtocolEvent]())
     private let clock = Locked(Date().timeIntervalSince1970)
     private let speech: [Int16] = (0..<36_000).map { Int16(4_000 * sin(Double($0) * 0.05)) }
@@ -40,6 +42,8 @@ final class CuePracticeInMemoryTests: XCTestCase {
                                stateDirectory: directory.path, metrics: Metrics(), logger: .disabled, play: { _, done in done(.success(1)) }) { event in
             events.update { $0.append(event) }
         }
+        commands = CommandTable()
+        practice.register(into: commands)
         _ = try run(Command.SignInRequestCode.self, ["email": "learner@example.invalid"])
         XCTAssertEqual(try run(Command.SignInCode.self, ["email": "learner@example.invalid", "code": "123456"])["signed_in"], true)
     }
@@ -48,7 +52,7 @@ final class CuePracticeInMemoryTests: XCTestCase {
     @discardableResult
     private func run<C: ControlCommand>(_ command: C.Type, _ args: JSONValue = [:], file: StaticString = #filePath, line: UInt = #line) throws -> JSONValue {
         let answer = Awaitable<Result<JSONValue, ControlError>?>(nil)
-        XCTAssertTrue(practice.handle(ControlRequest(id: 1, command: C.name, args: args)) { result in answer.update { $0 = result } }, file: file, line: line)
+        XCTAssertTrue(commands.run(ControlRequest(id: 1, command: C.name, args: args)) { result in answer.update { $0 = result } }, file: file, line: line)
         XCTAssertTrue(answer.wait(timeout: 10) { $0 != nil }, "\(C.name) was not answered", file: file, line: line)
         return try XCTUnwrap(answer.value, file: file, line: line).get()
     }
@@ -178,7 +182,7 @@ final class CuePracticeInMemoryTests: XCTestCase {
         ]
         for (command, args) in cases {
             let answer = Awaitable<Result<JSONValue, ControlError>?>(nil)
-            _ = practice.handle(ControlRequest(id: 1, command: command.name, args: args)) { result in answer.update { $0 = result } }
+            _ = commands.run(ControlRequest(id: 1, command: command.name, args: args)) { result in answer.update { $0 = result } }
             XCTAssertTrue(answer.wait(timeout: 5) { $0 != nil })
             guard case .failure(let error)? = answer.value else { return XCTFail("\(command.name) \(args) was not refused") }
             XCTAssertEqual(error.code, .badArguments, "\(command.name): \(error)")

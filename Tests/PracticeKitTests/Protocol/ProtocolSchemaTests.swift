@@ -27,10 +27,34 @@ final class ProtocolSchemaTests: XCTestCase {
         let names = ProtocolCatalog.commandNames
         XCTAssertEqual(Set(names).count, names.count, "a command is listed twice")
         XCTAssertEqual(PracticeDaemon.commands, names)
-        XCTAssertTrue(SessionController.commands.isSubset(of: Set(names)))
+        // Who answers each: the server its three, a stage list only on the session's.
+        XCTAssertEqual(Set(ProtocolCatalog.commands.filter { $0.route == .server }.map { $0.name }), ["hello", "subscribe", "unsubscribe"])
+        for command in ProtocolCatalog.commands where command.stages != nil { XCTAssertEqual(command.route, .session, command.name) }
         let events = ProtocolCatalog.events.map { $0.name }
         XCTAssertEqual(Set(events).count, events.count, "an event is listed twice")
         XCTAssertEqual(PracticeDaemon.topics, ["level", "speech", "playback", "device", "session", "daemon", "cue"])
+    }
+
+    /// The daemon's table is checked against the catalog at start: a table missing a route's
+    /// commands, or holding one the catalog does not route there, is told apart.
+    func testACommandTableIsCheckedAgainstTheCatalog() {
+        let table = CommandTable()
+        let levels = Awaitable([Double?]())
+        table.register(Command.VolumeSet.self) { args, reply in
+            levels.update { $0.append(args.level) }
+            reply.fail(ControlError(.internalError, "not kept"))
+        }
+        let (missing, extra) = table.mismatches(routes: [.daemon])
+        XCTAssertEqual(missing, ["config.get", "devices", "level.watch", "metrics", "ping", "play", "playback.stop", "status", "volume.get"])
+        XCTAssertEqual(extra, [])
+        XCTAssertEqual(table.mismatches(routes: [.cue]).extra, ["volume.set"], "volume.set is not cue practice's")
+        // Typed: the table reads the arguments, and names the bad one before the handler runs.
+        let answers = Awaitable([Result<JSONValue, ControlError>]())
+        XCTAssertTrue(table.run(ControlRequest(id: 1, command: "volume.set", args: ["level": .double(0.5)])) { result in answers.update { $0.append(result) } })
+        XCTAssertTrue(table.run(ControlRequest(id: 2, command: "volume.set", args: ["level": "loud"])) { result in answers.update { $0.append(result) } })
+        XCTAssertEqual(levels.value, [0.5])
+        XCTAssertEqual(answers.value.map { result -> ControlErrorCode? in if case .failure(let error) = result { error.code } else { nil } }, [.internalError, .badArguments])
+        XCTAssertFalse(table.run(ControlRequest(id: 3, command: "session.start")) { _ in XCTFail("no handler ran") })
     }
 
     func testEveryCommandAndEventHasASchemaAndASummary() throws {

@@ -53,9 +53,11 @@ final class SessionRecordingTests: XCTestCase {
                                         metrics: Metrics(), logger: .disabled, publish: { event in
             events.update { $0.append((type(of: event).name, ProtocolEncoder.encode(event))) }
         })
+        let commands = CommandTable()
+        session.register(into: commands)
         func run(_ command: String, _ args: JSONValue = [:]) throws -> JSONValue {
             let result = Awaitable<Result<JSONValue, ControlError>?>(nil)
-            session.handle(ControlRequest(id: 1, command: command, args: args)) { answer in result.update { $0 = answer } }
+            XCTAssertTrue(commands.run(ControlRequest(id: 1, command: command, args: args)) { answer in result.update { $0 = answer } })
             XCTAssertTrue(result.wait(timeout: 10) { $0 != nil }, "\(command) unanswered")
             return try XCTUnwrap(result.value).get()
         }
@@ -131,7 +133,9 @@ final class SessionRecordingTests: XCTestCase {
             })
             session.withLock { $0 = controller }
             let started = Awaitable<Result<JSONValue, ControlError>?>(nil)
-            controller.handle(ControlRequest(id: 1, command: "session.start", args: ["topic_id": "travel"])) { answer in started.update { $0 = answer } }
+            let commands = CommandTable()
+            controller.register(into: commands)
+            _ = commands.run(ControlRequest(id: 1, command: "session.start", args: ["topic_id": "travel"])) { answer in started.update { $0 = answer } }
             XCTAssertTrue(started.wait(timeout: 10) { $0 != nil })
             XCTAssertEqual(controller.snapshot.stage, .greeting)
             // The greeting's first sample reaches the speaker; the tutor is speaking.

@@ -6,6 +6,7 @@ import FoundationEssentials
 extension Command {
     public enum SignInRequestCode: ControlCommand {
         public static let name = "signin.request_code"
+        public static let route = CommandRoute.cue
         public static let summary = "Mails the learner a 6-digit sign-in code (then `signin.code`)."
         public struct Arguments: Codable, Sendable {
             public var email: String
@@ -17,6 +18,7 @@ extension Command {
 
     public enum SignInCode: ControlCommand {
         public static let name = "signin.code"
+        public static let route = CommandRoute.cue
         public static let summary = "Signs in with the code the learner typed; a wrong one is `refused` with reason `invalid_login_code`."
         public struct Arguments: Codable, Sendable {
             public var email: String
@@ -27,6 +29,7 @@ extension Command {
 
     public enum SignInRequestLink: ControlCommand {
         public static let name = "signin.request_link"
+        public static let route = CommandRoute.cue
         public static let summary = "Mails the learner a magic link, for deployments whose link hands its token to the kiosk (then `signin.link`)."
         public struct Arguments: Codable, Sendable {
             public var email: String
@@ -36,6 +39,7 @@ extension Command {
 
     public enum SignInLink: ControlCommand {
         public static let name = "signin.link"
+        public static let route = CommandRoute.cue
         public static let summary = "Signs in with a magic link's token (single use: `invalid_magic_link` the second time)."
         public struct Arguments: Codable, Sendable {
             /// The `token=` of the mailed link.
@@ -46,6 +50,7 @@ extension Command {
 
     public enum SignOut: ControlCommand {
         public static let name = "signout"
+        public static let route = CommandRoute.cue
         public static let summary = "Forgets the learner's tokens; recordings not yet uploaded stay spooled for the next sign-in."
         public typealias Arguments = NoArguments
         public typealias Result = LearnerState
@@ -53,6 +58,7 @@ extension Command {
 
     public enum LearnerGet: ControlCommand {
         public static let name = "learner.get"
+        public static let route = CommandRoute.cue
         public static let summary = "The learner: signed in or not, account, profile, language, the languages on offer."
         public typealias Arguments = NoArguments
         public typealias Result = LearnerState
@@ -60,6 +66,7 @@ extension Command {
 
     public enum LearnerLanguage: ControlCommand {
         public static let name = "learner.language"
+        public static let route = CommandRoute.cue
         public static let summary = "Chooses the language the learner practises (one of `languages`): its profile becomes the active one."
         public struct Arguments: Codable, Sendable {
             public var language: String
@@ -69,6 +76,7 @@ extension Command {
 
     public enum CuesGet: ControlCommand {
         public static let name = "cues.get"
+        public static let route = CommandRoute.cue
         public static let summary = "The current cue cards (`shuffle`: a new batch); offline, the last batch kept, marked stale."
         public struct Arguments: Codable, Sendable {
             public var shuffle: Bool?
@@ -83,6 +91,7 @@ extension Command {
 
     public enum CueGet: ControlCommand {
         public static let name = "cue.get"
+        public static let route = CommandRoute.cue
         public static let summary = "One cue card with the learner's recordings of it (the phone app's too); offline, the last answer kept."
         public struct Arguments: Codable, Sendable {
             public var cueId: Int
@@ -98,6 +107,8 @@ extension Command {
 
     public enum CueRecord: ControlCommand {
         public static let name = "cue.record"
+        public static let route = CommandRoute.cue
+        public static let needsDevices = true
         public static let summary = "Records an answer to a cue: push-to-talk (end with `cue.stop`) or hands-free (`hands_free`: ends on silence)."
         public struct Arguments: Codable, Sendable {
             public var cueId: Int
@@ -108,6 +119,7 @@ extension Command {
 
     public enum CueStop: ControlCommand {
         public static let name = "cue.stop"
+        public static let route = CommandRoute.cue
         public static let summary = "Ends the answer being recorded; it is spooled, encoded as AAC-LC and uploaded."
         public typealias Arguments = NoArguments
         public typealias Result = CuePracticeState
@@ -115,6 +127,7 @@ extension Command {
 
     public enum CueCancel: ControlCommand {
         public static let name = "cue.cancel"
+        public static let route = CommandRoute.cue
         public static let summary = "Drops the answer being recorded."
         public typealias Arguments = NoArguments
         public typealias Result = CuePracticeState
@@ -122,6 +135,7 @@ extension Command {
 
     public enum CueHistory: ControlCommand {
         public static let name = "cue.history"
+        public static let route = CommandRoute.cue
         public static let summary = "The learner's recordings, newest first (at most `limit`, 20 by default), with their results."
         public struct Arguments: Codable, Sendable {
             public var limit: Int?
@@ -135,6 +149,7 @@ extension Command {
 
     public enum CueResults: ControlCommand {
         public static let name = "cue.results"
+        public static let route = CommandRoute.cue
         public static let summary = "Asks again for a recording's transcript and evaluation (after `cue.results_failed`, or for one from the phone); events follow."
         public struct Arguments: Codable, Sendable {
             public var recordingId: Int
@@ -144,6 +159,8 @@ extension Command {
 
     public enum CuePlay: ControlCommand {
         public static let name = "cue.play"
+        public static let route = CommandRoute.cue
+        public static let needsDevices = true
         public static let summary = "Plays a recording through the kiosk's speaker (downloaded from the backend: the kiosk's or the phone's AAC-LC)."
         public struct Arguments: Codable, Sendable {
             public var recordingId: Int

@@ -6,6 +6,7 @@ import Glibc
 extension Command {
     public enum Ping: ControlCommand {
         public static let name = "ping"
+        public static let route = CommandRoute.daemon
         public static let summary = "Answers at once: the daemon is alive and serving."
         public typealias Arguments = NoArguments
         public struct Result: Codable, Sendable {
@@ -16,6 +17,7 @@ extension Command {
 
     public enum Status: ControlCommand {
         public static let name = "status"
+        public static let route = CommandRoute.daemon
         public static let summary = "The daemon, its backend (checked when the last check is over 10 s old), devices, session and clients."
         public typealias Arguments = NoArguments
         public typealias Result = DaemonStatus
@@ -23,6 +25,7 @@ extension Command {
 
     public enum Devices: ControlCommand {
         public static let name = "devices"
+        public static let route = CommandRoute.daemon
         public static let summary = "The capture and playback devices ALSA and PulseAudio offer."
         public typealias Arguments = NoArguments
         public struct Result: Codable, Sendable {
@@ -40,6 +43,8 @@ extension Command {
 
     public enum Play: ControlCommand {
         public static let name = "play"
+        public static let route = CommandRoute.daemon
+        public static let needsDevices = true
         public static let summary = "Plays a WAV file the client may read (8-192 kHz, 1-8 channels, 8-bit unsigned, 16/24/32-bit integer, float, A-law or µ-law; see docs/protocol.md for what is refused); while a reply plays only with `mix: true`, which mixes it over the reply."
         public struct Arguments: Codable, Sendable {
             /// An absolute path.
@@ -59,6 +64,7 @@ extension Command {
 
     public enum VolumeGet: ControlCommand {
         public static let name = "volume.get"
+        public static let route = CommandRoute.daemon
         public static let summary = "The speaker's volume: a gain from 0 to 1, and in dB."
         public typealias Arguments = NoArguments
         public typealias Result = VolumeLevel
@@ -66,6 +72,7 @@ extension Command {
 
     public enum VolumeSet: ControlCommand {
         public static let name = "volume.set"
+        public static let route = CommandRoute.daemon
         public static let summary = "Sets the speaker's volume, `level` (0 to 1) or `db` (-100 to 0), exactly one; ramped over 30 ms, kept across restarts, told as `volume.changed`."
         public struct Arguments: Codable, Sendable {
             public var level: Double?
@@ -76,6 +83,7 @@ extension Command {
 
     public enum PlaybackStop: ControlCommand {
         public static let name = "playback.stop"
+        public static let route = CommandRoute.daemon
         public static let summary = "Stops what plays: a reply (barge-in, its stream drained) or a clip."
         public typealias Arguments = NoArguments
         public struct Result: Codable, Sendable {
@@ -85,6 +93,8 @@ extension Command {
 
     public enum LevelWatch: ControlCommand {
         public static let name = "level.watch"
+        public static let route = CommandRoute.daemon
+        public static let needsDevices = true
         public static let summary = "Subscribes to `level` and `speech` (and keeps the microphone open while watched)."
         public struct Arguments: Codable, Sendable {
             public var enabled: Bool?
@@ -99,6 +109,7 @@ extension Command {
 
     public enum ConfigGet: ControlCommand {
         public static let name = "config.get"
+        public static let route = CommandRoute.daemon
         public static let summary = "The configuration in force: every key with its value, as text."
         public typealias Arguments = NoArguments
         public typealias Result = ConfigurationListing
@@ -106,6 +117,7 @@ extension Command {
 
     public enum Metrics: ControlCommand {
         public static let name = "metrics"
+        public static let route = CommandRoute.daemon
         public static let summary = "The Prometheus text exposition of the daemon's metrics."
         public typealias Arguments = NoArguments
         public struct Result: Codable, Sendable {

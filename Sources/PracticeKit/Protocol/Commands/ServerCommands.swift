@@ -5,6 +5,7 @@ import FoundationEssentials
 extension Command {
     public enum Hello: ControlCommand {
         public static let name = "hello"
+        public static let route = CommandRoute.server
         public static let summary = "Negotiates the protocol; optional, and only as a connection's first request."
         public struct Arguments: Codable, Sendable {
             /// `practiced/1` or `practiced/1.m`; another major version closes the connection.
@@ -18,6 +19,7 @@ extension Command {
 
     public enum Subscribe: ControlCommand {
         public static let name = "subscribe"
+        public static let route = CommandRoute.server
         public static let summary = "Follows topics (all when `topics` is left out); a `state`/`snapshot` event follows the reply."
         public struct Arguments: Codable, Sendable {
             public var topics: [String]?
@@ -32,6 +34,7 @@ extension Command {
 
     public enum Unsubscribe: ControlCommand {
         public static let name = "unsubscribe"
+        public static let route = CommandRoute.server
         public static let summary = "Stops following topics (all when `topics` is left out)."
         public typealias Arguments = Subscribe.Arguments
         public struct Result: Codable, Sendable {

@@ -6,6 +6,9 @@ import Glibc
 extension Command {
     public enum SessionStart: ControlCommand {
         public static let name = "session.start"
+        public static let route = CommandRoute.session
+        public static let stages: Set<SessionStage>? = [.idle, .completed, .failed]
+        public static let needsDevices = true
         public static let summary = "Starts a session (closing one in progress); answers when the backend created it, and the greeting follows."
         public struct Arguments: Codable, Sendable {
             /// `conversation` (the default) or `review`.
@@ -18,6 +21,8 @@ extension Command {
 
     public enum SessionEnd: ControlCommand {
         public static let name = "session.end"
+        public static let route = CommandRoute.session
+        public static let stages: Set<SessionStage>? = [.ready]
         public static let summary = "Ends the talk; in conversation mode the review is generated and polled next."
         public typealias Arguments = NoArguments
         public struct Result: Codable, Sendable {
@@ -28,6 +33,7 @@ extension Command {
 
     public enum SessionClose: ControlCommand {
         public static let name = "session.close"
+        public static let route = CommandRoute.session
         public static let summary = "Leaves the session at once, whatever its stage; what is in flight is dropped (spooled turns stay)."
         public typealias Arguments = NoArguments
         public typealias Result = SessionState
@@ -35,6 +41,7 @@ extension Command {
 
     public enum SessionGet: ControlCommand {
         public static let name = "session.get"
+        public static let route = CommandRoute.session
         public static let summary = "The session's state."
         public typealias Arguments = NoArguments
         public typealias Result = SessionState
@@ -47,6 +54,9 @@ extension Command {
 
     public enum TurnStart: ControlCommand {
         public static let name = "turn.start"
+        public static let route = CommandRoute.session
+        public static let stages: Set<SessionStage>? = [.ready, .greeting, .replying]
+        public static let needsDevices = true
         public static let summary = "Push-to-talk: starts recording a turn (stopping a reply that plays)."
         public typealias Arguments = NoArguments
         public typealias Result = StageResult
@@ -54,6 +64,9 @@ extension Command {
 
     public enum Listen: ControlCommand {
         public static let name = "listen"
+        public static let route = CommandRoute.session
+        public static let stages: Set<SessionStage>? = [.ready, .greeting, .replying]
+        public static let needsDevices = true
         public static let summary = "Hands-free: the recorder waits for speech and ends the turn on silence."
         public typealias Arguments = NoArguments
         public typealias Result = StageResult
@@ -61,6 +74,8 @@ extension Command {
 
     public enum TurnStop: ControlCommand {
         public static let name = "turn.stop"
+        public static let route = CommandRoute.session
+        public static let stages: Set<SessionStage>? = [.recording, .listening]
         public static let summary = "Ends the turn being recorded; it is spooled and sent."
         public typealias Arguments = NoArguments
         public typealias Result = StageResult
@@ -68,6 +83,8 @@ extension Command {
 
     public enum TurnCancel: ControlCommand {
         public static let name = "turn.cancel"
+        public static let route = CommandRoute.session
+        public static let stages: Set<SessionStage>? = [.recording, .listening]
         public static let summary = "Drops the turn being recorded."
         public typealias Arguments = NoArguments
         public typealias Result = StageResult
@@ -75,6 +92,9 @@ extension Command {
 
     public enum Say: ControlCommand {
         public static let name = "say"
+        public static let route = CommandRoute.session
+        public static let stages: Set<SessionStage>? = [.ready]
+        public static let needsDevices = true
         public static let summary = "A typed turn (1 to 4,000 bytes of text) instead of a spoken one."
         public struct Arguments: Codable, Sendable {
             public var text: String
@@ -84,6 +104,8 @@ extension Command {
 
     public enum ReviewGet: ControlCommand {
         public static let name = "review.get"
+        public static let route = CommandRoute.session
+        public static let stages: Set<SessionStage>? = [.reviewing, .reviewed, .finishing, .completed]
         public static let summary = "The session's review from the backend; offline, the last one read (`stale`)."
         public typealias Arguments = NoArguments
         public struct Result: Codable, Sendable {
@@ -95,6 +117,8 @@ extension Command {
 
     public enum CorrectionAsk: ControlCommand {
         public static let name = "correction.ask"
+        public static let route = CommandRoute.session
+        public static let stages: Set<SessionStage>? = [.reviewed, .completed]
         public static let summary = "Asks the tutor about one segment of the review; answers with the correction."
         public struct Arguments: Codable, Sendable {
             public var segmentId: Int
@@ -105,6 +129,8 @@ extension Command {
 
     public enum ReviewFinish: ControlCommand {
         public static let name = "review.finish"
+        public static let route = CommandRoute.session
+        public static let stages: Set<SessionStage>? = [.reviewed]
         public static let summary = "Finishes the review: the summary is generated and polled (`session.completed`)."
         public typealias Arguments = NoArguments
         public struct Result: Codable, Sendable {
@@ -116,6 +142,7 @@ extension Command {
 
     public enum SpoolList: ControlCommand {
         public static let name = "spool.list"
+        public static let route = CommandRoute.session
         public static let summary = "The turns in the spool."
         public typealias Arguments = NoArguments
         public struct Result: Codable, Sendable {
@@ -131,6 +158,8 @@ extension Command {
 
     public enum SpoolRetry: ControlCommand {
         public static let name = "spool.retry"
+        public static let route = CommandRoute.session
+        public static let stages: Set<SessionStage>? = [.idle, .ready]
         public static let summary = "Sends a spooled turn again (resuming its session when none is open)."
         public typealias Arguments = SpoolTurn
         public struct Result: Codable, Sendable {
@@ -141,6 +170,7 @@ extension Command {
 
     public enum SpoolDiscard: ControlCommand {
         public static let name = "spool.discard"
+        public static let route = CommandRoute.session
         public static let summary = "Deletes a spooled turn (not the one being sent)."
         public typealias Arguments = SpoolTurn
         public struct Result: Codable, Sendable {
@@ -150,6 +180,7 @@ extension Command {
 
     public enum Topics: ControlCommand {
         public static let name = "topics"
+        public static let route = CommandRoute.session
         public static let summary = "The conversation topics; offline, the last list read (`stale`, `age_s`)."
         public typealias Arguments = NoArguments
         public struct Result: Codable, Sendable {
@@ -162,6 +193,7 @@ extension Command {
 
     public enum Profile: ControlCommand {
         public static let name = "profile"
+        public static let route = CommandRoute.session
         public static let summary = "The learner's profile (`get`, offline: the last one read), a new evaluation, or a new learning goal."
         public enum Action: String, Codable, Sendable, CaseIterable, WireEnumerable {
             case get, evaluate

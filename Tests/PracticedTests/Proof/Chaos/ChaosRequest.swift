@@ -48,7 +48,7 @@ struct ChaosRequest {
         if draw < 60, let current = SessionStage(rawValue: stage) {
             // Aimed draws leave out what ends a session or a turn from every stage: the
             // plain draws send those often enough, and sessions should get somewhere.
-            let accepted = menu.filter { !["session.close", "spool.discard"].contains($0.0) && (SessionStage.commands[$0.0].map { $0.contains(current) } ?? false) }
+            let accepted = menu.filter { !["session.close", "spool.discard"].contains($0.0) && (ProtocolCatalog.command(named: $0.0)?.stages.map { $0.contains(current) } ?? false) }
             if !accepted.isEmpty { command = pick(accepted, &random) }
         }
         let malformed = draw >= 90
