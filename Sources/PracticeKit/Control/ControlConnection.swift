@@ -26,10 +26,9 @@ final class ControlConnection: @unchecked Sendable {
     private var readSuspended = false
     private var serveScheduled = false
     /// The rate limit's token bucket.
-    private var tokens = Double.greatestFiniteMagnitude  // a full bucket at first
-    private var tokensAt = DispatchTime.now().uptimeNanoseconds
+    private var pacer = RequestPacer(now: DispatchTime.now().uptimeNanoseconds)
     private var throttleLogged = false
-    private var inbound: [UInt8] = []
+    private var framer = LineFramer()
     private var outbound: [UInt8] = []
     private var outboundOffset = 0
     private var watch: DescriptorWatch?
@@ -129,7 +128,7 @@ final class ControlConnection: @unchecked Sendable {
                 return drop("read failed: \(Errno(rawValue: errno).description)")
             }
             if n == 0 {
-                return drop(inbound.isEmpty ? "hung up" : "hung up in the middle of a line (\(inbound.count) bytes dropped)")
+                return drop(framer.partialCount == 0 ? "hung up" : "hung up in the middle of a line (\(framer.partialCount) bytes dropped)")
             }
             lastActivity = DispatchTime.now().uptimeNanoseconds
             consume(server.readBuffer[0..<n])
@@ -179,18 +178,13 @@ final class ControlConnection: @unchecked Sendable {
     /// Serves one pending line, if the client is within its limits.
     private func serveNext() {
         guard !isClosed, !closing, !pending.isEmpty, inFlight < server.inFlightLimit else { return }
-        let rate = server.rateLimit
-        let now = DispatchTime.now().uptimeNanoseconds
-        tokens = min(rate, tokens + Double(now - tokensAt) / 1e9 * rate)
-        tokensAt = now
-        guard tokens >= 1 else {
+        if let wait = pacer.take(now: DispatchTime.now().uptimeNanoseconds, rate: server.rateLimit) {
             if !throttleLogged {
                 throttleLogged = true
                 server.throttled(self)
             }
-            return scheduleServe(after: (1 - tokens) / rate)
+            return scheduleServe(after: wait)
         }
-        tokens -= 1
         let line = pending.removeFirst()
         server.received(line, from: self)
         if pending.count < Self.maximumPending / 2 { resumeReading() }
@@ -198,29 +192,13 @@ final class ControlConnection: @unchecked Sendable {
     }
 
     private func consume(_ bytes: ArraySlice<UInt8>) {
-        var start = bytes.startIndex
-        while !isClosed, !closing, let newline = bytes[start...].firstIndex(of: 0x0A) {
-            let line: [UInt8]
-            if inbound.isEmpty {
-                line = Array(bytes[start..<newline])
-            } else {
-                inbound += bytes[start..<newline]
-                line = inbound
-                inbound.removeAll(keepingCapacity: true)
-            }
-            start = newline + 1
-            if line.count > ControlProtocol.maximumLineBytes { return lineTooLong() }
-            pending.append(line)
-        }
+        let outcome = framer.frame(bytes, into: &pending) { !isClosed && !closing }
         scheduleServe()
-        guard !isClosed, !closing else { return }
-        inbound += bytes[start...]
-        if inbound.count > ControlProtocol.maximumLineBytes { lineTooLong() }
+        if outcome == .lineTooLong { lineTooLong() }
     }
 
     private func lineTooLong() {
         server.reply(self, id: .null, .failure(ControlError(.lineTooLong, "a line may hold at most \(ControlProtocol.maximumLineBytes) bytes; closing")))
-        inbound = []
         closeAfterFlush()
     }
 

@@ -4,14 +4,8 @@ import Glibc
 #endif
 
 /// An open ALSA PCM, set up the way mature engines do it:
-/// - hardware parameters set explicitly, with alsa-lib's resampling off: each of rate,
-///   channels and sample format is the one forced by the stream, else the engine's own when
-///   the device runs it, else the device's nearest rate and channels and its best format
-///   (float, S32, S24, S24_3, S16); the engine converts; period and buffer are near the
-///   requested duration at the granted rate;
-/// - software parameters: playback starts after two periods, the stop threshold is the
-///   boundary (an underrun never stops the stream) and the played area is refilled with
-///   silence, so a late period is heard as silence rather than as stale audio;
+/// - hardware parameters set explicitly, with alsa-lib's resampling off, and software
+///   parameters that never stop the stream on an underrun (``ALSAParameters``);
 /// - nonblocking I/O, waiting in `poll` on the PCM's descriptors together with the stream's
 ///   eventfd, so `stop` always wakes the thread;
 /// - xruns recovered with `snd_pcm_recover` (then `snd_pcm_start` for capture, which a
@@ -72,103 +66,26 @@ final class ALSAPCM: CaptureBackend, PlaybackBackend {
             if let localConfig { snd_config_delete(localConfig) }
             throw fail(.openFailed, err, "opening")
         }
+        let grant: ALSAGrant
+        do throws(AudioError) {
+            grant = try ALSAParameters.setUpHardware(handle, name: name, configuration: configuration)
+            try ALSAParameters.setUpSoftware(handle, name: name, capture: capture, grant: grant)
+        } catch {
+            // The one place a PCM that could not be set up is let go.
+            snd_pcm_close(handle)
+            if let localConfig { snd_config_delete(localConfig) }
+            throw error
+        }
         pcm = handle
         config = localConfig
-
-        // Hardware parameters. alsa-lib's own resampling is switched off (`plug` would
-        // interpolate linearly): a rate the hardware does not run is converted by the engine.
-        var hw: OpaquePointer?
-        snd_pcm_hw_params_malloc(&hw)
-        defer { snd_pcm_hw_params_free(hw) }
-        func refuse(_ err: Int32, _ what: String) -> AudioError {
-            snd_pcm_close(handle)
-            if let localConfig { snd_config_delete(localConfig) }
-            return AudioError(.unsupportedFormat, code: err, message: "\(String(cString: snd_strerror(err))); \(what)",
-                              operation: "setting hardware parameters of ALSA PCM '\(name)'")
-        }
-        err = snd_pcm_hw_params_any(handle, hw)
-        if err >= 0 { err = snd_pcm_hw_params_set_rate_resample(handle, hw, 0) }
-        if err >= 0 { err = snd_pcm_hw_params_set_access(handle, hw, SND_PCM_ACCESS_RW_INTERLEAVED) }
-        if err < 0 { throw refuse(err, "the device offers no interleaved read/write access") }
-        let request = configuration.device
-        let engine = configuration.engineFormat
-        // Each field: the forced value; else the engine's own when the device runs it (nothing
-        // to convert); else the device's nearest (rate, channels) or best (format).
-        let sampleFormat: SampleFormat
-        if let forced = request.sampleFormat {
-            sampleFormat = forced
-        } else if snd_pcm_hw_params_test_format(handle, hw, Self.alsaFormat(engine.sampleFormat)) == 0 {
-            sampleFormat = engine.sampleFormat
-        } else if let best = [SampleFormat.float, .s32, .s24, .s24_3, .s16].first(where: { snd_pcm_hw_params_test_format(handle, hw, Self.alsaFormat($0)) == 0 }) {
-            sampleFormat = best
-        } else {
-            throw refuse(-EINVAL, "the device runs none of S16_LE, S24_LE, S24_3LE, S32_LE, FLOAT_LE")
-        }
-        err = snd_pcm_hw_params_set_format(handle, hw, Self.alsaFormat(sampleFormat))
-        if err < 0 { throw refuse(err, "the device cannot run \(sampleFormat)") }
-        var channelCount = UInt32(request.channels ?? engine.channels)
-        err = request.channels != nil ? snd_pcm_hw_params_set_channels(handle, hw, channelCount)
-                                      : snd_pcm_hw_params_set_channels_near(handle, hw, &channelCount)
-        if err < 0 { throw refuse(err, "the device cannot run \(channelCount) channels") }
-        var rate = UInt32(request.sampleRate ?? engine.sampleRate)
-        if request.sampleRate != nil {
-            err = snd_pcm_hw_params_set_rate(handle, hw, rate, 0)
-        } else if snd_pcm_hw_params_test_rate(handle, hw, rate, 0) == 0 {
-            err = snd_pcm_hw_params_set_rate(handle, hw, rate, 0)
-        } else {
-            rate = 48_000
-            err = snd_pcm_hw_params_set_rate_near(handle, hw, &rate, nil)
-        }
-        if err < 0 { throw refuse(err, "the device cannot run \(rate) Hz") }
-        guard (8_000...192_000).contains(Int(rate)), (1...8).contains(Int(channelCount)) else {
-            throw refuse(-EINVAL, "the device runs \(rate) Hz, \(channelCount) channels, outside 8-192 kHz and 1-8 channels")
-        }
-        let granted = StreamFormat(sampleRate: Int(rate), channels: Int(channelCount), sampleFormat: sampleFormat)
-        let wantedPeriod = configuration.periodFrames(atRate: granted.sampleRate)
-        var period = snd_pcm_uframes_t(wantedPeriod)
-        var buffer = snd_pcm_uframes_t(wantedPeriod * configuration.periods)
-        err = snd_pcm_hw_params_set_period_size_near(handle, hw, &period, nil)
-        if err >= 0 { err = snd_pcm_hw_params_set_buffer_size_near(handle, hw, &buffer) }
-        if err >= 0 { err = snd_pcm_hw_params(handle, hw) }
-        if err >= 0 { err = snd_pcm_hw_params_get_period_size(hw, &period, nil) }
-        if err >= 0 { err = snd_pcm_hw_params_get_buffer_size(hw, &buffer) }
-        if err < 0 {
-            snd_pcm_close(handle)
-            if let localConfig { snd_config_delete(localConfig) }
-            throw fail(.unsupportedFormat, err, "setting period and buffer of")
-        }
-        format = granted
+        format = grant.format
         // The engine moves its own period size; the device's granted period only sets wakeups.
-        periodFrames = wantedPeriod
-        grantedPeriodFrames = Int(period)
-        bufferFrames = Int(buffer)
-        bytesPerFrame = granted.bytesPerFrame
-        stallMilliseconds = Int32(max(2_000, 4 * 1_000 * Int(buffer) / Int(rate)))
-        earliestXrunNanoseconds = Int64(2 * wantedPeriod) * 1_000_000_000 / Int64(rate)
-
-        // Software parameters.
-        var sw: OpaquePointer?
-        snd_pcm_sw_params_malloc(&sw)
-        defer { snd_pcm_sw_params_free(sw) }
-        var boundary: snd_pcm_uframes_t = 0
-        err = snd_pcm_sw_params_current(handle, sw)
-        if err >= 0 { err = snd_pcm_sw_params_get_boundary(sw, &boundary) }
-        if err >= 0 { err = snd_pcm_sw_params_set_avail_min(handle, sw, snd_pcm_uframes_t(wantedPeriod)) }
-        if err >= 0 {
-            let start = capture ? 1 : min(buffer, 2 * snd_pcm_uframes_t(wantedPeriod))
-            err = snd_pcm_sw_params_set_start_threshold(handle, sw, start)
-        }
-        if err >= 0 { err = snd_pcm_sw_params_set_stop_threshold(handle, sw, boundary) }
-        if err >= 0, !capture {
-            err = snd_pcm_sw_params_set_silence_threshold(handle, sw, 0)
-            if err >= 0 { err = snd_pcm_sw_params_set_silence_size(handle, sw, boundary) }
-        }
-        if err >= 0 { err = snd_pcm_sw_params(handle, sw) }
-        if err < 0 {
-            snd_pcm_close(handle)
-            if let localConfig { snd_config_delete(localConfig) }
-            throw fail(.openFailed, err, "setting software parameters of")
-        }
+        periodFrames = grant.periodFrames
+        grantedPeriodFrames = grant.devicePeriodFrames
+        bufferFrames = grant.bufferFrames
+        bytesPerFrame = grant.format.bytesPerFrame
+        stallMilliseconds = Int32(max(2_000, 4 * 1_000 * grant.bufferFrames / grant.format.sampleRate))
+        earliestXrunNanoseconds = Int64(2 * grant.periodFrames) * 1_000_000_000 / Int64(grant.format.sampleRate)
 
         let count = Int(max(0, snd_pcm_poll_descriptors_count(handle)))
         pcmDescriptorCount = count

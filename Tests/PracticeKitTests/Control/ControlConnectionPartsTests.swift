@@ -1,0 +1,81 @@
+@testable import PracticeKit
+import XCTest
+
+/// The control connection's line framing and request pacing, without a socket: bytes in,
+/// lines out; a clock the test sets.
+final class LineFramerTests: XCTestCase {
+    func testLinesAreTheSameHoweverTheBytesAreCut() {
+        let text = Array("{\"id\":1,\"command\":\"ping\"}\n\n{\"id\":2,\"command\":\"status\"}\nhalf".utf8)
+        var whole = LineFramer(), lines: [[UInt8]] = []
+        XCTAssertEqual(whole.frame(text[...], into: &lines), .fine)
+        XCTAssertEqual(lines.map { String(decoding: $0, as: UTF8.self) }, ["{\"id\":1,\"command\":\"ping\"}", "", "{\"id\":2,\"command\":\"status\"}"])
+        XCTAssertEqual(whole.partialCount, 4)
+        // Every cut into two, and byte by byte.
+        for cut in 0...text.count {
+            var framer = LineFramer(), cutLines: [[UInt8]] = []
+            _ = framer.frame(text[0..<cut], into: &cutLines)
+            _ = framer.frame(text[cut...], into: &cutLines)
+            XCTAssertEqual(cutLines, lines, "cut at \(cut)")
+        }
+        var bytewise = LineFramer(), byteLines: [[UInt8]] = []
+        for byte in text { _ = bytewise.frame([byte][...], into: &byteLines) }
+        XCTAssertEqual(byteLines, lines)
+        // The partial line is completed by the next bytes.
+        _ = whole.frame(Array(" done\n".utf8)[...], into: &lines)
+        XCTAssertEqual(lines.last.map { String(decoding: $0, as: UTF8.self) }, "half done")
+    }
+
+    func testALineOverTheLimitWholeOrPartialIsTooLong() {
+        var framer = LineFramer(maximumLineBytes: 8), lines: [[UInt8]] = []
+        XCTAssertEqual(framer.frame(Array("12345678\n".utf8)[...], into: &lines), .fine, "the limit itself is allowed")
+        XCTAssertEqual(framer.frame(Array("123456789\nnext\n".utf8)[...], into: &lines), .lineTooLong)
+        XCTAssertEqual(lines.count, 1, "nothing after the long line is framed")
+        var partial = LineFramer(maximumLineBytes: 8), none: [[UInt8]] = []
+        XCTAssertEqual(partial.frame(Array("12345".utf8)[...], into: &none), .fine)
+        XCTAssertEqual(partial.frame(Array("6789".utf8)[...], into: &none), .lineTooLong, "no newline needed to know")
+        XCTAssertEqual(partial.partialCount, 0)
+    }
+
+    func testFramingStopsWhenTheConnectionStopsTakingLines() {
+        var framer = LineFramer(), lines: [[UInt8]] = []
+        var taken = 0
+        _ = framer.frame(Array("a\nb\nc\n".utf8)[...], into: &lines) {
+            defer { taken += 1 }
+            return taken < 2
+        }
+        XCTAssertEqual(lines, [[0x61], [0x62]])
+    }
+}
+
+final class RequestPacerTests: XCTestCase {
+    private let second: UInt64 = 1_000_000_000
+
+    func testAFullBucketThenTheRate() {
+        var pacer = RequestPacer(now: 0)
+        // A second's worth at once (20 a second), then one every 50 ms.
+        for i in 0..<20 { XCTAssertNil(pacer.take(now: 0, rate: 20), "request \(i)") }
+        XCTAssertEqual(pacer.take(now: 0, rate: 20) ?? 0, 0.05, accuracy: 1e-9)
+        XCTAssertEqual(pacer.take(now: second / 40, rate: 20) ?? 0, 0.025, accuracy: 1e-9, "half a token back after 25 ms")
+        XCTAssertNil(pacer.take(now: second / 20, rate: 20))
+        XCTAssertNotNil(pacer.take(now: second / 20, rate: 20))
+    }
+
+    func testTheBucketNeverHoldsMoreThanASecondAndTimeNeverRunsBack() {
+        var pacer = RequestPacer(now: 0)
+        XCTAssertNil(pacer.take(now: 0, rate: 5))
+        // An hour idle refills one second's worth, not an hour's.
+        for _ in 0..<5 { XCTAssertNil(pacer.take(now: 3_600 * second, rate: 5)) }
+        XCTAssertNotNil(pacer.take(now: 3_600 * second, rate: 5))
+        // A clock reading from before the last is taken as no time at all.
+        XCTAssertNotNil(pacer.take(now: 0, rate: 5))
+    }
+
+    func testALowerRateAfterAReloadAppliesAtOnce() {
+        var pacer = RequestPacer(now: 0)
+        for _ in 0..<2 { XCTAssertNil(pacer.take(now: 0, rate: 100)) }
+        // The bucket is capped to the new second's worth (2), 98 tokens left before: 1 after this.
+        XCTAssertNil(pacer.take(now: 0, rate: 2))
+        XCTAssertNil(pacer.take(now: 0, rate: 2))
+        XCTAssertNotNil(pacer.take(now: 0, rate: 2))
+    }
+}
