@@ -8,7 +8,7 @@ import Synchronization
 // devices, sounds, configuration, metrics.
 extension PracticeDaemon {
     public func snapshot() -> DaemonSnapshot {
-        let (capture, playback) = lock.withLock { (captureState, playbackState) }
+        let (capture, playback) = devices.states
         return DaemonSnapshot(version: Self.version, capture: "\(capture)", playback: "\(playback)", playing: player?.isActive ?? false,
                               session: session?.snapshot ?? .idle)
     }
@@ -33,7 +33,7 @@ extension PracticeDaemon {
         if entry.command.needsDevices, !devicesOpen {
             // Closed while idle: opened (a few tens of milliseconds) before the command runs.
             return audioQueue.async { [self] in
-                openDevices()
+                devices.open()
                 commandTable.run(entry, request, client: client, reply)
             }
         }
@@ -78,7 +78,7 @@ extension PracticeDaemon {
         table.register(Command.LevelWatch.self) { [unowned self] args, reply in
             let enabled = args.enabled ?? true
             if enabled, let client = reply.client { server?.subscribe(client: client.id, to: [EventTopic.level.rawValue, EventTopic.speech.rawValue]) }
-            let (capture, interval) = lock.withLock { (captureState, configuration.levelIntervalMilliseconds) }
+            let (capture, interval) = (devices.states.capture, lock.withLock { configuration.levelIntervalMilliseconds })
             reply.succeed(.init(watching: enabled, intervalMs: interval, capture: "\(capture)"))
         }
         table.register(Command.ConfigGet.self) { [unowned self] _, reply in reply.succeed(ConfigurationListing(lock.withLock { configuration })) }
@@ -127,7 +127,8 @@ extension PracticeDaemon {
     }
 
     func currentStatus() -> DaemonStatus {
-        let (configuration, probe, capture, playback, user) = lock.withLock { (self.configuration, backendProbe, captureState, playbackState, userID) }
+        let (configuration, probe, user) = lock.withLock { (self.configuration, backendProbe, userID) }
+        let (capture, playback) = devices.states
         let control = server?.statisticsSnapshot ?? ControlServerStatistics()
         func device(_ name: AudioDeviceURI, _ state: DeviceState, _ format: StreamFormat?, _ statistics: AudioDeviceStatistics?,
                     echoCancelled: Bool? = nil) -> DaemonStatus.Device {
@@ -181,7 +182,7 @@ extension PracticeDaemon {
     /// streams the file.
     func play(path: String, mixed: Bool, client: ControlClientInfo, _ reply: CommandReply<Command.Play>) throws(ControlError) {
         guard let player else {
-            let state = lock.withLock { playbackState }
+            let state = devices.states.playback
             throw ControlError(.deviceError, "the playback device is not open (\(state))", retryable: true)
         }
         guard mixed || session.speakerIsFree else {

@@ -34,13 +34,10 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     let audioQueue = DispatchQueue(label: "practiced.audio")
     let workQueue = DispatchQueue(label: "practiced.work", attributes: .concurrent)
 
-    /// Opened and closed on `audioQueue`, read from any queue: kept under `lock`.
-    var openRecorder: Recorder?
-    var openPlayer: StreamingPlayer?
-    var recorder: Recorder? { lock.withLock { openRecorder } }
-    var player: StreamingPlayer? { lock.withLock { openPlayer } }
-    /// When the devices were last needed (uptime nanoseconds; on `audioQueue`).
-    var devicesLastNeeded = DispatchTime.now().uptimeNanoseconds
+    /// The microphone and the speaker: opened, closed and reopened on `audioQueue`.
+    private(set) var devices: DeviceKeeper!
+    var recorder: Recorder? { devices.recorder }
+    var player: StreamingPlayer? { devices.player }
     /// The devices as the session sees them (attached as they open).
     let audio = KioskAudio()
     /// `play`'s files, opened and streamed each on a thread of its own.
@@ -53,9 +50,6 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     var chatterbox: ChatterboxClient!
     /// `backend.kind` as the daemon started (a reload does not switch backends).
     var backendKind = BackendKind.talkco
-    var captureState = DeviceState.closed
-    var playbackState = DeviceState.closed
-    var deviceKeeper: DispatchSourceTimer?
     var watchdogTimer: DispatchSourceTimer?
     var backendProbe = BackendProbe()
     /// `metrics.textfile`'s writer, when one is configured (replaced on reload).
@@ -70,18 +64,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     let latestLevel = Locked<(rms: Double, peak: Double)>((-120, -120))
     var levelSignal: DispatchSourceUserDataAdd?
 
-    enum DeviceState: Equatable, CustomStringConvertible {
-        /// `idle`: closed because nothing needed it for `audio.idle_close_s`.
-        case closed, idle, running, failed(String)
-        var description: String {
-            switch self {
-            case .closed: return "closed"
-            case .idle: return "idle"
-            case .running: return "running"
-            case .failed(let why): return "failed: \(why)"
-            }
-        }
-    }
+    typealias DeviceState = DeviceKeeper.State
 
     struct BackendProbe {
         var reachable: Bool?
@@ -95,6 +78,14 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         self.logger = Logger(category: "practiced", sink: self.sink, threshold: .debug)
         self.notifier = notifier
         self.backend = BackendClient(configuration: configuration.backend, logger: logger.named("backend"))
+        devices = DeviceKeeper(
+            queue: audioQueue, audio: audio, logger: logger,
+            settings: { [unowned self] in lock.withLock { (self.configuration, volume) } },
+            needed: { [unowned self] in devicesNeeded },
+            handlers: .init(recorder: { [weak self] event in self?.recorderEvent(event) },
+                            player: { [weak self] event in self?.playerEvent(event) },
+                            device: { [weak self] event, direction in self?.deviceEvent(event, direction: direction) },
+                            state: { [weak self] direction, state in self?.deviceStateChanged(direction, state) }))
     }
 
     // MARK: - Life cycle
@@ -163,8 +154,8 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         // Before the first client is accepted: clients already waiting on an activated socket
         // (or let in by a listening one) take a descriptor each, and at a low descriptor
         // limit they took the ones the devices open with, so READY=1 never came.
-        audioQueue.sync { openDevices() }
-        startDeviceKeeper()
+        audioQueue.sync { devices.open() }
+        devices.start()
         session.recoverSpool()
         cue.start()
         startWatchdog(on: server.queue)
@@ -178,7 +169,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         notifier.stopping()
         logger.notice("stopping")
         watchdogTimer?.cancel()
-        deviceKeeper?.cancel()
+        devices.cancel()
         metricsTextfile?.stop()
         // Streams are hung up; a turn being recorded is ended by the recorder's stop and
         // spooled, so that the next start reports it.
@@ -235,8 +226,8 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
             || old.player != newConfiguration.player {
             logger.notice("audio settings changed: reopening the devices")
             audioQueue.sync {
-                closeDevices(state: .closed)
-                openDevices()
+                devices.close(state: .closed)
+                devices.open()
             }
         }
         logger.notice("configuration reloaded")
@@ -313,6 +304,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     }
 
     func statusLine() -> String {
-        lock.withLock { "serving \(server?.statisticsSnapshot.clients ?? 0) clients; capture \(captureState), playback \(playbackState)" }
+        let states = devices.states
+        return "serving \(server?.statisticsSnapshot.clients ?? 0) clients; capture \(states.capture), playback \(states.playback)"
     }
 }

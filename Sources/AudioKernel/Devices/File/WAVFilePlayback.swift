@@ -47,7 +47,11 @@ final class WAVFilePlayback: PlaybackBackend {
 
     func drain(wake: EventSignal) throws(AudioError) {}
     func flush() {}
-    func latencyFrames() -> Int? { 0 }
+    /// Paced, a period rendered is in the file only once it is written, after the render:
+    /// one period, as a sound card's buffer holds one (a reply's `finished` came before its
+    /// last period was in the file, and a test reading it then missed the tail). Unpaced,
+    /// none: the device takes a period only when one is there to write.
+    func latencyFrames() -> Int? { pacer == nil ? 0 : periodFrames }
 
     func close() {
         try? writer.close(sync: true)
