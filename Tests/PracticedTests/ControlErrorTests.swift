@@ -95,7 +95,9 @@ final class ControlErrorTests: XCTestCase {
         let error = try XCTUnwrap(other.failure("play", ["path": .string("\(SimulatorHarness.samplesDirectory)/reply-1.wav")]))
         XCTAssertEqual(error.code, .deviceError)
         XCTAssertTrue(error.retryable)
-        XCTAssertTrue(try other.request("status")["devices"]?["playback"]?["state"]?.stringValue?.hasPrefix("failed") ?? false)
+        let playback = try other.request("status")["devices"]?["playback"]
+        XCTAssertEqual(playback?["state"], "failed")
+        XCTAssertTrue(playback?["error"]?.stringValue?.contains("no_such_pcm_for_tests") ?? false, "the failure's text, in its own member: \(String(describing: playback))")
         XCTAssertTrue(broken.log.contains("playback device alsa:no_such_pcm_for_tests"), "logged")
     }
 

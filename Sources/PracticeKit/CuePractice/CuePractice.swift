@@ -340,7 +340,7 @@ public final class CuePractice: @unchecked Sendable {
             }
             forgetRecording()
             publish(Event.CueRecorded(cueId: current.cueId, durationS: rounded(turn.duration), speechS: rounded(turn.speechDuration),
-                                      rms: turn.level.rms.rounded(), endReason: turn.endReason.rawValue))
+                                      rms: turn.level.rms.rounded(), endReason: TurnEndReason(turn.endReason)))
             guard turn.holdsSpeech else {
                 metrics.increment("practiced_cue_answers_total", help: "Cue answers by outcome.", labels: "outcome=\"no_speech\"")
                 return publish(Event.CueDiscarded(cueId: current.cueId, reason: .noSpeech, rms: turn.level.rms.rounded()))

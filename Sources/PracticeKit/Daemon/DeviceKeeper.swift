@@ -20,6 +20,19 @@ final class DeviceKeeper: @unchecked Sendable {
             case .failed(let why): return "failed: \(why)"
             }
         }
+
+        /// The word on the wire.
+        var wire: DeviceRunState {
+            switch self {
+            case .closed: return .closed
+            case .idle: return .idle
+            case .running: return .running
+            case .failed: return .failed
+            }
+        }
+
+        /// Why it failed, if it did.
+        var error: String? { if case .failed(let why) = self { why } else { nil } }
     }
 
     /// What the keeper tells its owner; called on the device's thread or on `queue`.

@@ -9,7 +9,7 @@ import Synchronization
 extension PracticeDaemon {
     public func snapshot() -> DaemonSnapshot {
         let (capture, playback) = devices.states
-        return DaemonSnapshot(version: Self.version, capture: "\(capture)", playback: "\(playback)", playing: player?.isActive ?? false,
+        return DaemonSnapshot(version: Self.version, capture: capture.wire, playback: playback.wire, playing: player?.isActive ?? false,
                               session: session?.snapshot ?? .idle)
     }
 
@@ -79,7 +79,7 @@ extension PracticeDaemon {
             let enabled = args.enabled ?? true
             if enabled, let client = reply.client { server?.subscribe(client: client.id, to: [EventTopic.level.rawValue, EventTopic.speech.rawValue]) }
             let (capture, interval) = (devices.states.capture, lock.withLock { configuration.levelIntervalMilliseconds })
-            reply.succeed(.init(watching: enabled, intervalMs: interval, capture: "\(capture)"))
+            reply.succeed(.init(watching: enabled, intervalMs: interval, capture: capture.wire))
         }
         table.register(Command.ConfigGet.self) { [unowned self] _, reply in reply.succeed(ConfigurationListing(lock.withLock { configuration })) }
         table.register(Command.Metrics.self) { [unowned self] _, reply in
@@ -132,7 +132,7 @@ extension PracticeDaemon {
         let control = server?.statisticsSnapshot ?? ControlServerStatistics()
         func device(_ name: AudioDeviceURI, _ state: DeviceState, _ format: StreamFormat?, _ statistics: AudioDeviceStatistics?,
                     echoCancelled: Bool? = nil) -> DaemonStatus.Device {
-            DaemonStatus.Device(name: "\(name)", state: "\(state)", format: format.map { "\($0)" },
+            DaemonStatus.Device(name: "\(name)", state: state.wire, error: state.error, format: format.map { "\($0)" },
                                 periods: statistics?.periods, xruns: statistics?.xruns, reopens: statistics?.reopens, parks: statistics?.parks,
                                 echoCancelled: echoCancelled)
         }

@@ -21,7 +21,7 @@ extension PracticeDaemon {
         case .failed(let why): logger.error("\(direction) device \(device): \(why)")
         default: logger.info("\(direction) device \(device): \(state)")
         }
-        server?.publish(Event.DeviceState(direction: direction, device: "\(device)", state: "\(state)"))
+        server?.publish(Event.DeviceState(direction: direction, device: "\(device)", state: state.wire, error: state.error))
     }
 
     /// On the capture thread: levels are only stored and signalled (no allocation); the

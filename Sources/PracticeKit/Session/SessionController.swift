@@ -276,7 +276,7 @@ public final class SessionController: SessionContext, @unchecked Sendable {
             }
             recording = nil
             publish(Event.TurnRecorded(durationS: rounded(turn.duration), speechS: rounded(turn.speechDuration),
-                                       rms: turn.level.rms.rounded(), endReason: turn.endReason.rawValue))
+                                       rms: turn.level.rms.rounded(), endReason: TurnEndReason(turn.endReason)))
             guard turn.holdsSpeech else {
                 // The iOS client's gate: nothing is sent.
                 countTurn("no_speech")

@@ -103,7 +103,7 @@ extension Command {
             public var watching: Bool
             public var intervalMs: Int
             /// The capture device's state.
-            public var capture: String
+            public var capture: DeviceRunState
         }
     }
 

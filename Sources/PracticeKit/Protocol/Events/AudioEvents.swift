@@ -85,10 +85,12 @@ extension Event {
     public struct DeviceState: ProtocolEvent {
         public static let name = "device.state"
         public static let topic = EventTopic.device
-        public static let summary = "A device opened, closed when idle, or failed (`state`: closed, idle, running, `failed: …`)."
+        public static let summary = "A device opened, closed when idle, or failed (`state`; why it failed in `error`)."
         public var direction: AudioDirection
         public var device: String
-        public var state: String
+        public var state: DeviceRunState
+        /// Why it failed (null unless `state` is `failed`).
+        public var error: String?
     }
 
     public struct DeviceXrun: ProtocolEvent {

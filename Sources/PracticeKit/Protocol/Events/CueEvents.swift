@@ -23,12 +23,12 @@ extension Event {
     public struct CueRecorded: ProtocolEvent {
         public static let name = "cue.recorded"
         public static let topic = EventTopic.cue
-        public static let summary = "The recorder ended the answer (`end_reason`: silence, stopped, max_duration, …)."
+        public static let summary = "The recorder ended the answer (`end_reason`: released, endOfSpeech or maximumLength)."
         public var cueId: Int
         public var durationS: Double
         public var speechS: Double
         public var rms: Double
-        public var endReason: String
+        public var endReason: TurnEndReason
     }
 
     public struct CueDiscarded: ProtocolEvent {

@@ -19,11 +19,11 @@ extension Event {
     public struct TurnRecorded: ProtocolEvent {
         public static let name = "turn.recorded"
         public static let topic = EventTopic.session
-        public static let summary = "The recorder ended the turn (`end_reason`: silence, stopped, max_duration, …)."
+        public static let summary = "The recorder ended the turn (`end_reason`: released, endOfSpeech or maximumLength)."
         public var durationS: Double
         public var speechS: Double
         public var rms: Double
-        public var endReason: String
+        public var endReason: TurnEndReason
     }
 
     public struct TurnDiscarded: ProtocolEvent {

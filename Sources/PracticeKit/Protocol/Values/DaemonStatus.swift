@@ -32,8 +32,9 @@ public struct DaemonStatus: Codable, Sendable {
 
     public struct Device: Codable, Sendable {
         public var name: String
-        /// `closed`, `idle`, `running` or `failed: …`.
-        public var state: String
+        public var state: DeviceRunState
+        /// Why it failed (null unless `state` is `failed`).
+        public var error: String?
         /// The format the device runs at, e.g. `float 48000 Hz stereo` (the engine converts
         /// to and from PCM16 24 kHz mono); null until it has been opened.
         public var format: String?
@@ -72,8 +73,8 @@ public struct DaemonSnapshot: ProtocolEvent {
     public static let summary = "Sent once after `subscribe`: the daemon's state, so that a client never starts from nothing."
 
     public var version: String
-    public var capture: String
-    public var playback: String
+    public var capture: DeviceRunState
+    public var playback: DeviceRunState
     public var playing: Bool
     public var session: SessionState
 }
