@@ -192,8 +192,8 @@ struct PracticeCtl {
             }
             return .request(name, parsed)
         case "events":
-            for topic in rest where !ProtocolCatalog.subscribableTopics.contains(topic) {
-                usageError("events: '\(topic)' is not a topic; the topics are: \(ProtocolCatalog.subscribableTopics.sorted().joined(separator: ", "))")
+            for topic in rest where !ProtocolCatalog.subscribableTopicNames.contains(topic) {
+                usageError("events: '\(topic)' is not a topic; the topics are: \(ProtocolCatalog.subscribableTopicNames.joined(separator: ", "))")
             }
             return .events(rest)
         case "level":

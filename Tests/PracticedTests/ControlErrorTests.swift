@@ -58,6 +58,10 @@ final class ControlErrorTests: XCTestCase {
         XCTAssertEqual(client.failure("play", ["path": 5])?.code, .badArguments)
         XCTAssertEqual(client.failure("play", ["path": "relative.wav"])?.code, .badArguments)
         XCTAssertEqual(client.failure("subscribe", ["topics": ["weather"]])?.code, .badArguments)
+        // `state` is a topic (the snapshot's) but not one to follow: refused, with the ones that are.
+        let state = client.failure("subscribe", ["topics": ["level", "state"]])
+        XCTAssertEqual(state?.code, .badArguments)
+        XCTAssertTrue(state?.message.contains("cue, daemon, device, level, playback, session, speech") ?? false, "\(String(describing: state))")
         XCTAssertEqual(client.failure("subscribe", ["topics": "level"])?.code, .badArguments)
         XCTAssertEqual(client.failure("level.watch", ["enabled": "yes"])?.code, .badArguments)
         try client.send(Array(#"{"id": [1], "command": "ping"}"#.utf8) + [0x0A])

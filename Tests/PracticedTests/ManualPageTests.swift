@@ -232,7 +232,7 @@ final class ManualPageTests: XCTestCase {
         XCTAssertEqual(try complete("practicectl "), commands.sorted())
         XCTAssertEqual(try complete("practicectl --"), options.sorted())
         XCTAssertEqual(try complete("practicectl --json re"), ["review", "review-mode"])
-        XCTAssertEqual(try complete("practicectl events "), ProtocolCatalog.subscribableTopics.sorted())
+        XCTAssertEqual(try complete("practicectl events "), ProtocolCatalog.subscribableTopicNames)
         XCTAssertEqual(try complete("practicectl spool "), ["discard", "retry"])
 
         // play: file paths, blanks included, and --mix.

@@ -11,7 +11,7 @@ final class ControlConnection: @unchecked Sendable {
     let fd: Int32
     let credentials: PeerCredentials
     unowned let server: ControlServer
-    var topics: Set<String> = []
+    var topics: Set<EventTopic> = []
     var lastActivity = DispatchTime.now().uptimeNanoseconds
     /// Requests decoded so far.
     var requests = 0

@@ -57,10 +57,10 @@ public final class ControlServer: @unchecked Sendable {
     private let listener: UnixListener
     private let serverVersion: String
     private let capabilities: [String]
-    private let topics: Set<String>
+    private let topics: Set<EventTopic>
     /// The topics some client follows, kept on the queue for threads that must not wait
     /// for it (the capture thread asks before it wakes anyone for a level).
-    private let followedTopics = Locked<Set<String>>([])
+    private let followedTopics = Locked<Set<EventTopic>>([])
     private let socketGroup: UInt32?
     private let logger: Logger
     private weak var handler: ControlCommandHandler?
@@ -80,7 +80,7 @@ public final class ControlServer: @unchecked Sendable {
     /// The one read buffer: every connection reads on the queue, one at a time.
     var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
 
-    public init(listener: UnixListener, serverVersion: String, capabilities: [String], topics: Set<String>,
+    public init(listener: UnixListener, serverVersion: String, capabilities: [String], topics: Set<EventTopic>,
                 socketGroup: UInt32?, limits: ControlServerLimits, logger: Logger, handler: ControlCommandHandler) {
         self.listener = listener
         self.serverVersion = serverVersion
@@ -126,20 +126,20 @@ public final class ControlServer: @unchecked Sendable {
 
     /// Sends an event to every client subscribed to its topic. Any thread.
     public func publish<E: ProtocolEvent>(_ event: E) {
-        publish(topic: E.topic.rawValue, name: E.name, data: ProtocolEncoder.encode(event))
+        publish(topic: E.topic, name: E.name, data: ProtocolEncoder.encode(event))
     }
 
     /// An event whose type is known only at run time (the session's publisher).
     public func publish(any event: any ProtocolEvent) { publish(event) }
 
-    private func publish(topic: String, name: String, data: JSONValue) {
+    private func publish(topic: EventTopic, name: String, data: JSONValue) {
         let published = Monotonic.now()
         queue.async { [self] in
             seq += 1
             statistics.withLock { $0.eventsPublished = seq }
             let subscribers = connections.values.filter { $0.topics.contains(topic) }
             guard !subscribers.isEmpty else { return }
-            let line = ControlMessage.event(seq: seq, topic: topic, name: name, published: published, data: data)
+            let line = ControlMessage.event(seq: seq, topic: topic.rawValue, name: name, published: published, data: data)
             for connection in subscribers { connection.send(line) }
         }
     }
@@ -298,13 +298,13 @@ public final class ControlServer: @unchecked Sendable {
             do throws(ControlError) {
                 let names = try request.arguments(Command.Subscribe.self).topics ?? Array(topics)
                 if let unknown = names.first(where: { !topics.contains($0) }) {
-                    throw ControlError(.badArguments, "unknown topic '\(unknown)'; topics are \(topics.sorted().joined(separator: ", "))")
+                    throw ControlError(.badArguments, "'\(unknown.rawValue)' cannot be subscribed to; topics are \(topics.map(\.rawValue).sorted().joined(separator: ", "))")
                 }
                 if request.command == Command.Subscribe.name {
                     connection.topics.formUnion(names)
                     refreshFollowedTopics()
                     CommandReply<Command.Subscribe> { self.reply(connection, id: request.id, $0) }
-                        .succeed(.init(topics: connection.topics.sorted(), seq: Int(seq)))
+                        .succeed(.init(topics: connection.topics.sorted { $0.rawValue < $1.rawValue }, seq: Int(seq)))
                     // The current state first, so that the client never starts from nothing.
                     if let snapshot = handler?.snapshot() {
                         connection.send(ControlMessage.event(seq: seq, topic: DaemonSnapshot.topic.rawValue, name: DaemonSnapshot.name,
@@ -313,7 +313,7 @@ public final class ControlServer: @unchecked Sendable {
                 } else {
                     connection.topics.subtract(names)
                     refreshFollowedTopics()
-                    CommandReply<Command.Unsubscribe> { self.reply(connection, id: request.id, $0) }.succeed(.init(topics: connection.topics.sorted()))
+                    CommandReply<Command.Unsubscribe> { self.reply(connection, id: request.id, $0) }.succeed(.init(topics: connection.topics.sorted { $0.rawValue < $1.rawValue }))
                 }
             } catch {
                 reply(connection, id: request.id, .failure(error))
@@ -331,12 +331,12 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     /// Whether any client follows `topic`. Not from the server's queue.
-    public func hasSubscribers(to topic: String) -> Bool {
+    public func hasSubscribers(to topic: EventTopic) -> Bool {
         queue.sync { connections.values.contains { $0.topics.contains(topic) } }
     }
 
     /// Subscribes a client to topics on behalf of a command (`level.watch`).
-    public func subscribe(client id: Int, to topics: [String]) {
+    public func subscribe(client id: Int, to topics: [EventTopic]) {
         queue.async {
             self.connections[id]?.topics.formUnion(topics)
             self.refreshFollowedTopics()
@@ -345,11 +345,11 @@ public final class ControlServer: @unchecked Sendable {
 
     /// Whether any client follows `topic`, from any thread, without waiting for the queue
     /// (a subscription made this moment may be seen a moment later).
-    public func isFollowed(_ topic: String) -> Bool { followedTopics.withLock { $0.contains(topic) } }
+    public func isFollowed(_ topic: EventTopic) -> Bool { followedTopics.withLock { $0.contains(topic) } }
 
     /// On the queue, after any change of a client's topics or of the clients.
     private func refreshFollowedTopics() {
-        let followed = connections.values.reduce(into: Set<String>()) { $0.formUnion($1.topics) }
+        let followed = connections.values.reduce(into: Set<EventTopic>()) { $0.formUnion($1.topics) }
         followedTopics.withLock { $0 = followed }
     }
 

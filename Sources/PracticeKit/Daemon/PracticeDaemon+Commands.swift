@@ -77,7 +77,7 @@ extension PracticeDaemon {
         }
         table.register(Command.LevelWatch.self) { [unowned self] args, reply in
             let enabled = args.enabled ?? true
-            if enabled, let client = reply.client { server?.subscribe(client: client.id, to: [EventTopic.level.rawValue, EventTopic.speech.rawValue]) }
+            if enabled, let client = reply.client { server?.subscribe(client: client.id, to: [.level, .speech]) }
             let (capture, interval) = (devices.states.capture, lock.withLock { configuration.levelIntervalMilliseconds })
             reply.succeed(.init(watching: enabled, intervalMs: interval, capture: capture.wire))
         }

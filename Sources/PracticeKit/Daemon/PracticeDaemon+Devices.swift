@@ -12,7 +12,7 @@ extension PracticeDaemon {
 
     /// A session (any stage), a sound playing, or a client watching the input level.
     var devicesNeeded: Bool {
-        session?.isIdle == false || player?.isActive == true || server?.hasSubscribers(to: "level") == true
+        session?.isIdle == false || player?.isActive == true || server?.hasSubscribers(to: .level) == true
     }
 
     func deviceStateChanged(_ direction: AudioDirection, _ state: DeviceState) {
@@ -31,7 +31,7 @@ extension PracticeDaemon {
         case .level(let rms, let peak):
             latestLevel.withLock { $0 = (rms, peak) }
             // Nobody watching, nobody woken: the control queue would publish to no one.
-            if server?.isFollowed("level") == true { levelSignal?.add(data: 1) }
+            if server?.isFollowed(.level) == true { levelSignal?.add(data: 1) }
         case .speechStarted(let recording):
             server?.publish(Event.SpeechStarted())
             session?.speechStarted(recording: recording)

@@ -55,7 +55,10 @@ public enum ProtocolCatalog {
     public static func command(named name: String) -> (any ControlCommand.Type)? { commands.first { $0.name == name } }
 
     /// The topics a client may subscribe to (`state` carries only the snapshot).
-    public static var subscribableTopics: Set<String> { Set(EventTopic.allCases.filter { $0 != .state }.map(\.rawValue)) }
+    public static var subscribableTopics: Set<EventTopic> { Set(EventTopic.allCases.filter { $0 != .state }) }
+
+    /// Their names, sorted (for help texts and completion).
+    public static var subscribableTopicNames: [String] { subscribableTopics.map(\.rawValue).sorted() }
 }
 
 /// The line a client reads first on connecting.

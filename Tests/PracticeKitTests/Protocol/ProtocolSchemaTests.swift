@@ -32,7 +32,7 @@ final class ProtocolSchemaTests: XCTestCase {
         for command in ProtocolCatalog.commands where command.stages != nil { XCTAssertEqual(command.route, .session, command.name) }
         let events = ProtocolCatalog.events.map { $0.name }
         XCTAssertEqual(Set(events).count, events.count, "an event is listed twice")
-        XCTAssertEqual(PracticeDaemon.topics, ["level", "speech", "playback", "device", "session", "daemon", "cue"])
+        XCTAssertEqual(PracticeDaemon.topics, [.level, .speech, .playback, .device, .session, .daemon, .cue])
     }
 
     /// The daemon's table is checked against the catalog at start: a table missing a route's
@@ -99,7 +99,7 @@ final class ProtocolSchemaTests: XCTestCase {
         XCTAssertEqual(failure(Command.CorrectionAsk.self, ["message": "why?"]), "'segment_id' is required")
         XCTAssertEqual(failure(Command.CorrectionAsk.self, ["segment_id": .double(1.5), "message": "why?"]), "'segment_id' must be a whole number")
         XCTAssertEqual(failure(Command.LevelWatch.self, ["enabled": "yes"]), "'enabled' must be true or false")
-        XCTAssertEqual(failure(Command.Subscribe.self, ["topics": ["session", 3]]), "'topics' must be a list of strings")
+        XCTAssertEqual(failure(Command.Subscribe.self, ["topics": ["session", 3]]), "'topics[1]' must be level, speech, playback, device, session, daemon, cue or state")
         XCTAssertEqual(failure(Command.Say.self, ["text": .null]), "'text' is required")
         // Null is absent; unknown members are ignored.
         XCTAssertNil(failure(Command.SessionStart.self, ["mode": .null, "topic_id": "travel", "future_option": true]))

@@ -28,7 +28,7 @@ final class LoadTests: XCTestCase {
 
         init(client: ControlClient) throws {
             self.client = client
-            _ = try client.request("subscribe", ["topics": .array(PracticeDaemon.topics.sorted().map { .string($0) })])
+            _ = try client.request("subscribe", ["topics": .array(ProtocolCatalog.subscribableTopicNames.map { .string($0) })])
             _ = try client.request("level.watch")
             // The thread alone reads the client from here on.
             struct Owned: @unchecked Sendable { let client: ControlClient }
@@ -84,7 +84,7 @@ final class LoadTests: XCTestCase {
         let stalled = try rig.daemon.client()
         var small: Int32 = 4096
         setsockopt(stalled.fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
-        _ = try stalled.request("subscribe", ["topics": .array(PracticeDaemon.topics.sorted().map { .string($0) })])
+        _ = try stalled.request("subscribe", ["topics": .array(ProtocolCatalog.subscribableTopicNames.map { .string($0) })])
         _ = try stalled.request("level.watch")
 
         _ = try control.request("session.start", ["topic_id": "travel"])

@@ -22,11 +22,11 @@ extension Command {
         public static let route = CommandRoute.server
         public static let summary = "Follows topics (all when `topics` is left out); a `state`/`snapshot` event follows the reply."
         public struct Arguments: Codable, Sendable {
-            public var topics: [String]?
+            public var topics: [EventTopic]?
         }
         public struct Result: Codable, Sendable {
             /// Every topic the client now follows.
-            public var topics: [String]
+            public var topics: [EventTopic]
             /// The sequence number of the last event published before the subscription.
             public var seq: Int
         }
@@ -38,7 +38,7 @@ extension Command {
         public static let summary = "Stops following topics (all when `topics` is left out)."
         public typealias Arguments = Subscribe.Arguments
         public struct Result: Codable, Sendable {
-            public var topics: [String]
+            public var topics: [EventTopic]
         }
     }
 }
