@@ -118,6 +118,8 @@ final class TurnDeliveryTests: XCTestCase {
         XCTAssertNotNil(watcher.wait(for: "reply.finished", after: mark))
         XCTAssertEqual(keys()[id]?["segments"], 1)
         XCTAssertEqual(try spoolCount(control), 0)
+        // One retry loop: the delivery's. The stream inside each attempt is tried once.
+        XCTAssertTrue(watcher.all("reply.retrying", after: mark).isEmpty, "a turn's upload retried inside its own retry: \(watcher.names(after: mark))")
     }
 
     func testAnUndeliverableTurnIsReportedPendingAndTheClientDecides() throws {

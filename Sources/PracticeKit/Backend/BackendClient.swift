@@ -81,7 +81,10 @@ public final class BackendClient: Sendable {
         var request = makeRequest("POST", "sessions/\(Self.escape(sessionID))/chat", accept: "text/event-stream")
         request.setValue(form.contentType, forHTTPHeaderField: "Content-Type")
         request.setValue(idempotencyKey, forHTTPHeaderField: "Idempotency-Key")
-        return stream(request, body: form.data, onEvent: onEvent)
+        // Tried once: the turn's delivery owns its retries (``TurnDelivery``, one loop with
+        // backoff and jitter), so one failed upload is one `turn.retrying`, never a
+        // `reply.retrying` inside it as well.
+        return stream(request, body: form.data, retry: RetryPolicy.none, onEvent: onEvent)
     }
 
     /// `POST /sessions/{id}/chat/text`: a typed turn.
@@ -92,7 +95,9 @@ public final class BackendClient: Sendable {
         return stream(request, body: body, onEvent: onEvent)
     }
 
-    private func stream(_ request: HTTPRequest, body: Data?, onEvent: @escaping ReplyStream.EventHandler) -> ReplyStream {
+    private func stream(_ request: HTTPRequest, body: Data?, retry: RetryPolicy? = nil, onEvent: @escaping ReplyStream.EventHandler) -> ReplyStream {
+        var configuration = configuration
+        if let retry { configuration.retry = retry }
         let stream = ReplyStream(owner: self, transport: transport, request: request, body: body, configuration: configuration,
                                  logger: logger, onEvent: onEvent)
         stream.begin()

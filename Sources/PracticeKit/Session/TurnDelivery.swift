@@ -129,7 +129,13 @@ final class TurnDelivery: @unchecked Sendable {
         }
         let settings = context.settings
         let elapsed = Double(now - failed.firstFailure!) / 1e9
-        let delay = min(settings.turnRetryMaxDelay, settings.turnRetryInitialDelay * pow(2, Double(max(0, failed.attempt - 1))))
+        // The one retry loop of a turn (its stream is tried once per attempt): doubling
+        // delays with ±20 % jitter, so that kiosks that lost the backend together do not
+        // come back in step.
+        var backoff = RetryPolicy()
+        backoff.initialDelay = settings.turnRetryInitialDelay
+        backoff.maxDelay = settings.turnRetryMaxDelay
+        let delay = (backoff.delay(afterAttempt: failed.attempt) * 1000).rounded() / 1000
         guard elapsed + delay <= settings.turnRetrySeconds, !context.stopping else {
             current = nil
             context.countTurn("pending")
