@@ -38,7 +38,6 @@ final class ReviewPollingInMemoryTests: XCTestCase {
     }
 
     func testPollingGivesUpAfterErrorsInARowAndNamesTheWayOn() throws {
-        context.run { context.stage = .reviewing }
         backend.endTalkAnswer = .success(try ProtocolDecoder.decode(EndedTalk.self, from: ["session_id": "s1", "status": "reviewing"]))
         backend.reviews = [.failure(.http(status: 500, detail: "upstream"))]
         _ = answer(Command.SessionEnd.self) { review.endTalk($0) }
@@ -50,6 +49,8 @@ final class ReviewPollingInMemoryTests: XCTestCase {
     }
 
     func testAFinishTheServerHadAlreadyCompletedCompletesHere() throws {
+        // `review.finish` is accepted once the review is read.
+        context.run { context.stage = .reviewed }
         backend.endSessionAnswer = .failure(.http(status: 400, detail: "Session already completed"))
         backend.reviews = [.success(MemoryBackend.review(status: "completed", marks: 1, summary: true))]
         let finished = try XCTUnwrap(answer(Command.ReviewFinish.self) { review.finish($0) }).get()
