@@ -91,7 +91,7 @@ final class ReviewPolling: @unchecked Sendable {
         token += 1
         polls = 0
         errors = 0
-        started = DispatchTime.now().uptimeNanoseconds
+        started = context.now
         // The first look comes at once; the backend often has something after one interval.
         schedulePoll(after: finishing ? context.settings.pollInterval : 0, finishing: finishing)
     }
@@ -138,7 +138,7 @@ final class ReviewPolling: @unchecked Sendable {
                 return context.move(to: .reviewed)
             }
         }
-        if finishing, Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9 > settings.finishTimeout {
+        if finishing, Double(context.now - started) / 1e9 > settings.finishTimeout {
             token += 1
             context.publish(Event.ReviewFinishFailed(message: "no summary after \(Int(settings.finishTimeout)) s"))
             return context.move(to: .reviewed)

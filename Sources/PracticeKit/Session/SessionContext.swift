@@ -24,6 +24,8 @@ protocol SessionContext: AnyObject, Sendable {
     var logger: Logger { get }
     /// Whether the daemon is stopping: nothing new starts.
     var stopping: Bool { get }
+    /// The clock and timers of the pieces.
+    var scheduler: any SessionScheduler { get }
 
     /// Moves the stage (a move ``SessionStage`` does not allow is refused and logged).
     func move(to next: SessionStage)
@@ -44,9 +46,12 @@ extension SessionContext {
         metrics.increment("practiced_turns_total", help: "Turns by outcome.", labels: "outcome=\"\(outcome)\"")
     }
 
-    func observe(_ name: String, _ help: String, since start: UInt64, now: UInt64 = DispatchTime.now().uptimeNanoseconds) {
+    /// Monotonic nanoseconds, by the scheduler's clock.
+    var now: UInt64 { scheduler.now }
+
+    func observe(_ name: String, _ help: String, since start: UInt64, now: UInt64? = nil) {
         // Clamped: a wrapped difference would put 1.8e10 s in the histogram.
-        metrics.observe(name, help: help, seconds: max(0, milliseconds(from: start, to: now) / 1e3))
+        metrics.observe(name, help: help, seconds: max(0, milliseconds(from: start, to: now ?? self.now) / 1e3))
     }
 
     // The pieces hold their context unowned (it owns them); work they leave for later
@@ -59,9 +64,9 @@ extension SessionContext {
         }
     }
 
-    /// Runs `body` on the queue after `delay` seconds.
+    /// Runs `body` on the queue after `delay` seconds (by the scheduler's clock).
     func after(_ delay: Double, _ body: @escaping @Sendable () -> Void) {
-        queue.asyncAfter(deadline: .now() + delay) { [self] in
+        scheduler.after(delay, on: queue) { [self] in
             withExtendedLifetime(self) { body() }
         }
     }

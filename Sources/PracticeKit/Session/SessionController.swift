@@ -39,6 +39,8 @@ public final class SessionController: SessionContext, @unchecked Sendable {
     /// echo-cancelled microphone only); speech on it stops the reply and is the next turn.
     private var bargeInListening: UInt64?
     private(set) var stopping = false
+    /// Dispatch's clock and timers: the pieces' retries, polls and drains run by it.
+    let scheduler: any SessionScheduler = DispatchScheduler()
     private let published = Locked(SessionState.idle)
 
     /// A turn being recorded.
@@ -264,7 +266,7 @@ public final class SessionController: SessionContext, @unchecked Sendable {
     /// A turn came from the recorder (capture thread): dropped below the speech gate,
     /// otherwise handed to ``TurnDelivery``.
     public func recorded(_ turn: RecordedTurn) {
-        let endedAt = DispatchTime.now().uptimeNanoseconds
+        let endedAt = now
         queue.async { [self] in
             guard stage == .recording || stage == .listening || stopping, let active else { return }
             guard turn.recording == recording?.number else {
@@ -317,7 +319,7 @@ public final class SessionController: SessionContext, @unchecked Sendable {
 
     /// The player's events (playback thread).
     public func playerEvent(_ event: PlayerEvent) {
-        let now = DispatchTime.now().uptimeNanoseconds
+        let now = self.now
         queue.async { [self] in
             replies.playerEvent(event, at: now)
             if case .started = event { listenForBargeIn() }

@@ -109,7 +109,7 @@ final class TurnDelivery: @unchecked Sendable {
     /// refused for good (a 4xx), or left pending.
     func failed(_ error: BackendError) {
         guard var failed = current else { return }
-        let now = DispatchTime.now().uptimeNanoseconds
+        let now = context.now
         failed.firstFailure = failed.firstFailure ?? now
         current = failed
         let id = failed.turn.id

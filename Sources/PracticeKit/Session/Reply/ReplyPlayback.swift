@@ -137,7 +137,7 @@ final class ReplyPlayback: @unchecked Sendable {
             case .success(let summary): reply.summary = summary
             case .failure(let error): reply.failure = error
             }
-            reply.streamEndedAt = DispatchTime.now().uptimeNanoseconds
+            reply.streamEndedAt = context.now
             streamEnded(reply)
         }
     }
@@ -271,7 +271,7 @@ final class ReplyPlayback: @unchecked Sendable {
         context.publish(finished)
         if !reply.void, reply.transcript != nil || reply.isGreeting {
             context.metrics.observe("practiced_reply_seconds", help: "From the request to the end of the reply's playback.",
-                                    seconds: Double(DispatchTime.now().uptimeNanoseconds - reply.requestedAt) / 1e9)
+                                    seconds: Double(context.now - reply.requestedAt) / 1e9)
         }
         context.move(to: .ready)
     }
@@ -295,7 +295,7 @@ final class ReplyPlayback: @unchecked Sendable {
         // One drain at a time: a reply stopped earlier and still streaming is hung up.
         if let older = draining { hangUp(older) }
         draining = reply
-        reply.drainStartedAt = DispatchTime.now().uptimeNanoseconds
+        reply.drainStartedAt = context.now
         context.logger.info("reply stopped; its stream is read to its end before the next upload")
     }
 
@@ -345,7 +345,7 @@ final class ReplyPlayback: @unchecked Sendable {
     private func drainEnded(_ reply: Reply, timedOut: Bool) {
         guard reply === draining else { return }
         draining = nil
-        let waited = Double(DispatchTime.now().uptimeNanoseconds &- (reply.drainStartedAt ?? 0)) / 1e6
+        let waited = Double(context.now &- (reply.drainStartedAt ?? 0)) / 1e6
         if timedOut { hangUp(reply) }
         // The upload never got through: the turn stays in the spool, reported pending.
         if let id = reply.turnID, !reply.accepted { onTurnNotSent(id) }

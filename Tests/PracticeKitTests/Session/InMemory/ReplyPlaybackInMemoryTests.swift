@@ -108,18 +108,27 @@ final class ReplyPlaybackInMemoryTests: XCTestCase {
         XCTAssertEqual(backend.streams.count, 1, "the next upload waits for the drain")
         first.end()
         XCTAssertEqual(context.event("reply.drained")?["timed_out"], false)
-        XCTAssertTrue(context.events.wait(timeout: 5) { _ in self.backend.streams.count == 2 })
+        context.settle()
+        XCTAssertEqual(backend.streams.count, 2, "the next upload goes once the drain ended")
         XCTAssertEqual(backend.streams.last?.request, .turn("t2"))
     }
 
     func testADrainPastItsDeadlineIsHungUpAndTheNextTurnIsMarked() throws {
+        // The daemon's drain deadline (10 s), on the test's clock.
+        context.settings.drainTimeout = SessionSettings(userID: "learner-1").drainTimeout
+        XCTAssertEqual(context.settings.drainTimeout, 10)
+        context.clock.manual()
         context.run { context.stage = .greeting; replies.start(.greeting) }
         let greeting = try XCTUnwrap(backend.streams.first)
         context.run { replies.bargeIn() }
         context.run { context.stage = .uploading; replies.start(upload("t1")) }
-        XCTAssertEqual(context.event("reply.drained", timeout: 5)?["timed_out"], true)
+        context.clock.advance(by: context.settings.drainTimeout - 0.01)
+        XCTAssertNil(context.event("reply.drained", timeout: 0), "hung up before its deadline")
+        context.clock.advance(by: 0.02)
+        XCTAssertEqual(context.event("reply.drained", timeout: 0)?["timed_out"], true)
         XCTAssertTrue(greeting.cancelled)
-        XCTAssertTrue(context.events.wait(timeout: 5) { _ in self.backend.streams.count == 2 })
+        context.settle()
+        XCTAssertEqual(backend.streams.count, 2, "the next upload goes once the drain was hung up")
         let next = try XCTUnwrap(backend.streams.last)
         next.send(.accepted)
         next.end(transcript: "hi", audioBytes: 0)

@@ -46,21 +46,37 @@ final class TurnDeliveryInMemoryTests: XCTestCase {
         XCTAssertEqual(context.event("turn.accepted")?["attempt"], 1)
     }
 
-    func testAnUnansweredUploadIsSentAgainWithTheSameIDThenLeftPending() {
+    /// The daemon's own retry settings (1 s doubling to 10 s, a 60 s window), the clock in
+    /// the test's hands: a minute of a backend turning the turn away takes milliseconds. One
+    /// loop, doubling with jitter, the same turn each time, then pending.
+    func testTheRetriesOfAMinuteDoubleWithJitterThenLeaveTheTurnPending() {
+        context.settings = SessionSettings(userID: "learner-1")
+        XCTAssertEqual(context.settings.turnRetryInitialDelay, 1)
+        context.clock.manual()
         let id = take()
-        context.run { delivery.failed(.http(status: 503, detail: "still connecting")) }
-        XCTAssertEqual(context.event("turn.retrying")?["attempt"], 2)
-        XCTAssertTrue(context.events.wait(timeout: 5) { _ in self.context.run { self.uploads.count } == 2 }, "sent again after the backoff")
-        XCTAssertEqual(context.run { uploads.map(\.id) }, [id, id], "the same turn, so the same idempotency key")
-        // Failing until the retry window closes: kept in the spool, reported pending.
-        for _ in 0..<10 where context.run({ delivery.current != nil }) {
-            let count = context.run { uploads.count }
-            context.run { delivery.failed(.transport(code: 111, message: "refused", sentNothing: true)) }
-            _ = context.events.wait(timeout: 2) { _ in self.context.run { self.uploads.count > count || self.delivery.current == nil } }
+        var attempts = 0
+        while context.run({ delivery.current != nil }), attempts < 50 {
+            attempts += 1
+            context.run { delivery.failed(.http(status: 503, detail: "still connecting")) }
+            // Nothing is sent again before the delay has passed on the clock...
+            let sent = context.run { uploads.count }
+            if let delay = context.clock.delays.last, context.run({ delivery.current != nil }) {
+                context.clock.advance(by: delay * 0.99)
+                XCTAssertEqual(context.run { uploads.count }, sent, "sent again before its delay")
+                context.clock.advance(by: delay * 0.02)
+                XCTAssertEqual(context.run { uploads.count }, sent + 1, "not sent again after its delay")
+            }
         }
-        let pending = context.event("turn.pending")
-        XCTAssertEqual(pending?["reason"], "undelivered")
-        XCTAssertEqual(context.stage, .ready)
+        let delays = context.clock.delays
+        XCTAssertEqual(context.run { uploads.map(\.id) }, Array(repeating: id, count: delays.count + 1), "the same turn, so the same idempotency key")
+        // 1, 2, 4, 8, then 10 s at most, each within ±20 %, and the window is 60 s.
+        for (n, delay) in delays.enumerated() {
+            let base = min(10, pow(2, Double(n)))
+            XCTAssertEqual(delay, base, accuracy: base * 0.2 + 0.001, "delay \(n + 1)")
+        }
+        XCTAssertGreaterThan(Set(delays.map { ($0 * 1000).rounded() }).count, 4, "the delays have jitter: \(delays)")
+        XCTAssertLessThanOrEqual(delays.reduce(0, +), 60)
+        XCTAssertEqual(context.event("turn.pending", timeout: 0)?["reason"], "undelivered")
         XCTAssertEqual(context.run { delivery.entries().map(\.id) }, [id], "an undelivered turn stays in the spool")
     }
 
