@@ -23,7 +23,16 @@ protocol TransportTask: AnyObject, Sendable {
 /// and events keep their order. URLSession carried `https://` until FoundationNetworking's
 /// write source, armed for the length of each streamed reply, was measured spinning a
 /// third of a core (see ``TLSContext``).
-final class BackendTransport: @unchecked Sendable {
+/// What a reply stream needs of a transport: the serial queue its callbacks, timers and
+/// cancellation run on, and a request started with a handler (swift-openapi-runtime's
+/// `ClientTransport` is the model). ``BackendTransport`` is the HTTP one; ReplyStream's
+/// tests give it one in memory, which answers as a script says.
+protocol StreamTransport: AnyObject, Sendable {
+    var queue: DispatchQueue { get }
+    func start(_ request: HTTPRequest, body: Data?, handler: TaskHandler) -> TransportTask?
+}
+
+final class BackendTransport: StreamTransport, @unchecked Sendable {
     /// The queue every callback and timer of the client runs on.
     let queue: DispatchQueue
     private let http: HTTPClient

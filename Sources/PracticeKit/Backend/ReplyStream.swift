@@ -14,7 +14,7 @@ import FoundationEssentials
 public final class ReplyStream: TaskHandler, @unchecked Sendable {
     public typealias EventHandler = @Sendable (ReplyEvent) -> Void
 
-    private let transport: BackendTransport
+    private let transport: any StreamTransport
     private let request: HTTPRequest
     private let body: Data?
     private let configuration: BackendConfiguration
@@ -51,7 +51,7 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
     private var result: Result<ReplySummary, BackendError>?
     private var waiters: [@Sendable (Result<ReplySummary, BackendError>) -> Void] = []
 
-    init(owner: AnyObject, transport: BackendTransport, request: HTTPRequest, body: Data?, configuration: BackendConfiguration,
+    init(owner: AnyObject, transport: any StreamTransport, request: HTTPRequest, body: Data?, configuration: BackendConfiguration,
          logger: Logger, onEvent: @escaping EventHandler) {
         self.owner = owner
         self.transport = transport
