@@ -20,15 +20,35 @@ final class PlaybackLayer: Sendable {
     /// samples are the ones before it. Stored before ``generation`` moves.
     let start = Atomic<Int>(0)
     let active = Atomic<Bool>(false)
+    /// One caller at a time on the network side, and "is this sound still the current one,
+    /// and taking samples" answered in the same step as its samples are queued: a chunk of a
+    /// stopped or replaced sound can never slip into the next one.
+    private let producer = Locked(())
 
     init(capacity: Int) { ring = RingBuffer(minimumCapacity: capacity) }
 
     // MARK: Network side
 
+    /// Runs `body` (which queues samples) only while sound `number` is the current one and
+    /// takes samples; nil when it does not.
+    func whileOpen<T>(_ number: Int, _ body: () -> T) -> T? {
+        producer.withLock { _ in
+            guard generation.load(ordering: .relaxed) == number, open.load(ordering: .relaxed) else { return nil }
+            return body()
+        }
+    }
+
+    /// Runs `body` under the network side's lock.
+    func exclusively<T>(_ body: () -> T) -> T { producer.withLock { _ in body() } }
+
     /// Starts the layer's next sound and returns its number, at once: a sound still playing
     /// is faded out by the device thread (``render(from:)``'s caller), which plays the new
     /// one after it. `reset` clears the caller's own producer-side state.
     func beginNext(reset: () -> Void) -> Int {
+        producer.withLock { _ in beginNextLocked(reset: reset) }
+    }
+
+    private func beginNextLocked(reset: () -> Void) -> Int {
         open.store(false, ordering: .releasing)
         reset()
         ended.store(false, ordering: .relaxed)
@@ -41,8 +61,30 @@ final class PlaybackLayer: Sendable {
 
     /// Takes no more samples; the device thread fades out what plays.
     func stop() {
-        open.store(false, ordering: .releasing)
-        stopRequested.store(true, ordering: .releasing)
+        producer.withLock { _ in
+            open.store(false, ordering: .releasing)
+            stopRequested.store(true, ordering: .releasing)
+        }
+    }
+
+    /// Stops sound `number` if it is the current one (playing out, or still taking samples);
+    /// whether it was.
+    func stop(_ number: Int) -> Bool {
+        producer.withLock { _ in
+            guard generation.load(ordering: .relaxed) == number else { return false }
+            open.store(false, ordering: .releasing)
+            stopRequested.store(true, ordering: .releasing)
+            return true
+        }
+    }
+
+    /// No more samples for sound `number` (if it is still the current one, taking samples).
+    func end(_ number: Int) -> Bool {
+        whileOpen(number) { () -> Bool in
+            ended.store(true, ordering: .releasing)
+            open.store(false, ordering: .releasing)
+            return true
+        } ?? false
     }
 
     // MARK: Device side

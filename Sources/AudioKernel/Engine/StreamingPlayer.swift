@@ -19,14 +19,14 @@ import Synchronization
 public final class StreamingPlayer: @unchecked Sendable {
     public let configuration: StreamingPlayerConfiguration
     public let format: WAVFormat
-    private let device: PlaybackDevice?
+    let device: PlaybackDevice?
     private let onEvent: @Sendable (PlayerEvent) -> Void
     /// The reply's ring and flags, shared by the network side and the device thread.
-    private let reply: PlaybackLayer
-    private var ring: RingBuffer<Float> { reply.ring }
+    let reply: PlaybackLayer
+    var ring: RingBuffer<Float> { reply.ring }
 
     /// The reply's network side: chunks converted and queued, their lateness measured.
-    private let intake: ReplyIntake
+    let intake: ReplyIntake
 
     private let playedSamples = Atomic<Int>(0)
     private let inactiveObserver = Locked<(@Sendable () -> Void)?>(nil)
@@ -54,7 +54,7 @@ public final class StreamingPlayer: @unchecked Sendable {
     private let volumeBits = Atomic<UInt32>(Float(1).bitPattern)
     private var volumeRamp: VolumeRamp
 
-    private var mix: MixLayer!
+    private(set) var mix: MixLayer!
     private let drainFallbackSamples: Int
 
     /// A player on a playback device; call ``start()`` to open it.
@@ -242,42 +242,6 @@ public final class StreamingPlayer: @unchecked Sendable {
     /// and any chunk of this reply still to come (until the next ``beginReply()``).
     public func stop() {
         reply.stop()
-        device?.soundArrived()
-    }
-
-    // MARK: The mix layer (network side)
-
-    /// Starts a clip mixed over whatever plays (a reply, or silence), at once; a mixed clip
-    /// still playing is faded out first. Feed it with ``enqueueMix(samples:)``, end it with
-    /// ``endMix()``.
-    ///
-    /// - Returns: the mix's number, which its `mixStarted` and `mixFinished` carry.
-    @discardableResult
-    public func beginMix() -> Int {
-        let number = mix.begin()
-        device?.wakeFromIdle()
-        return number
-    }
-
-    /// Samples the mix layer can take now.
-    public var mixQueueSpace: Int { mix.layer.ring.availableToWrite }
-
-    /// Queues samples of the mixed clip (in the player's format).
-    @discardableResult
-    public func enqueueMix(samples: UnsafeBufferPointer<Float>) -> Bool {
-        defer { device?.soundArrived() }
-        return mix.enqueue(samples)
-    }
-
-    /// No more samples for the mixed clip: `mixFinished` follows when it has played.
-    public func endMix() {
-        mix.end()
-        device?.soundArrived()
-    }
-
-    /// Stops the mixed clip within a period, with the stop fade.
-    public func stopMix() {
-        mix.layer.stop()
         device?.soundArrived()
     }
 

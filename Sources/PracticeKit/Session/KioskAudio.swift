@@ -31,76 +31,37 @@ public enum RecorderCommand: Sendable {
 }
 
 /// The daemon's microphone and speaker as the session sees them. The devices come and go
-/// (reopened after a failure, replaced on reload); a lock keeps one caller at a time on
-/// the player's network side (its contract) and makes "is this reply still the one
-/// playing" and "queue this chunk" one step, so a chunk of a stopped reply can never
-/// slip into the next one.
+/// (reopened after a failure, replaced on reload): a lock guards which ones are attached.
+/// Whether a reply or a clip is still the one playing is the player's alone to know: every
+/// call names its sound by the number the player gave it, and the player drops what
+/// belongs to a sound it has stopped, ended or replaced (``StreamingPlayer/enqueue(_:reply:)``).
 public final class KioskAudio: SessionAudio, @unchecked Sendable {
     private let lock = Lock()
-    private var player: StreamingPlayer?
+    private var attachedPlayer: StreamingPlayer?
     private var recorder: Recorder?
-    /// The last reply begun, and whether it may still queue chunks (not stopped or ended).
-    private var current: Int?
-    private var open = false
-    /// The last clip mixed over the speaker, and whether it may still queue samples.
-    private var currentMix: Int?
-    private var mixOpen = false
 
     public init() {}
 
-    public func attach(player: StreamingPlayer?) { lock.withLock {
-            self.player = player
-            current = nil
-            open = false
-            currentMix = nil
-            mixOpen = false
-        } }
+    public func attach(player: StreamingPlayer?) { lock.withLock { attachedPlayer = player } }
     public func attach(recorder: Recorder?) { lock.withLock { self.recorder = recorder } }
 
-    public func beginReply() -> Int? {
-        lock.withLock {
-            guard let player else { return nil }
-            let reply = player.beginReply()
-            current = reply
-            open = true
-            return reply
-        }
-    }
+    private var player: StreamingPlayer? { lock.withLock { attachedPlayer } }
 
-    public func enqueue(_ bytes: UnsafeRawBufferPointer, reply: Int) {
-        lock.withLock {
-            guard open, current == reply, let player else { return }
-            player.enqueue(bytes)
-        }
-    }
+    public func beginReply() -> Int? { player?.beginReply() }
 
-    public func endReply(_ reply: Int) {
-        lock.withLock {
-            guard open, current == reply, let player else { return }
-            player.endReply()
-            open = false
-        }
-    }
+    public func enqueue(_ bytes: UnsafeRawBufferPointer, reply: Int) { player?.enqueue(bytes, reply: reply) }
 
-    public func stopReply(_ reply: Int) {
-        lock.withLock {
-            // An ended reply still playing out what was queued stops too.
-            guard current == reply, let player else { return }
-            player.stop()
-            open = false
-        }
-    }
+    public func endReply(_ reply: Int) { player?.endReply(reply) }
+
+    /// An ended reply still playing out what was queued stops too.
+    public func stopReply(_ reply: Int) { player?.stop(reply: reply) }
 
     public func stopAll() -> Bool {
-        lock.withLock {
-            guard let player else { return false }
-            let playing = player.isActive || open || mixOpen
-            player.stop()
-            player.stopMix()
-            open = false
-            mixOpen = false
-            return playing
-        }
+        guard let player else { return false }
+        let playing = player.isActive || player.isTakingSound
+        player.stop()
+        player.stopMix()
+        return playing
     }
 
     /// A clip being streamed (the `play` command): played as a reply of its own, or mixed
@@ -113,68 +74,39 @@ public final class KioskAudio: SessionAudio, @unchecked Sendable {
     /// Starts a clip streamed in pieces; feed it with ``enqueue(samples:clip:)`` and end it
     /// with ``endClip(_:)``.
     public func beginClip(mixed: Bool) -> Clip? {
-        lock.withLock {
-            guard let player else { return nil }
-            if mixed {
-                let number = player.beginMix()
-                currentMix = number
-                mixOpen = true
-                return Clip(number: number, mixed: true)
-            }
-            let reply = player.beginReply()
-            current = reply
-            open = true
-            return Clip(number: reply, mixed: false)
-        }
+        guard let player else { return nil }
+        return mixed ? Clip(number: player.beginMix(), mixed: true) : Clip(number: player.beginReply(), mixed: false)
     }
 
     /// Samples the clip's queue can take now; nil without a player or when the clip was
     /// stopped or replaced.
     public func space(for clip: Clip) -> Int? {
-        lock.withLock {
-            guard let player else { return nil }
-            if clip.mixed { return mixOpen && currentMix == clip.number ? player.mixQueueSpace : nil }
-            return open && current == clip.number ? player.queueSpace : nil
-        }
+        guard let player else { return nil }
+        return clip.mixed ? player.mixQueueSpace(mix: clip.number) : player.queueSpace(reply: clip.number)
     }
 
     /// Queues a clip's samples, converted to the player's format.
     public func enqueue(samples: UnsafeBufferPointer<Float>, clip: Clip) {
-        lock.withLock {
-            guard let player else { return }
-            if clip.mixed {
-                guard mixOpen, currentMix == clip.number else { return }
-                player.enqueueMix(samples: samples)
-            } else {
-                guard open, current == clip.number else { return }
-                player.enqueue(samples: samples)
-            }
-        }
+        guard let player else { return }
+        if clip.mixed { player.enqueueMix(samples: samples, mix: clip.number) } else { player.enqueue(samples: samples, reply: clip.number) }
     }
 
     /// The clip's last samples are queued.
     public func endClip(_ clip: Clip) {
-        guard clip.mixed else { return endReply(clip.number) }
-        lock.withLock {
-            guard mixOpen, currentMix == clip.number, let player else { return }
-            player.endMix()
-            mixOpen = false
-        }
+        guard let player else { return }
+        if clip.mixed { player.endMix(clip.number) } else { player.endReply(clip.number) }
     }
 
     /// Plays a whole clip (the `play` command) as a reply of its own.
     public func play(_ samples: UnsafeRawBufferPointer) -> Int? {
-        lock.withLock {
-            guard let player else { return nil }
-            let reply = player.beginReply()
-            player.enqueue(samples)
-            player.endReply()
-            current = reply
-            open = false
-            return reply
-        }
+        guard let player else { return nil }
+        let reply = player.beginReply()
+        player.enqueue(samples, reply: reply)
+        player.endReply(reply)
+        return reply
     }
 
+    /// Recorder commands stay under the lock: the session and cue practice may both ask.
     public func startRecording(handsFree: Bool) -> UInt64? {
         lock.withLock {
             guard let recorder else { return nil }

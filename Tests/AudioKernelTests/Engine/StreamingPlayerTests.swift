@@ -140,6 +140,32 @@ final class StreamingPlayerTests: XCTestCase {
         XCTAssertEqual(events.filter { if case .started = $0 { true } else { false } }, [.started(latencyFrames: 0, reply: first), .started(latencyFrames: 0, reply: second)])
     }
 
+    /// Sounds by number: the player alone knows whether a reply is still the current one. A
+    /// chunk, an end or a stop for a replaced reply does nothing to the next one.
+    func testAReplysNumberIsCheckedInTheSameStepAsItsChunkIsQueued() {
+        let log = EventLog<PlayerEvent>()
+        let player = StreamingPlayer { log.append($0) }
+        let first = player.beginReply()
+        XCTAssertEqual(WAVBuilder.samples([Int16](repeating: 900, count: 480)).withUnsafeBytes { player.enqueue($0, reply: first) }, true)
+        let second = player.beginReply()
+        XCTAssertNil(WAVBuilder.samples([Int16](repeating: 900, count: 4_800)).withUnsafeBytes { player.enqueue($0, reply: first) },
+                     "a chunk of the replaced reply was taken")
+        player.stop(reply: first)
+        player.endReply(first)
+        XCTAssertEqual(WAVBuilder.samples([Int16](repeating: -300, count: 2_400)).withUnsafeBytes { player.enqueue($0, reply: second) }, true)
+        player.endReply(second)
+        XCTAssertNil(WAVBuilder.samples([Int16](repeating: -300, count: 240)).withUnsafeBytes { player.enqueue($0, reply: second) },
+                     "a chunk after the end was taken")
+        XCTAssertNil(player.queueSpace(reply: second))
+        let out = render(player, periods: 30)
+        XCTAssertEqual(out.filter { $0 == -300 }.count, 2_400, "the second reply whole, neither stopped nor ended by the first's number")
+        XCTAssertLessThanOrEqual(out.filter { $0 > 0 }.count, 480, "more of the first reply than it queued before it was replaced")
+        let finished = log.snapshot().compactMap { entry -> PlaybackReport? in if case .finished(let r) = entry.event { r } else { nil } }
+        // The first was replaced before the device took it up: it never sounded, so it never ends.
+        XCTAssertEqual(finished.map(\.reply), [second])
+        XCTAssertEqual(finished.last?.interrupted, false)
+    }
+
     /// On a running device, `beginReply` returns while the old reply still fades (it used to
     /// wait for the fade, up to 500 ms, on the caller's thread): the old reply's end is told
     /// after the call has returned, and the player stays active through the handover.

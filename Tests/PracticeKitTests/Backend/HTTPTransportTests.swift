@@ -139,8 +139,8 @@ extension HTTPTransportTests {
             let sim = try SimulatorHarness { $0.connectingMs = 100; $0.faults.dropAfterEvents = events }
             let client = sim.client { $0.streamIdleTimeout = 5; $0.retry.initialDelay = 0.05; $0.retry.maxAttempts = 20 }
             let id = try await client.createSession(.init(userId: "tester", topicId: "travel", mode: .conversation)).sessionId
-            let summary = try await client.sendTurn(sessionID: id, wav: try SimulatorHarness.wav("learner-2"), idempotencyKey: "k\(events)",
-                                                    onEvent: { _ in }).outcome()
+            // A typed turn: its stream retries through the 503s of a session still connecting.
+            let summary = try await client.sendText(sessionID: id, text: "Tell me more (\(events))", onEvent: { _ in }).outcome()
             guard case .interrupted(let error) = summary.end, case .transport = error else {
                 XCTFail("after \(events) events: \(summary.end), \(summary.attempts) attempts")
                 continue

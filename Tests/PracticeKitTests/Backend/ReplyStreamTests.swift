@@ -114,19 +114,32 @@ final class ReplyStreamTests: XCTestCase {
         XCTAssertTrue(recorder.names.contains("transcript"))
     }
 
+    /// Right after creation the session is still connecting (503): a typed turn's stream is
+    /// retried through it; a recorded turn's is tried once and the 503 handed back, because
+    /// the turn's delivery owns its retries (one loop; TurnDeliveryInMemoryTests).
     func testChatRightAfterCreationIsRetriedThroughStillConnecting() async throws {
         let sim = try SimulatorHarness { $0.connectingMs = 250 }
         let client = sim.client { $0.retry.initialDelay = 0.05; $0.retry.maxAttempts = 20 }
         let id = try await session(client)
         let recorder = ReplyRecorder()
-        let summary = try await client.sendTurn(sessionID: id, wav: try SimulatorHarness.wav("learner-2"), idempotencyKey: "same-key",
-                                                onEvent: recorder.handler).outcome()
+        let summary = try await client.sendText(sessionID: id, text: "Hello there", onEvent: recorder.handler).outcome()
         XCTAssertGreaterThan(summary.attempts, 1)
         XCTAssertEqual(summary.end, .done)
         XCTAssertTrue(recorder.events.contains(.retrying(attempt: 1, status: 503)))
-        let uploads = sim.requests("POST", containing: "/chat")
-        XCTAssertEqual(uploads.count, summary.attempts)
-        XCTAssertEqual(Set(uploads.compactMap { $0["idempotency_key"]?.stringValue }), ["same-key"], "every retry carries the turn's key")
+        XCTAssertEqual(sim.requests("POST", containing: "/chat/text").count, summary.attempts)
+
+        let other = try await session(client)
+        let turn = ReplyRecorder()
+        do {
+            _ = try await client.sendTurn(sessionID: other, wav: try SimulatorHarness.wav("learner-2"), idempotencyKey: "same-key",
+                                          onEvent: turn.handler).outcome()
+            XCTFail("a turn's stream retried by itself")
+        } catch {
+            XCTAssertEqual((error as? BackendError)?.status, 503)
+        }
+        XCTAssertFalse(turn.events.contains { if case .retrying = $0 { true } else { false } })
+        let uploads = sim.requests("POST", containing: "/sessions/\(other)/chat")
+        XCTAssertEqual(uploads.count, 1, "sent once: the delivery sends it again, with its key (TurnDeliveryTests counts the keys)")
     }
 
     func testStart504IsATypedErrorAndNotRetried() async throws {
