@@ -61,8 +61,8 @@ final class ReviewPolling: @unchecked Sendable {
         sessionCall(reply, moving: .ending, { backend, id async throws(BackendError) in try await backend.endTalk(sessionID: id) }) { [self] result, session in
             switch result {
             case .success(let ended):
-                context.publish(Event.SessionEnded(sessionId: session.id, status: "\(ended.status)", mode: session.mode))
-                reply.succeed(.init(status: "\(ended.status)", mode: session.mode))
+                context.publish(Event.SessionEnded(sessionId: session.id, status: ended.status, mode: session.mode))
+                reply.succeed(.init(status: ended.status, mode: session.mode))
                 if session.mode == .review || ended.status == .ended {
                     endedInReviewMode()
                 } else {
@@ -71,7 +71,7 @@ final class ReviewPolling: @unchecked Sendable {
                 }
             case .failure(let error):
                 if error.isSessionGone {
-                    context.fail("session_gone", error: "\(error)")
+                    context.fail(.sessionGone, error: "\(error)")
                 } else {
                     context.publish(Event.SessionEndFailed(message: "\(error)"))
                     context.move(to: .ready)
@@ -115,7 +115,7 @@ final class ReviewPolling: @unchecked Sendable {
             errors = 0
             review = fetched
             let marks = fetched.segments.reduce(0) { $0 + $1.aiMarks.count }
-            context.publish(Event.ReviewProgress(polls: polls, finishing: finishing, status: "\(fetched.status)", segments: fetched.segments.count,
+            context.publish(Event.ReviewProgress(polls: polls, finishing: finishing, status: fetched.status, segments: fetched.segments.count,
                                                  marks: marks, summary: fetched.summary != nil))
             if !finishing, fetched.hasMarks || fetched.status != .reviewing {
                 token += 1
@@ -127,7 +127,7 @@ final class ReviewPolling: @unchecked Sendable {
                 return completed(fetched, note: nil)
             }
         case .failure(let error):
-            if error.isSessionGone { return context.fail("session_gone", error: "\(error)") }
+            if error.isSessionGone { return context.fail(.sessionGone, error: "\(error)") }
             errors += 1
             context.publish(Event.ReviewProgress(polls: polls, finishing: finishing, error: "\(error)", errorsInARow: errors))
             if errors >= settings.pollErrorLimit {
@@ -186,7 +186,7 @@ final class ReviewPolling: @unchecked Sendable {
         sessionCall(reply, moving: .finishing, { backend, id async throws(BackendError) in try await backend.endSession(sessionID: id) }) { [self] result, _ in
             switch result {
             case .success(let ended):
-                reply.succeed(.init(status: "\(ended.status)", note: nil))
+                reply.succeed(.init(status: ended.status, note: nil))
                 startPolling(finishing: ended.status != .completed)
                 if ended.status == .completed { schedulePoll(after: 0, finishing: true) }
             case .failure(let error) where error.status == 400:
@@ -194,7 +194,7 @@ final class ReviewPolling: @unchecked Sendable {
                 // failed: the server's word decides, read from its review.
                 confirmCompletion(after: error, reply)
             case .failure(let error):
-                if error.isSessionGone { context.fail("session_gone", error: "\(error)") } else {
+                if error.isSessionGone { context.fail(.sessionGone, error: "\(error)") } else {
                     context.publish(Event.ReviewFinishFailed(message: "\(error)"))
                     context.move(to: .reviewed)
                 }
@@ -220,12 +220,12 @@ final class ReviewPolling: @unchecked Sendable {
             switch result {
             case .success(let fetched) where fetched.status == .completed:
                 context.logger.notice("session \(session.id) is already completed on the server (\(refusal))")
-                reply.succeed(.init(status: "completed", note: "already completed"))
+                reply.succeed(.init(status: .completed, note: "already completed"))
                 completed(fetched, note: nil)
             case .failure(let error) where "\(refusal)".contains("already completed"):
                 // The server said so; a review that cannot be read must not keep the learner here.
                 context.logger.warning("session \(session.id) completed, but its review cannot be read: \(error)")
-                reply.succeed(.init(status: "completed", note: "already completed"))
+                reply.succeed(.init(status: .completed, note: "already completed"))
                 completed(nil, note: "summary unavailable: \(error)")
             default:
                 context.publish(Event.ReviewFinishFailed(message: "\(refusal)"))

@@ -33,7 +33,7 @@ protocol SessionContext: AnyObject, Sendable {
     /// Something `status` and `session.get` show changed.
     func stateChanged()
     /// The session cannot go on: activity stops, `session.failed`, stage `failed`.
-    func fail(_ reason: String, error: String)
+    func fail(_ reason: Event.SessionFailed.Reason, error: String)
     /// The backend accepted a turn of the session.
     func countAcceptedTurn()
     /// Takes up the session of a turn from an earlier run (`spool.retry` from idle).

@@ -182,7 +182,7 @@ public final class SessionController: SessionContext, @unchecked Sendable {
                 replies.start(.greeting)
                 reply.succeed(state())
             case .failure(let error):
-                fail("start_failed", error: "\(error)")
+                fail(.startFailed, error: "\(error)")
                 reply.fail(ControlError(error))
             }
         }
@@ -200,7 +200,7 @@ public final class SessionController: SessionContext, @unchecked Sendable {
         move(to: .idle)
     }
 
-    func fail(_ reason: String, error: String) {
+    func fail(_ reason: Event.SessionFailed.Reason, error: String) {
         logger.error("session \(active?.id ?? "-") failed: \(error)")
         stopActivity()
         publish(Event.SessionFailed(reason: reason, message: error, sessionId: active?.id))

@@ -116,7 +116,7 @@ final class TurnDelivery: @unchecked Sendable {
         if error.isSessionGone {
             current = nil
             context.publish(Event.TurnPending(turnId: id, reason: .sessionGone, message: "\(error)"))
-            return context.fail("session_gone", error: "\(error)")
+            return context.fail(.sessionGone, error: "\(error)")
         }
         if let status = error.status, status >= 400 && status < 500 && status != 408 && status != 429 {
             // The backend answered and refused the turn: sending it again cannot help.

@@ -26,7 +26,8 @@ extension Command {
         public static let summary = "Ends the talk; in conversation mode the review is generated and polled next."
         public typealias Arguments = NoArguments
         public struct Result: Codable, Sendable {
-            public var status: String
+            /// The server's word for the session (active, reviewing, completing, … or a new one).
+            public var status: SessionStatus
             public var mode: SessionMode
         }
     }
@@ -134,7 +135,8 @@ extension Command {
         public static let summary = "Finishes the review: the summary is generated and polled (`session.completed`)."
         public typealias Arguments = NoArguments
         public struct Result: Codable, Sendable {
-            public var status: String
+            /// The server's word for the session.
+            public var status: SessionStatus
             /// `already completed` when the server had completed the session before.
             public var note: String?
         }

@@ -10,7 +10,7 @@ extension Event {
         public static let summary = "One poll of the review: what it holds so far, or the poll's error (`error`, `errors_in_a_row`)."
         public var polls: Int
         public var finishing: Bool
-        public var status: String?
+        public var status: SessionStatus?
         public var segments: Int?
         public var marks: Int?
         /// Whether the summary is there.
@@ -18,7 +18,7 @@ extension Event {
         public var error: String?
         public var errorsInARow: Int?
 
-        public init(polls: Int, finishing: Bool, status: String? = nil, segments: Int? = nil, marks: Int? = nil, summary: Bool? = nil,
+        public init(polls: Int, finishing: Bool, status: SessionStatus? = nil, segments: Int? = nil, marks: Int? = nil, summary: Bool? = nil,
                     error: String? = nil, errorsInARow: Int? = nil) {
             self.polls = polls
             self.finishing = finishing

@@ -34,8 +34,14 @@ extension Event {
     public struct SessionFailed: ProtocolEvent {
         public static let name = "session.failed"
         public static let topic = EventTopic.session
-        public static let summary = "The session cannot go on (`reason`: start_failed, session_gone); `session.close` or a new `session.start`."
-        public var reason: String
+        public static let summary = "The session cannot go on (`reason`); `session.close` or a new `session.start`."
+        public enum Reason: String, Codable, Sendable, CaseIterable, WireEnumerable {
+            /// The backend did not create the session.
+            case startFailed = "start_failed"
+            /// The backend no longer knows the session (404, or its upstream gone).
+            case sessionGone = "session_gone"
+        }
+        public var reason: Reason
         public var message: String
         public var sessionId: String?
     }
@@ -45,7 +51,7 @@ extension Event {
         public static let topic = EventTopic.session
         public static let summary = "The talk ended (`session.end`); in conversation mode the review is generated next."
         public var sessionId: String
-        public var status: String
+        public var status: SessionStatus
         public var mode: SessionMode
     }
 

@@ -153,11 +153,11 @@ final class ReplyPlayback: @unchecked Sendable {
                 return onUploadFailed(error)
             case .greeting:
                 // 504: the backend's upstream never connected; the session is gone.
-                if error.isSessionGone || error.status == 504 { return context.fail("session_gone", error: "\(error)") }
+                if error.isSessionGone || error.status == 504 { return context.fail(.sessionGone, error: "\(error)") }
                 context.publish(Event.GreetingFailed(message: "\(error)"))
                 return context.move(to: .ready)
             case .text:
-                if error.isSessionGone { return context.fail("session_gone", error: "\(error)") }
+                if error.isSessionGone { return context.fail(.sessionGone, error: "\(error)") }
                 context.publish(Event.TurnFailed(message: "\(error)", retryable: error.status.map { $0 >= 500 } ?? true))
                 return context.move(to: .ready)
             }

@@ -51,8 +51,8 @@ final class SessionTestContext: SessionContext, @unchecked Sendable {
 
     func stateChanged() {}
 
-    func fail(_ reason: String, error: String) {
-        failures.append(reason)
+    func fail(_ reason: Event.SessionFailed.Reason, error: String) {
+        failures.append(reason.rawValue)
         move(to: .failed)
     }
 
