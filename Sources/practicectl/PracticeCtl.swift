@@ -104,21 +104,21 @@ struct PracticeCtl {
             switch plan {
             case .request(let name, let args):
                 // Subscribed before the command is sent: an event it causes at once is not missed.
-                if !waitFor.isEmpty { _ = try client.request("subscribe", ["topics": .array(topics(awaiting: waitFor).map { .string($0) })], timeout: timeout) }
+                if !waitFor.isEmpty { _ = try client.request(Command.Subscribe.name, ["topics": .array(topics(awaiting: waitFor).map { .string($0) })], timeout: timeout) }
                 let result = try client.request(name, args, timeout: timeout)
                 output(result, json: json || command == "call", command: command)
                 fflush(nil)  // the reply before the events that follow it
                 if !waitFor.isEmpty { try follow(client, until: waitFor, of: Sound(result), timeout: timeout, json: json) }
             case .events(let named):
                 let topics = named.isEmpty ? [] : Set(named).union(topics(awaiting: waitFor)).sorted()
-                _ = try client.request("subscribe", topics.isEmpty ? .object([]) : ["topics": .array(topics.map { .string($0) })], timeout: timeout)
+                _ = try client.request(Command.Subscribe.name, topics.isEmpty ? .object([]) : ["topics": .array(topics.map { .string($0) })], timeout: timeout)
                 if !waitFor.isEmpty {
                     try follow(client, until: waitFor, of: nil, timeout: timeout, json: json)
                     break
                 }
                 while true { printEvent(try client.nextEvent(timeout: 24 * 3600), json: json, numbered: true) }
             case .level:
-                _ = try client.request("level.watch", ["enabled": true], timeout: timeout)
+                _ = try client.request(Command.LevelWatch.name, ["enabled": true], timeout: timeout)
                 while true {
                     let event = try client.nextEvent(timeout: 24 * 3600)
                     guard event["event"]?.stringValue == "level", let rms = event["data"]?["rms_dbfs"]?.doubleValue else { continue }
@@ -161,7 +161,7 @@ struct PracticeCtl {
         switch command {
         case "ping", "status", "devices", "topics", "config", "metrics":
             guard rest.isEmpty else { usageError("\(command) takes no arguments") }
-            return .request(["config": "config.get"][command] ?? command, .object([]))
+            return .request(command == "config" ? Command.ConfigGet.name : command, .object([]))
         case "play":
             let mix = rest.first == "--mix"
             let paths = mix ? Array(rest.dropFirst()) : rest
@@ -169,21 +169,21 @@ struct PracticeCtl {
             let path = paths[0].hasPrefix("/") ? paths[0] : FileManager.default.currentDirectoryPath + "/" + paths[0]
             var args: [(String, JSONValue)] = [("path", .string(path))]
             if mix { args.append(("mix", .bool(true))) }
-            return .request("play", .object(args))
+            return .request(Command.Play.name, .object(args))
         case "stop":
             guard rest.isEmpty else { usageError("stop takes no arguments") }
-            return .request("playback.stop", .object([]))
+            return .request(Command.PlaybackStop.name, .object([]))
         case "volume":
             guard rest.count <= 1 else { usageError("volume takes one level at most") }
-            guard let text = rest.first else { return .request("volume.get", .object([])) }
+            guard let text = rest.first else { return .request(Command.VolumeGet.name, .object([])) }
             let lowered = text.lowercased().replacing(" ", with: "")
             if lowered.hasSuffix("db"), let decibels = Double(lowered.dropLast(2)) {
-                return .request("volume.set", ["db": .double(decibels)])  // the daemon checks the range and says so
+                return .request(Command.VolumeSet.name, ["db": .double(decibels)])  // the daemon checks the range and says so
             }
             guard let level = VolumeLevel.parse(text) else {
                 usageError("volume LEVEL: a gain from 0 to 1, a percentage such as 50%, or dB from -100 to 0 such as -6dB")
             }
-            return .request("volume.set", ["level": .double(level)])
+            return .request(Command.VolumeSet.name, ["level": .double(level)])
         case "call":
             guard let name = rest.first else { usageError("call needs a command") }
             guard rest.count > 1 else { return .request(name, .object([])) }
@@ -249,39 +249,39 @@ struct PracticeCtl {
         switch command {
         case "start":
             guard rest.count == 1 else { usageError("start needs one topic id (see `practicectl topics`)") }
-            return ("session.start", ["mode": "conversation", "topic_id": .string(rest[0])])
+            return (Command.SessionStart.name, ["mode": "conversation", "topic_id": .string(rest[0])])
         case "review-mode":
             guard rest.isEmpty else { usageError("review-mode takes no arguments") }
-            return ("session.start", ["mode": "review"])
-        case "session": return none("session.get")
-        case "talk": return none("turn.start")
-        case "done": return none("turn.stop")
-        case "cancel": return none("turn.cancel")
-        case "listen": return none("listen")
+            return (Command.SessionStart.name, ["mode": "review"])
+        case "session": return none(Command.SessionGet.name)
+        case "talk": return none(Command.TurnStart.name)
+        case "done": return none(Command.TurnStop.name)
+        case "cancel": return none(Command.TurnCancel.name)
+        case "listen": return none(Command.Listen.name)
         case "say":
             guard !text.isEmpty else { usageError("say needs text") }
-            return ("say", ["text": .string(text)])
-        case "end": return none("session.end")
-        case "review": return none("review.get")
+            return (Command.Say.name, ["text": .string(text)])
+        case "end": return none(Command.SessionEnd.name)
+        case "review": return none(Command.ReviewGet.name)
         case "correct":
             guard rest.count >= 2, let segment = Int(rest[0]) else { usageError("correct needs a segment id and a message") }
-            return ("correction.ask", ["segment_id": .int(segment), "message": .string(rest.dropFirst().joined(separator: " "))])
-        case "finish": return none("review.finish")
-        case "close": return none("session.close")
+            return (Command.CorrectionAsk.name, ["segment_id": .int(segment), "message": .string(rest.dropFirst().joined(separator: " "))])
+        case "finish": return none(Command.ReviewFinish.name)
+        case "close": return none(Command.SessionClose.name)
         case "profile":
             switch rest.first {
-            case nil: return ("profile", ["action": "get"])
-            case "evaluate": return ("profile", ["action": "evaluate"])
+            case nil: return (Command.Profile.name, ["action": "get"])
+            case "evaluate": return (Command.Profile.name, ["action": "evaluate"])
             case "goal":
                 let goal = rest.dropFirst().joined(separator: " ")
-                return ("profile", ["action": "learning_goal", "learning_goal": goal.isEmpty ? .null : .string(goal)])
+                return (Command.Profile.name, ["action": "learning_goal", "learning_goal": goal.isEmpty ? .null : .string(goal)])
             default: usageError("profile takes nothing, evaluate, or goal TEXT")
             }
         case "spool":
             switch (rest.first, rest.count) {
-            case (nil, _), ("list", 1): return ("spool.list", .object([]))
-            case ("retry", 2): return ("spool.retry", ["turn_id": .string(rest[1])])
-            case ("discard", 2): return ("spool.discard", ["turn_id": .string(rest[1])])
+            case (nil, _), ("list", 1): return (Command.SpoolList.name, .object([]))
+            case ("retry", 2): return (Command.SpoolRetry.name, ["turn_id": .string(rest[1])])
+            case ("discard", 2): return (Command.SpoolDiscard.name, ["turn_id": .string(rest[1])])
             default: usageError("spool takes nothing, retry ID or discard ID")
             }
         default: return nil

@@ -19,6 +19,11 @@ final class DaemonCommandTests: XCTestCase {
         XCTAssertEqual(try client.request("hello", ["protocol": "practiced/1.4", "client": "ui 2.0"])["protocol"], "practiced/1",
                        "a newer minor version is accepted; unknown fields are ignored")
         XCTAssertEqual(try client.request("ping")["pong"], .bool(true))
+        // Typed: the command's name from its type, its result read as its result type.
+        XCTAssertTrue(try client.send(Command.Ping.self).pong)
+        let typed = try client.send(Command.Status.self)
+        XCTAssertEqual([typed.devices.capture.state, typed.devices.playback.state], [.running, .running])
+        XCTAssertNil(typed.devices.capture.error)
 
         let status = try client.request("status")
         XCTAssertEqual(status["backend"]?["reachable"], .bool(true))
@@ -36,7 +41,7 @@ final class DaemonCommandTests: XCTestCase {
 
         let metrics = try XCTUnwrap(try client.request("metrics")["text"]?.stringValue)
         XCTAssertTrue(metrics.contains("# TYPE practiced_control_requests_total counter"))
-        XCTAssertTrue(metrics.contains("practiced_control_requests_total{command=\"ping\"} 1"), metrics)
+        XCTAssertTrue(metrics.contains("practiced_control_requests_total{command=\"ping\"} 2"), metrics)
         XCTAssertTrue(metrics.contains("practiced_clients 1"))
         XCTAssertTrue(metrics.contains("practiced_backend_probe_seconds_bucket{le=\"+Inf\"} 1"), "the status probe's latency")
     }

@@ -69,6 +69,17 @@ public final class ControlClient {
 
     deinit { Glibc.close(fd) }
 
+    /// Sends command `C` and reads its reply as `C.Result`: the command's name comes from its
+    /// type, and a result that is not the command's is a protocol error.
+    public func send<C: ControlCommand>(_ command: C.Type, _ args: JSONValue = .object([]), timeout: Double = 10) throws(Failure) -> C.Result {
+        let result = try request(C.name, args, timeout: timeout)
+        do {
+            return try ProtocolDecoder.decode(C.Result.self, from: result)
+        } catch {
+            throw .protocolError("\(C.name)'s result: \(error.message)")
+        }
+    }
+
     /// Sends a request and waits for its reply; the result, or the error it carried.
     public func request(_ command: String, _ args: JSONValue = .object([]), timeout: Double = 10) throws(Failure) -> JSONValue {
         let id = nextID
