@@ -40,14 +40,15 @@ final class TLSTransportTests: XCTestCase {
             let topics = try await client.topics()
             XCTAssertFalse(topics.isEmpty, "topics over https://\(host)")
             let id = try await client.createSession(.init(userId: "tls", topicId: "travel", mode: .conversation)).sessionId
-            // The session answers 503 while it connects: a client that retries sends the turn.
+            // The session answers 503 while it connects: a typed turn's stream is retried
+            // through it (a recorded turn's is tried once: its delivery retries it).
             let patient = BackendClient(configuration: SimulatorHarness.configuration(tunnel.url(host: host)) {
                 $0.caFile = Self.certificates.caFile
                 $0.retry.maxAttempts = 20
                 $0.retry.initialDelay = 0.05
             })
             let audioEvents = Awaitable(0)
-            let summary = try await patient.sendTurn(sessionID: id, wav: try SimulatorHarness.wav("learner-2"), idempotencyKey: "tls-\(host)",
+            let summary = try await patient.sendText(sessionID: id, text: "Hello over TLS (\(host))",
                                                      onEvent: { event in if case .audio = event { audioEvents.update { $0 += 1 } } }).outcome()
             XCTAssertEqual(summary.end, .done, "the reply streamed to its end over https://\(host)")
             XCTAssertGreaterThan(summary.audioBytes, 10_000)
