@@ -65,6 +65,10 @@ final class MixLayer: @unchecked Sendable {
 
     /// Adds the clip to `buffer`; where it plays, the sum goes through the limiter.
     func render(over buffer: UnsafeMutableBufferPointer<Float>) {
+        // Nearly every period of a kiosk has no clip: leave at once.
+        guard playing || fade != nil || drainLeft != nil || layer.open.load(ordering: .relaxed)
+            || layer.generation.load(ordering: .acquiring) != seen || layer.stopRequested.load(ordering: .relaxed)
+            || layer.ring.availableToRead > 0 else { return }
         let scratch = UnsafeMutableBufferPointer(rebasing: scratch[0..<min(buffer.count, scratch.count)])
         var readable = layer.readable(for: seen)
         if readable.superseded, !playing, drainLeft == nil {
