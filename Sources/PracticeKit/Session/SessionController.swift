@@ -58,16 +58,12 @@ public final class SessionController: SessionContext, @unchecked Sendable {
         self.metrics = metrics
         self.logger = logger
         publisher = publish
-        delivery = TurnDelivery(context: self, spoolDirectory: spoolDirectory)
         replies = ReplyPlayback(context: self, backend: backend, audio: audio)
+        // The delivery owns a turn's upload and its retries; the reply streams and plays it
+        // and tells the delivery, once per attempt, what became of the upload.
+        delivery = TurnDelivery(context: self, spoolDirectory: spoolDirectory, uploader: replies)
         review = ReviewPolling(context: self, backend: backend)
         learner = LearnerData(context: self, backend: backend, stateDirectory: stateDirectory)
-        // The walk of a turn: delivery uploads it as a reply's request; the reply reports
-        // back whether the backend took it.
-        delivery.upload = { [unowned self] kind in replies.start(kind) }
-        replies.onTurnAccepted = { [unowned self] id in delivery.accepted(id) }
-        replies.onUploadFailed = { [unowned self] error in delivery.failed(error) }
-        replies.onTurnNotSent = { [unowned self] id in delivery.interrupted(id) }
         review.endedInReviewMode = { [unowned self] in close(reason: "review mode ended") }
         stateChanged()
     }

@@ -25,11 +25,12 @@ final class TurnDelivery: @unchecked Sendable {
     let spoolError: String?
     /// The turn being sent.
     private(set) var current: Delivery?
-    /// Starts an upload and its reply (wired to ``ReplyPlayback/start(_:)``).
-    var upload: (ReplyKind) -> Void = { _ in }
+    /// Where an upload goes (``ReplyPlayback``, which streams it and plays its reply).
+    private unowned let uploader: any TurnUploading
 
-    init(context: any SessionContext, spoolDirectory: String) {
+    init(context: any SessionContext, spoolDirectory: String, uploader: any TurnUploading) {
         self.context = context
+        self.uploader = uploader
         do {
             spool = try TurnSpool(directory: spoolDirectory)
             spoolError = nil
@@ -91,10 +92,22 @@ final class TurnDelivery: @unchecked Sendable {
         next.attempt += 1
         current = next
         context.stateChanged()
-        upload(.turn(TurnUpload(id: next.turn.id, wav: next.wav, attempt: next.attempt, recordedAt: next.recordedAt)))
+        let id = next.turn.id
+        uploader.upload(TurnUpload(id: id, wav: next.wav, attempt: next.attempt, recordedAt: next.recordedAt) { [weak self] outcome in
+            self?.uploadEnded(id, outcome)
+        })
     }
 
     // MARK: - What became of it
+
+    /// One attempt's outcome, as the reply tells it.
+    private func uploadEnded(_ id: String, _ outcome: UploadOutcome) {
+        switch outcome {
+        case .accepted: accepted(id)
+        case .failed(let error): if current?.turn.id == id { failed(error) }
+        case .notSent: interrupted(id)
+        }
+    }
 
     /// The backend has the turn: it leaves the spool and is never sent again.
     func accepted(_ id: String) {

@@ -9,13 +9,33 @@ enum ReplyKind: Sendable {
     case text(String)
 }
 
-/// A spooled turn as its upload needs it (``TurnDelivery`` makes one per attempt).
+/// A spooled turn as its upload needs it (``TurnDelivery`` makes one per attempt), and where
+/// the attempt's outcome goes: the delivery owns the upload and its retries, the reply only
+/// streams and plays it and reports, once, what became of the upload.
 struct TurnUpload: Sendable {
     var id: String
     var wav: Data
     var attempt: Int
     /// When the recorder ended the turn (uptime ns; nil for a resent turn), for the latency figures.
     var recordedAt: UInt64?
+    /// Told once, on the session's queue.
+    var report: @Sendable (UploadOutcome) -> Void = { _ in }
+}
+
+/// What became of one attempt to upload a turn.
+enum UploadOutcome: Sendable {
+    /// The backend took the turn: it is never sent again.
+    case accepted
+    /// It failed before the backend took it: the delivery's to retry.
+    case failed(BackendError)
+    /// A stopped reply's upload never got through (the learner spoke again first).
+    case notSent
+}
+
+/// Where a turn's upload goes: ``ReplyPlayback`` (which streams it and plays its reply) in
+/// the session; a recorder of uploads in the delivery's own tests.
+protocol TurnUploading: AnyObject, Sendable {
+    func upload(_ upload: TurnUpload)
 }
 
 /// One reply in flight: its stream, what has come, and the speaker's progress. Touched on
@@ -48,6 +68,8 @@ final class Reply: @unchecked Sendable {
     }
 
     var turnID: String? { if case .turn(let upload) = kind { return upload.id } else { return nil } }
+    /// Tells the turn's delivery what became of its upload (nothing for other replies).
+    func reportUpload(_ outcome: UploadOutcome) { if case .turn(let upload) = kind { upload.report(outcome) } }
     /// When the recorder ended the turn (nil for greetings, typed and resent turns).
     var recordedAt: UInt64? { if case .turn(let upload) = kind { return upload.recordedAt } else { return nil } }
     var isGreeting: Bool { if case .greeting = kind { return true } else { return false } }

@@ -12,17 +12,10 @@ import Glibc
 /// the speaker from the backend's queue (``ReplyFeed``); everything else comes here as
 /// ``StreamNote``s (``note(_:for:)``); the stream's end (``streamEnded(_:)``) and the
 /// player's `finished` (``playerEvent(_:at:)``) together finish the reply (``finishIfDone(_:)``).
-final class ReplyPlayback: @unchecked Sendable {
+final class ReplyPlayback: TurnUploading, @unchecked Sendable {
     private unowned let context: any SessionContext
     private let backend: @Sendable () -> any ReplyBackend
     private let audio: any SessionAudio
-
-    /// The backend took the turn (wired to ``TurnDelivery/accepted(_:)``).
-    var onTurnAccepted: (String) -> Void = { _ in }
-    /// The turn's upload failed before the backend took it (wired to ``TurnDelivery/failed(_:)``).
-    var onUploadFailed: (BackendError) -> Void = { _ in }
-    /// A stopped reply's turn never got through (wired to ``TurnDelivery/interrupted(_:)``).
-    var onTurnNotSent: (String) -> Void = { _ in }
 
     /// The reply the session waits for and the speaker plays.
     private var current: Reply?
@@ -45,6 +38,9 @@ final class ReplyPlayback: @unchecked Sendable {
     var isActive: Bool { current != nil }
 
     // MARK: - Starting
+
+    /// A turn's upload, from its delivery: streamed, played, its outcome told to it.
+    func upload(_ upload: TurnUpload) { start(.turn(upload)) }
 
     /// Asks the backend for a reply; waits first for a stopped reply's stream to end.
     func start(_ kind: ReplyKind) {
@@ -110,7 +106,7 @@ final class ReplyPlayback: @unchecked Sendable {
         case .accepted:
             reply.accepted = true
             // The backend has the turn: it leaves the spool, and is never sent again.
-            if let id = turnID { onTurnAccepted(id) }
+            reply.reportUpload(.accepted)
             if !reply.isGreeting { context.move(to: .replying) }
         case .transcript(let text):
             reply.transcript = text
@@ -150,7 +146,7 @@ final class ReplyPlayback: @unchecked Sendable {
             switch reply.kind {
             case .turn:
                 if reply.accepted { return incomplete(reply, error) }
-                return onUploadFailed(error)
+                return reply.reportUpload(.failed(error))
             case .greeting:
                 // 504: the backend's upstream never connected; the session is gone.
                 if error.isSessionGone || error.status == 504 { return context.fail(.sessionGone, error: "\(error)") }
@@ -330,7 +326,7 @@ final class ReplyPlayback: @unchecked Sendable {
         switch note {
         case .accepted:
             reply.accepted = true
-            if let id = reply.turnID { onTurnAccepted(id) }
+            reply.reportUpload(.accepted)
         case .finished(let result):
             switch result {
             case .success(let summary): reply.summary = summary
@@ -348,7 +344,7 @@ final class ReplyPlayback: @unchecked Sendable {
         let waited = Double(context.now &- (reply.drainStartedAt ?? 0)) / 1e6
         if timedOut { hangUp(reply) }
         // The upload never got through: the turn stays in the spool, reported pending.
-        if let id = reply.turnID, !reply.accepted { onTurnNotSent(id) }
+        if !reply.accepted { reply.reportUpload(.notSent) }
         context.publish(Event.ReplyDrained(turnId: reply.turnID, greeting: reply.isGreeting, timedOut: timedOut,
                                            complete: reply.summary?.sawDone ?? false, drainedMs: rounded(waited)))
         drainToken += 1

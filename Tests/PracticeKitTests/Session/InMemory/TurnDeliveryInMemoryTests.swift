@@ -8,7 +8,15 @@ final class TurnDeliveryInMemoryTests: XCTestCase {
     private var directory: URL!
     private var context: SessionTestContext!
     private var delivery: TurnDelivery!
-    private var uploads: [TurnUpload] = []
+    private var uploads: [TurnUpload] { uploader.uploads }
+    private var uploader: UploadRecorder!
+
+    /// Where the delivery's uploads go in these tests: kept, so that a test can see each
+    /// attempt and tell the delivery what became of it (``TurnUpload/report``).
+    final class UploadRecorder: TurnUploading, @unchecked Sendable {
+        var uploads: [TurnUpload] = []
+        func upload(_ upload: TurnUpload) { uploads.append(upload) }
+    }
 
     override func setUpWithError() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("delivery-\(UUID().uuidString)")
@@ -16,11 +24,8 @@ final class TurnDeliveryInMemoryTests: XCTestCase {
         context.settings.turnRetryInitialDelay = 0.05
         context.settings.turnRetryMaxDelay = 0.1
         context.settings.turnRetrySeconds = 0.4
-        delivery = TurnDelivery(context: context, spoolDirectory: directory.path)
-        uploads = []
-        delivery.upload = { [unowned self] kind in
-            if case .turn(let upload) = kind { uploads.append(upload) }
-        }
+        uploader = UploadRecorder()
+        delivery = TurnDelivery(context: context, spoolDirectory: directory.path, uploader: uploader)
     }
 
     override func tearDown() { try? FileManager.default.removeItem(at: directory) }
@@ -57,7 +62,7 @@ final class TurnDeliveryInMemoryTests: XCTestCase {
         var attempts = 0
         while context.run({ delivery.current != nil }), attempts < 50 {
             attempts += 1
-            context.run { delivery.failed(.http(status: 503, detail: "still connecting")) }
+            context.run { uploads.last!.report(.failed(.http(status: 503, detail: "still connecting"))) }
             // Nothing is sent again before the delay has passed on the clock...
             let sent = context.run { uploads.count }
             if let delay = context.clock.delays.last, context.run({ delivery.current != nil }) {
