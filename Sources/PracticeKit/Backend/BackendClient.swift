@@ -75,7 +75,7 @@ public final class BackendClient: Sendable {
 
     /// `POST /sessions/{id}/chat`: one recorded turn as a WAV. `idempotencyKey` names the
     /// turn; retries send it again with the same key.
-    public func sendTurn(sessionID: String, wav: Data, idempotencyKey: String,
+    public func sendTurn(sessionID: String, wav: some ContiguousBytes, idempotencyKey: String,
                          onEvent: @escaping ReplyStream.EventHandler) -> ReplyStream {
         let form = MultipartFormBody(field: "audio", filename: "audio.wav", contentType: "audio/wav", content: wav)
         var request = makeRequest("POST", "sessions/\(Self.escape(sessionID))/chat", accept: "text/event-stream")

@@ -172,15 +172,19 @@ struct MultipartFormBody {
     let boundary: String
     let data: Data
 
-    init(field: String, filename: String, contentType: String, content: Data, boundary: String = "practiced-" + UUID().uuidString) {
+    /// The body is made once, at its final size: the content is copied into it once (a
+    /// body grown part by part was copied again each time it outgrew its buffer).
+    init(field: String, filename: String, contentType: String, content: some ContiguousBytes, boundary: String = "practiced-" + UUID().uuidString) {
         self.boundary = boundary
-        var body = Data()
-        body.append(Data("--\(boundary)\r\n".utf8))
-        body.append(Data("Content-Disposition: form-data; name=\"\(field)\"; filename=\"\(filename)\"\r\n".utf8))
-        body.append(Data("Content-Type: \(contentType)\r\n\r\n".utf8))
-        body.append(content)
-        body.append(Data("\r\n--\(boundary)--\r\n".utf8))
-        data = body
+        let head = Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(field)\"; filename=\"\(filename)\"\r\nContent-Type: \(contentType)\r\n\r\n".utf8)
+        let tail = Array("\r\n--\(boundary)--\r\n".utf8)
+        data = content.withUnsafeBytes { bytes in
+            var body = Data(capacity: head.count + bytes.count + tail.count)
+            body.append(contentsOf: head)
+            body.append(bytes.bindMemory(to: UInt8.self))
+            body.append(contentsOf: tail)
+            return body
+        }
     }
 
     var contentType: String { "multipart/form-data; boundary=\(boundary)" }

@@ -14,7 +14,7 @@ extension ReplyStream: ReplyStreaming {}
 
 public protocol ReplyBackend: Sendable {
     func streamGreeting(sessionID: String, onEvent: @escaping ReplyStream.EventHandler) -> any ReplyStreaming
-    func streamTurn(sessionID: String, wav: Data, idempotencyKey: String, onEvent: @escaping ReplyStream.EventHandler) -> any ReplyStreaming
+    func streamTurn(sessionID: String, wav: [UInt8], idempotencyKey: String, onEvent: @escaping ReplyStream.EventHandler) -> any ReplyStreaming
     func streamText(sessionID: String, text: String, onEvent: @escaping ReplyStream.EventHandler) -> any ReplyStreaming
 }
 
@@ -42,7 +42,7 @@ extension BackendClient: SessionBackend {
         startGreeting(sessionID: sessionID, onEvent: onEvent)
     }
 
-    public func streamTurn(sessionID: String, wav: Data, idempotencyKey: String, onEvent: @escaping ReplyStream.EventHandler) -> any ReplyStreaming {
+    public func streamTurn(sessionID: String, wav: [UInt8], idempotencyKey: String, onEvent: @escaping ReplyStream.EventHandler) -> any ReplyStreaming {
         sendTurn(sessionID: sessionID, wav: wav, idempotencyKey: idempotencyKey, onEvent: onEvent)
     }
 

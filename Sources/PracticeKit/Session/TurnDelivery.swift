@@ -12,7 +12,8 @@ final class TurnDelivery: @unchecked Sendable {
     /// A spooled turn on its way (with retries).
     struct Delivery {
         var turn: SpooledTurn
-        var wav: Data
+        /// The recorder's own bytes (an array shares them): the upload's body is the one copy.
+        var wav: [UInt8]
         var attempt = 0
         var firstFailure: UInt64?
         /// When the recorder ended the turn (uptime ns), for the latency figures.
@@ -84,7 +85,7 @@ final class TurnDelivery: @unchecked Sendable {
             return
         }
         context.move(to: .uploading)
-        send(Delivery(turn: spooled, wav: Data(wav), recordedAt: endedAt))
+        send(Delivery(turn: spooled, wav: wav, recordedAt: endedAt))
     }
 
     private func send(_ next: Delivery) {
@@ -195,7 +196,7 @@ final class TurnDelivery: @unchecked Sendable {
             context.publish(Event.SessionResumed(sessionId: loaded.turn.sessionID, mode: loaded.turn.mode))
         }
         context.move(to: .uploading)
-        send(Delivery(turn: loaded.turn, wav: loaded.wav))
+        send(Delivery(turn: loaded.turn, wav: [UInt8](loaded.wav)))
     }
 
     /// `spool.discard`: drops a kept turn (not the one being sent).

@@ -14,7 +14,7 @@ enum ReplyKind: Sendable {
 /// streams and plays it and reports, once, what became of the upload.
 struct TurnUpload: Sendable {
     var id: String
-    var wav: Data
+    var wav: [UInt8]
     var attempt: Int
     /// When the recorder ended the turn (uptime ns; nil for a resent turn), for the latency figures.
     var recordedAt: UInt64?

@@ -25,7 +25,7 @@ final class ReplyPlaybackInMemoryTests: XCTestCase {
 
     private func upload(_ id: String) -> ReplyKind {
         let reported = reported
-        return .turn(TurnUpload(id: id, wav: Data(count: 44), attempt: 1, recordedAt: nil) { outcome in
+        return .turn(TurnUpload(id: id, wav: [UInt8](repeating: 0, count: 44), attempt: 1, recordedAt: nil) { outcome in
             let word: String = switch outcome { case .accepted: "accepted"; case .failed: "failed"; case .notSent: "not sent" }
             reported.update { $0.append((id, word)) }
         })

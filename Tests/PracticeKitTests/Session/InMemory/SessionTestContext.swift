@@ -94,7 +94,7 @@ final class MemoryBackend: SessionBackend, @unchecked Sendable {
     }
 
     func streamGreeting(sessionID: String, onEvent: @escaping ReplyStream.EventHandler) -> any ReplyStreaming { stream(.greeting, onEvent) }
-    func streamTurn(sessionID: String, wav: Data, idempotencyKey: String, onEvent: @escaping ReplyStream.EventHandler) -> any ReplyStreaming {
+    func streamTurn(sessionID: String, wav: [UInt8], idempotencyKey: String, onEvent: @escaping ReplyStream.EventHandler) -> any ReplyStreaming {
         stream(.turn(idempotencyKey), onEvent)
     }
     func streamText(sessionID: String, text: String, onEvent: @escaping ReplyStream.EventHandler) -> any ReplyStreaming { stream(.text(text), onEvent) }

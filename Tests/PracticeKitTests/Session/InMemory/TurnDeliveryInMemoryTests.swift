@@ -51,6 +51,22 @@ final class TurnDeliveryInMemoryTests: XCTestCase {
         XCTAssertEqual(context.event("turn.accepted")?["attempt"], 1)
     }
 
+    /// The recorder's bytes go to the upload as they are: the delivery keeps the same
+    /// storage (spooled from it, not copied), so the upload's body is the one copy.
+    func testTheTurnsBytesReachTheUploadWithoutACopy() {
+        let wav = [UInt8](repeating: 7, count: 48_044)
+        context.run {
+            context.stage = .recording
+            delivery.take(wav: wav, duration: 1, of: context.active!, endedAt: 1)
+        }
+        let sent = context.run { uploads.last!.wav }
+        XCTAssertEqual(sent.withUnsafeBufferPointer { $0.baseAddress }, wav.withUnsafeBufferPointer { $0.baseAddress }, "the turn was copied on its way")
+        // The body made from it: its head, the bytes once, its tail, at its final size.
+        let body = MultipartFormBody(field: "audio", filename: "audio.wav", contentType: "audio/wav", content: sent, boundary: "b")
+        let head = "--b\r\nContent-Disposition: form-data; name=\"audio\"; filename=\"audio.wav\"\r\nContent-Type: audio/wav\r\n\r\n"
+        XCTAssertEqual(Array(body.data), Array(head.utf8) + wav + Array("\r\n--b--\r\n".utf8))
+    }
+
     /// The daemon's own retry settings (1 s doubling to 10 s, a 60 s window), the clock in
     /// the test's hands: a minute of a backend turning the turn away takes milliseconds. One
     /// loop, doubling with jitter, the same turn each time, then pending.
