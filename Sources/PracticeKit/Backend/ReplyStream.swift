@@ -38,9 +38,13 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
     /// The stream's deadlines, as timer sources on the queue, cancelled when it ends: a
     /// block scheduled with `asyncAfter` would keep the finished stream (its upload, its
     /// parser's buffers) alive until it fired, minutes later.
-    private var totalTimer: DispatchSourceTimer?
-    private var idleTimer: DispatchSourceTimer?
-    private var startTime = DispatchTime.now()
+    private var totalTimer: (any StreamTimer)?
+    private var idleTimer: (any StreamTimer)?
+    /// The pause before the next attempt.
+    private var retryTimer: (any StreamTimer)?
+    /// The deadlines' clock (Dispatch's, or a test's).
+    private let clock: any StreamClock
+    private var startTime: UInt64 = 0
     private var receivedBytes = 0
     private var sawDone = false
     /// The client, kept alive while the stream runs (its deinit closes the URLSession).
@@ -52,8 +56,9 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
     private var waiters: [@Sendable (Result<ReplySummary, BackendError>) -> Void] = []
 
     init(owner: AnyObject, transport: any StreamTransport, request: HTTPRequest, body: Data?, configuration: BackendConfiguration,
-         logger: Logger, onEvent: @escaping EventHandler) {
+         logger: Logger, clock: any StreamClock = DispatchStreamClock(), onEvent: @escaping EventHandler) {
         self.owner = owner
+        self.clock = clock
         self.transport = transport
         self.request = request
         self.body = body
@@ -65,15 +70,13 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
 
     func begin() {
         queue.async { [self] in
-            startTime = .now()
+            startTime = clock.now
             // The whole stream's deadline, over all attempts.
-            let timer = DispatchSource.makeTimerSource(queue: queue)
-            timer.schedule(deadline: .now() + configuration.streamTotalTimeout)
-            timer.setEventHandler { [weak self] in
+            let timer = clock.makeTimer(on: queue) { [weak self] in
                 guard let self else { return }
                 abort(.timedOut(seconds: configuration.streamTotalTimeout))
             }
-            timer.resume()
+            timer.schedule(after: configuration.streamTotalTimeout)
             totalTimer = timer
             nextAttempt()
         }
@@ -148,15 +151,13 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
     /// Pushes the idle deadline back (every chunk: a reschedule, no allocation).
     private func armIdleTimer() {
         guard !isFinished else { return }
-        if let idleTimer { return idleTimer.schedule(deadline: .now() + configuration.streamIdleTimeout) }
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now() + configuration.streamIdleTimeout)
-        timer.setEventHandler { [weak self] in
+        if let idleTimer { return idleTimer.schedule(after: configuration.streamIdleTimeout) }
+        let timer = clock.makeTimer(on: queue) { [weak self] in
             guard let self, task != nil else { return }
             logger.warning("\(label): nothing received for \(configuration.streamIdleTimeout) s")
             abort(.timedOut(seconds: configuration.streamIdleTimeout))
         }
-        timer.resume()
+        timer.schedule(after: configuration.streamIdleTimeout)
         idleTimer = timer
     }
 
@@ -165,7 +166,7 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
     func taskDidReceive(response: HTTPResponse) {
         self.response = response
         armIdleTimer()
-        let elapsed = Self.milliseconds(since: startTime)
+        let elapsed = elapsedMilliseconds
         logger.debug("← \(label) \(response.statusCode) \(response.value(forHTTPHeaderField: "Content-Type") ?? "") after \(elapsed) ms")
         guard response.statusCode == 200 else { return }
         started = true
@@ -200,7 +201,7 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
             } else {
                 summary.end = sawDone ? .done : .endedWithoutDone
             }
-            logger.debug("\(label): \(Self.describe(summary)), \(receivedBytes) bytes in \(Self.milliseconds(since: startTime)) ms")
+            logger.debug("\(label): \(Self.describe(summary)), \(receivedBytes) bytes in \(elapsedMilliseconds) ms")
             return finish(.success(summary))
         }
         let failure: BackendError
@@ -218,7 +219,8 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
             let delay = configuration.retry.delay(afterAttempt: attempt)
             logger.info("\(label): \(failure); retrying in \(Int(delay * 1000)) ms (attempt \(attempt + 1))")
             onEvent(.retrying(attempt: attempt, delay: delay, reason: failure))
-            queue.asyncAfter(deadline: .now() + delay) { [self] in nextAttempt() }
+            if retryTimer == nil { retryTimer = clock.makeTimer(on: queue) { [weak self] in self?.nextAttempt() } }
+            retryTimer?.schedule(after: delay)
             return
         }
         logger.warning("\(label): \(failure)")
@@ -231,7 +233,7 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
         if event.isType("audio") {
             do {
                 let count = try payload.decode(event.data)
-                if summary.firstAudioDelay == nil { summary.firstAudioDelay = Double(Self.milliseconds(since: startTime)) / 1000 }
+                if summary.firstAudioDelay == nil { summary.firstAudioDelay = Double(elapsedMilliseconds) / 1000 }
                 summary.audioEvents += 1
                 summary.audioBytes += count
                 payload.pcm.withUnsafeBytes { onEvent(.audio(UnsafeRawBufferPointer(rebasing: $0[0..<count]))) }
@@ -288,6 +290,7 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
         handler = nil
         totalTimer?.cancel()
         idleTimer?.cancel()
+        retryTimer?.cancel()
         resultLock.lock()
         guard result == nil else {
             resultLock.unlock()
@@ -300,6 +303,9 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
         resultLock.unlock()
         for waiter in waiting { waiter(outcome) }
     }
+
+    /// Since the stream began, by its clock.
+    private var elapsedMilliseconds: Int { Int((clock.now &- startTime) / 1_000_000) }
 
     static func milliseconds(since start: DispatchTime) -> Int {
         Int((DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1_000_000)

@@ -14,6 +14,52 @@ final class ReplyStreamInMemoryTests: XCTestCase {
         case status(Int, String)
         case refused
         case stream(String)
+        /// Headers (when `started`) and these bytes, then nothing: the connection hangs
+        /// until the stream gives up on it.
+        case hang(started: Bool, String)
+    }
+
+    /// The stream's clock in the test's hands: timers fire when the test moves time past
+    /// their deadline, on the stream's queue.
+    final class ManualStreamClock: StreamClock, @unchecked Sendable {
+        final class Timer: StreamTimer, @unchecked Sendable {
+            unowned let clock: ManualStreamClock
+            let queue: DispatchQueue
+            let handler: @Sendable () -> Void
+            var deadline: UInt64?
+            init(clock: ManualStreamClock, queue: DispatchQueue, handler: @escaping @Sendable () -> Void) {
+                self.clock = clock
+                self.queue = queue
+                self.handler = handler
+            }
+            func schedule(after seconds: Double) { clock.lock.withLock { deadline = clock.time + UInt64(seconds * 1e9) } }
+            func cancel() { clock.lock.withLock { deadline = nil } }
+        }
+
+        let lock = NSLock()
+        var time: UInt64 = 1_000_000_000
+        private var timers: [Timer] = []
+
+        var now: UInt64 { lock.withLock { time } }
+
+        func makeTimer(on queue: DispatchQueue, _ handler: @escaping @Sendable () -> Void) -> any StreamTimer {
+            let timer = Timer(clock: self, queue: queue, handler: handler)
+            lock.withLock { timers.append(timer) }
+            return timer
+        }
+
+        /// Moves time `seconds` ahead, firing each timer whose deadline it passes, earliest first.
+        func advance(by seconds: Double) {
+            let end = now + UInt64(seconds * 1e9)
+            while let due: Timer = lock.withLock({
+                let next = timers.filter { ($0.deadline ?? .max) <= end }.min { $0.deadline! < $1.deadline! }
+                if let next { time = next.deadline!; next.deadline = nil }
+                return next
+            }) {
+                due.queue.sync { due.handler() }
+            }
+            lock.withLock { time = end }
+        }
     }
 
     final class ScriptedTransport: StreamTransport, @unchecked Sendable {
@@ -23,11 +69,19 @@ final class ReplyStreamInMemoryTests: XCTestCase {
 
         init(_ script: [Answer]) { self.script = script }
 
-        final class Task: TransportTask, @unchecked Sendable { func cancel() {} }
+        final class Task: TransportTask, @unchecked Sendable {
+            var onCancel: () -> Void = {}
+            func cancel() { onCancel() }
+        }
 
         func start(_ request: HTTPRequest, body: Data?, handler: TaskHandler) -> TransportTask? {
             started.append((request.httpMethod, body))
             let answer = script.isEmpty ? .status(500, "script ended") : script.removeFirst()
+            let task = Task()
+            if case .hang = answer {
+                // Closed when the stream gives up: the transport reports the cancellation.
+                task.onCancel = { [queue] in queue.async { handler.taskDidComplete(error: TransportError(.cancelled, "cancelled")) } }
+            }
             queue.async {
                 switch answer {
                 case .status(let code, let detail):
@@ -40,10 +94,63 @@ final class ReplyStreamInMemoryTests: XCTestCase {
                     handler.taskDidReceive(response: HTTPResponse(statusCode: 200, headerFields: ["Content-Type": "text/event-stream"]))
                     handler.taskDidReceive(data: Data(text.utf8))
                     handler.taskDidComplete(error: nil)
+                case .hang(let started, let text):
+                    guard started else { return }
+                    handler.taskDidReceive(response: HTTPResponse(statusCode: 200, headerFields: ["Content-Type": "text/event-stream"]))
+                    handler.taskDidReceive(data: Data(text.utf8))
                 }
             }
-            return Task()
+            return task
         }
+    }
+
+    /// A stream over `script` on a clock the test moves.
+    private func start(_ script: [Answer], clock: ManualStreamClock, idle: Double = 30, total: Double = 120)
+        -> (ReplyStream, ReplyRecorder, ScriptedTransport) {
+        var configuration = BackendConfiguration(baseURL: URL(string: "http://backend.invalid")!)
+        configuration.streamIdleTimeout = idle
+        configuration.streamTotalTimeout = total
+        let transport = ScriptedTransport(script)
+        let recorder = ReplyRecorder()
+        let stream = ReplyStream(owner: transport, transport: transport, request: HTTPRequest(url: configuration.baseURL, method: "POST"),
+                                 body: nil, configuration: configuration, logger: .disabled, clock: clock, onEvent: recorder.handler)
+        stream.begin()
+        // The stream's start, then the transport's first answer, which it queued.
+        transport.queue.sync {}
+        transport.queue.sync {}
+        return (stream, recorder, transport)
+    }
+
+    /// A reply that goes quiet is given up after the idle deadline, not a moment before:
+    /// interrupted, what came kept.
+    func testAStreamThatGoesQuietEndsAtItsIdleDeadline() throws {
+        let clock = ManualStreamClock()
+        let (stream, recorder, transport) = start([.hang(started: true, "event: transcript\ndata: {\"text\":\"hi\"}\n\n")], clock: clock)
+        clock.advance(by: 29.9)
+        transport.queue.sync {}
+        XCTAssertFalse(stream.isFinished, "given up before its idle deadline")
+        clock.advance(by: 0.2)
+        let summary = try XCTUnwrap(stream.wait(timeout: 5)).get()
+        XCTAssertEqual(summary.end, .interrupted(.timedOut(seconds: 30)))
+        XCTAssertEqual(summary.transcript, "hi")
+        XCTAssertTrue(recorder.events.contains(.transcript("hi")))
+    }
+
+    /// Each chunk pushes the idle deadline back; the whole stream's deadline holds over all
+    /// of it, retries included.
+    func testTheTotalDeadlineHoldsOverRetriesAndChunks() {
+        let clock = ManualStreamClock()
+        let (stream, _, transport) = start([.status(503, "still connecting"), .hang(started: false, "")], clock: clock, idle: 1_000, total: 120)
+        clock.advance(by: 1)  // past the first retry's pause: the second attempt hangs
+        transport.queue.sync {}
+        transport.queue.sync {}
+        XCTAssertEqual(transport.started.count, 2)
+        clock.advance(by: 118.5)
+        transport.queue.sync {}
+        XCTAssertFalse(stream.isFinished)
+        clock.advance(by: 1)
+        guard case .failure(.timedOut(let seconds))? = stream.wait(timeout: 5) else { return XCTFail("not timed out") }
+        XCTAssertEqual(seconds, 120)
     }
 
     private func run(_ script: [Answer], method: String = "POST", attempts: Int = 6) -> (ScriptedTransport, ReplyRecorder, Result<ReplySummary, BackendError>?) {
