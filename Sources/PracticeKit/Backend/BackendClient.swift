@@ -74,9 +74,19 @@ public final class BackendClient: Sendable {
     }
 
     /// `POST /sessions/{id}/chat`: one recorded turn as a WAV. `idempotencyKey` names the
-    /// turn; retries send it again with the same key.
-    public func sendTurn(sessionID: String, wav: some ContiguousBytes, idempotencyKey: String,
+    /// turn; its delivery sends it again with the same key.
+    public func sendTurn(sessionID: String, wav: [UInt8], idempotencyKey: String,
                          onEvent: @escaping ReplyStream.EventHandler) -> ReplyStream {
+        sendTurn(sessionID: sessionID, wav: .bytes(wav), idempotencyKey: idempotencyKey, onEvent: onEvent)
+    }
+
+    public func sendTurn(sessionID: String, wav: Data, idempotencyKey: String,
+                         onEvent: @escaping ReplyStream.EventHandler) -> ReplyStream {
+        sendTurn(sessionID: sessionID, wav: .data(wav), idempotencyKey: idempotencyKey, onEvent: onEvent)
+    }
+
+    private func sendTurn(sessionID: String, wav: HTTPBody.Part, idempotencyKey: String,
+                          onEvent: @escaping ReplyStream.EventHandler) -> ReplyStream {
         let form = MultipartFormBody(field: "audio", filename: "audio.wav", contentType: "audio/wav", content: wav)
         var request = makeRequest("POST", "sessions/\(Self.escape(sessionID))/chat", accept: "text/event-stream")
         request.setValue(form.contentType, forHTTPHeaderField: "Content-Type")
@@ -84,7 +94,7 @@ public final class BackendClient: Sendable {
         // Tried once: the turn's delivery owns its retries (``TurnDelivery``, one loop with
         // backoff and jitter), so one failed upload is one `turn.retrying`, never a
         // `reply.retrying` inside it as well.
-        return stream(request, body: form.data, retry: RetryPolicy.none, onEvent: onEvent)
+        return stream(request, body: form.body, retry: RetryPolicy.none, onEvent: onEvent)
     }
 
     /// `POST /sessions/{id}/chat/text`: a typed turn.
@@ -92,10 +102,10 @@ public final class BackendClient: Sendable {
         var request = makeRequest("POST", "sessions/\(Self.escape(sessionID))/chat/text", accept: "text/event-stream")
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         let body = (try? Self.encoder.encode(TextBody(text: text))) ?? Data()
-        return stream(request, body: body, onEvent: onEvent)
+        return stream(request, body: HTTPBody(body), onEvent: onEvent)
     }
 
-    private func stream(_ request: HTTPRequest, body: Data?, retry: RetryPolicy? = nil, onEvent: @escaping ReplyStream.EventHandler) -> ReplyStream {
+    private func stream(_ request: HTTPRequest, body: HTTPBody?, retry: RetryPolicy? = nil, onEvent: @escaping ReplyStream.EventHandler) -> ReplyStream {
         var configuration = configuration
         if let retry { configuration.retry = retry }
         let stream = ReplyStream(owner: self, transport: transport, request: request, body: body, configuration: configuration,

@@ -29,7 +29,7 @@ protocol TransportTask: AnyObject, Sendable {
 /// tests give it one in memory, which answers as a script says.
 protocol StreamTransport: AnyObject, Sendable {
     var queue: DispatchQueue { get }
-    func start(_ request: HTTPRequest, body: Data?, handler: TaskHandler) -> TransportTask?
+    func start(_ request: HTTPRequest, body: HTTPBody?, handler: TaskHandler) -> TransportTask?
 }
 
 final class BackendTransport: StreamTransport, @unchecked Sendable {
@@ -46,7 +46,7 @@ final class BackendTransport: StreamTransport, @unchecked Sendable {
 
     /// Starts a task; the handler gets its callbacks until it completes. Nil once the
     /// transport is invalidated, or for a URL that is neither `http://` nor `https://`.
-    func start(_ request: HTTPRequest, body: Data?, handler: TaskHandler) -> TransportTask? {
+    func start(_ request: HTTPRequest, body: HTTPBody?, handler: TaskHandler) -> TransportTask? {
         http.start(request, body: body, handler: handler)
     }
 
@@ -64,7 +64,7 @@ final class BackendTransport: StreamTransport, @unchecked Sendable {
             await withCheckedContinuation { continuation in
                 let exchange = RESTExchange(limit: limit) { continuation.resume(returning: $0) }
                 box.set(exchange)
-                exchange.attach(start(request, body: body, handler: exchange))
+                exchange.attach(start(request, body: body.map(HTTPBody.init), handler: exchange))
                 // Weak: a block holding the exchange would keep its answer until the deadline.
                 queue.asyncAfter(deadline: .now() + timeout) { [weak exchange] in exchange?.abort(.timedOut(seconds: timeout)) }
             }
@@ -167,24 +167,16 @@ final class RESTExchange: TaskHandler, @unchecked Sendable {
     }
 }
 
-/// A `multipart/form-data` body with one file part, as the backend's `/chat` expects.
+/// A `multipart/form-data` body with one file part, as the backend's `/chat` expects: its
+/// head, the file's bytes as they are (not copied), its tail.
 struct MultipartFormBody {
     let boundary: String
-    let data: Data
+    let body: HTTPBody
 
-    /// The body is made once, at its final size: the content is copied into it once (a
-    /// body grown part by part was copied again each time it outgrew its buffer).
-    init(field: String, filename: String, contentType: String, content: some ContiguousBytes, boundary: String = "practiced-" + UUID().uuidString) {
+    init(field: String, filename: String, contentType: String, content: HTTPBody.Part, boundary: String = "practiced-" + UUID().uuidString) {
         self.boundary = boundary
         let head = Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(field)\"; filename=\"\(filename)\"\r\nContent-Type: \(contentType)\r\n\r\n".utf8)
-        let tail = Array("\r\n--\(boundary)--\r\n".utf8)
-        data = content.withUnsafeBytes { bytes in
-            var body = Data(capacity: head.count + bytes.count + tail.count)
-            body.append(contentsOf: head)
-            body.append(bytes.bindMemory(to: UInt8.self))
-            body.append(contentsOf: tail)
-            return body
-        }
+        body = HTTPBody(parts: [.bytes(head), content, .bytes(Array("\r\n--\(boundary)--\r\n".utf8))])
     }
 
     var contentType: String { "multipart/form-data; boundary=\(boundary)" }

@@ -16,7 +16,7 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
 
     private let transport: any StreamTransport
     private let request: HTTPRequest
-    private let body: Data?
+    private let body: HTTPBody?
     private let configuration: BackendConfiguration
     private let logger: Logger
     /// Released when the stream ends: a handler that holds its caller's reply object (which
@@ -55,7 +55,7 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
     private var result: Result<ReplySummary, BackendError>?
     private var waiters: [@Sendable (Result<ReplySummary, BackendError>) -> Void] = []
 
-    init(owner: AnyObject, transport: any StreamTransport, request: HTTPRequest, body: Data?, configuration: BackendConfiguration,
+    init(owner: AnyObject, transport: any StreamTransport, request: HTTPRequest, body: HTTPBody?, configuration: BackendConfiguration,
          logger: Logger, clock: any StreamClock = DispatchStreamClock(), onEvent: @escaping EventHandler) {
         self.owner = owner
         self.clock = clock

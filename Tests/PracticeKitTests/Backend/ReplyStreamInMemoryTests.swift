@@ -65,7 +65,7 @@ final class ReplyStreamInMemoryTests: XCTestCase {
     final class ScriptedTransport: StreamTransport, @unchecked Sendable {
         let queue = DispatchQueue(label: "test.transport")
         private var script: [Answer]
-        private(set) var started: [(method: String, body: Data?)] = []
+        private(set) var started: [(method: String, body: [UInt8]?)] = []
 
         init(_ script: [Answer]) { self.script = script }
 
@@ -74,8 +74,8 @@ final class ReplyStreamInMemoryTests: XCTestCase {
             func cancel() { onCancel() }
         }
 
-        func start(_ request: HTTPRequest, body: Data?, handler: TaskHandler) -> TransportTask? {
-            started.append((request.httpMethod, body))
+        func start(_ request: HTTPRequest, body: HTTPBody?, handler: TaskHandler) -> TransportTask? {
+            started.append((request.httpMethod, body?.bytes))
             let answer = script.isEmpty ? .status(500, "script ended") : script.removeFirst()
             let task = Task()
             if case .hang = answer {
@@ -161,7 +161,7 @@ final class ReplyStreamInMemoryTests: XCTestCase {
         let transport = ScriptedTransport(script)
         let recorder = ReplyRecorder()
         let stream = ReplyStream(owner: transport, transport: transport, request: HTTPRequest(url: configuration.baseURL, method: method),
-                                 body: Data("turn".utf8), configuration: configuration, logger: .disabled, onEvent: recorder.handler)
+                                 body: HTTPBody(Data("turn".utf8)), configuration: configuration, logger: .disabled, onEvent: recorder.handler)
         stream.begin()
         return (transport, recorder, stream.wait(timeout: 5))
     }
@@ -173,7 +173,7 @@ final class ReplyStreamInMemoryTests: XCTestCase {
         let summary = try XCTUnwrap(result).get()
         XCTAssertEqual(summary.attempts, 3)
         XCTAssertEqual(summary.end, .done)
-        XCTAssertEqual(transport.started.map(\.body), Array(repeating: Data("turn".utf8), count: 3))
+        XCTAssertEqual(transport.started.map(\.body), Array(repeating: Array("turn".utf8), count: 3))
         XCTAssertEqual(recorder.events.filter { if case .retrying = $0 { true } else { false } },
                        [.retrying(attempt: 1, status: 503), .retrying(attempt: 2, status: nil)])
         XCTAssertEqual(recorder.events.suffix(3), [.accepted, .transcript("hi"), .done])

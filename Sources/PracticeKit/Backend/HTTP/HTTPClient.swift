@@ -61,7 +61,7 @@ final class HTTPClient: HTTPConnectionOwner, @unchecked Sendable {
     static func handles(_ url: URL?) -> Bool { ["http", "https"].contains(url?.scheme?.lowercased()) }
 
     /// Starts the request; nil when the client is closed or the URL is not one it handles.
-    func start(_ request: HTTPRequest, body: Data?, handler: TaskHandler) -> HTTPExchange? {
+    func start(_ request: HTTPRequest, body: HTTPBody?, handler: TaskHandler) -> HTTPExchange? {
         guard let endpoint = HTTPEndpoint(url: request.url) else { return nil }
         let exchange = HTTPExchange(client: self, endpoint: endpoint, request: request, body: body, handler: handler)
         queue.async { [self] in

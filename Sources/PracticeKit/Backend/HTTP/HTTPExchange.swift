@@ -18,7 +18,7 @@ final class HTTPExchange: TransportTask, HTTPConnectionOwner, @unchecked Sendabl
     private let client: HTTPClient
     private let endpoint: HTTPEndpoint
     private let head: [UInt8]
-    private let body: Data?
+    private let body: HTTPBody?
     private var queue: DispatchQueue { client.queue }
 
     // On the queue.
@@ -39,7 +39,7 @@ final class HTTPExchange: TransportTask, HTTPConnectionOwner, @unchecked Sendabl
     private var addresses: ArraySlice<SocketAddress> = []
     private var connectError: Errno?
 
-    init(client: HTTPClient, endpoint: HTTPEndpoint, request: HTTPRequest, body: Data?, handler: TaskHandler) {
+    init(client: HTTPClient, endpoint: HTTPEndpoint, request: HTTPRequest, body: HTTPBody?, handler: TaskHandler) {
         self.client = client
         self.endpoint = endpoint
         self.body = body
@@ -211,7 +211,7 @@ final class HTTPExchange: TransportTask, HTTPConnectionOwner, @unchecked Sendabl
                 result = head.withUnsafeBytes { connection.send(UnsafeRawBufferPointer(rebasing: $0[sent...])) }
             } else {
                 let offset = sent - head.count
-                result = body!.withUnsafeBytes { connection.send(UnsafeRawBufferPointer(rebasing: $0[offset...])) }
+                result = body!.withBytes(from: offset) { connection.send($0) }
             }
             switch result {
             case .failure(let error):

@@ -51,9 +51,10 @@ final class TurnDeliveryInMemoryTests: XCTestCase {
         XCTAssertEqual(context.event("turn.accepted")?["attempt"], 1)
     }
 
-    /// The recorder's bytes go to the upload as they are: the delivery keeps the same
-    /// storage (spooled from it, not copied), so the upload's body is the one copy.
-    func testTheTurnsBytesReachTheUploadWithoutACopy() {
+    /// The recorder's bytes go to the socket as they are: the delivery keeps the same
+    /// storage (spooled from it, not copied), and the upload's body is its head, those bytes
+    /// and its tail, written one after the other.
+    func testTheTurnsBytesReachTheUploadsBodyWithoutACopy() {
         let wav = [UInt8](repeating: 7, count: 48_044)
         context.run {
             context.stage = .recording
@@ -61,10 +62,23 @@ final class TurnDeliveryInMemoryTests: XCTestCase {
         }
         let sent = context.run { uploads.last!.wav }
         XCTAssertEqual(sent.withUnsafeBufferPointer { $0.baseAddress }, wav.withUnsafeBufferPointer { $0.baseAddress }, "the turn was copied on its way")
-        // The body made from it: its head, the bytes once, its tail, at its final size.
-        let body = MultipartFormBody(field: "audio", filename: "audio.wav", contentType: "audio/wav", content: sent, boundary: "b")
+        // The body made from it: its head, the bytes as they are, its tail, in parts.
+        let form = MultipartFormBody(field: "audio", filename: "audio.wav", contentType: "audio/wav", content: .bytes(sent), boundary: "b")
         let head = "--b\r\nContent-Disposition: form-data; name=\"audio\"; filename=\"audio.wav\"\r\nContent-Type: audio/wav\r\n\r\n"
-        XCTAssertEqual(Array(body.data), Array(head.utf8) + wav + Array("\r\n--b--\r\n".utf8))
+        XCTAssertEqual(form.body.bytes, Array(head.utf8) + wav + Array("\r\n--b--\r\n".utf8))
+        guard case .bytes(let part) = form.body.parts[1] else { return XCTFail("the WAV is not a part of its own") }
+        XCTAssertEqual(part.withUnsafeBufferPointer { $0.baseAddress }, wav.withUnsafeBufferPointer { $0.baseAddress }, "the body copied the turn")
+        // A writer that takes any number of bytes at a time gets them all, in order.
+        var written: [UInt8] = [], offset = 0
+        while offset < form.body.count {
+            let n = form.body.withBytes(from: offset) { bytes in
+                let taken = min(bytes.count, 1 + offset % 7_919)
+                written += bytes.prefix(taken)
+                return taken
+            }
+            offset += n
+        }
+        XCTAssertEqual(written, form.body.bytes)
     }
 
     /// The daemon's own retry settings (1 s doubling to 10 s, a 60 s window), the clock in
