@@ -38,9 +38,6 @@ final class PlaybackLayer: Sendable {
         }
     }
 
-    /// Runs `body` under the network side's lock.
-    func exclusively<T>(_ body: () -> T) -> T { producer.withLock { _ in body() } }
-
     /// Starts the layer's next sound and returns its number, at once: a sound still playing
     /// is faded out by the device thread (``render(from:)``'s caller), which plays the new
     /// one after it. `reset` clears the caller's own producer-side state.

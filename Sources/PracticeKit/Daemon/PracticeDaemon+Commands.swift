@@ -130,7 +130,7 @@ extension PracticeDaemon {
         let (configuration, probe, user) = lock.withLock { (self.configuration, backendProbe, userID) }
         let (capture, playback) = devices.states
         let control = server?.statisticsSnapshot ?? ControlServerStatistics()
-        func device(_ name: AudioDeviceURI, _ state: DeviceState, _ format: StreamFormat?, _ statistics: AudioDeviceStatistics?,
+        func device(_ name: AudioDeviceURI, _ state: DeviceKeeper.State, _ format: StreamFormat?, _ statistics: AudioDeviceStatistics?,
                     echoCancelled: Bool? = nil) -> DaemonStatus.Device {
             DaemonStatus.Device(name: "\(name)", state: state.wire, error: state.error, format: format.map { "\($0)" },
                                 periods: statistics?.periods, xruns: statistics?.xruns, reopens: statistics?.reopens, parks: statistics?.parks,

@@ -15,7 +15,7 @@ extension PracticeDaemon {
         session?.isIdle == false || player?.isActive == true || server?.hasSubscribers(to: .level) == true
     }
 
-    func deviceStateChanged(_ direction: AudioDirection, _ state: DeviceState) {
+    func deviceStateChanged(_ direction: AudioDirection, _ state: DeviceKeeper.State) {
         let device = lock.withLock { direction == .capture ? configuration.captureDevice : configuration.playbackDevice }
         switch state {
         case .failed(let why): logger.error("\(direction) device \(device): \(why)")

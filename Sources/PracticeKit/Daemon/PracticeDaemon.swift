@@ -64,8 +64,6 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     let latestLevel = Locked<(rms: Double, peak: Double)>((-120, -120))
     var levelSignal: DispatchSourceUserDataAdd?
 
-    typealias DeviceState = DeviceKeeper.State
-
     struct BackendProbe {
         var reachable: Bool?
         var checkedAt: DispatchTime?

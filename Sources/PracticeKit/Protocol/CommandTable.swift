@@ -59,9 +59,6 @@ public final class CommandTable: @unchecked Sendable {
         }
     }
 
-    /// The names registered.
-    public var names: Set<String> { Set(entries.keys) }
-
     /// The entry for a request's command, if one is registered.
     public func entry(for name: String) -> Entry? { entries[name] }
 

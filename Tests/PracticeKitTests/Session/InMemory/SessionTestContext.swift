@@ -23,16 +23,12 @@ final class SessionTestContext: SessionContext, @unchecked Sendable {
     private(set) var moves: [SessionStage] = []
     private(set) var failures: [String] = []
     private(set) var acceptedTurns = 0
-    /// Moves the stage table does not allow (the real session refuses and logs them; a
-    /// piece that asks for one fails its test here).
-    private(set) var refusedMoves: [String] = []
 
     /// As ``SessionController``'s: a move the table (``SessionStage/canMove(to:)``) does not
-    /// allow is refused, and recorded for the test to fail on.
+    /// allow is refused, and fails the test.
     func move(to next: SessionStage) {
         guard next != stage else { return }
         guard stage.canMove(to: next) else {
-            refusedMoves.append("\(stage) → \(next)")
             XCTFail("the piece asked for \(stage) → \(next), which the stage table does not allow")
             return
         }
