@@ -6,13 +6,17 @@ import Foundation
 
 // The built-in resampler beside the established ones, in one run:
 // - "AudioKernel-medium" / "-high": AudioKernel's Resampler (100 / 125 dB promised);
-// - "soxr-MQ" / "soxr-HQ": libsoxr's medium and high recipes;
+// - "soxr-MQ" / "soxr-HQ": libsoxr's medium and high recipes (SOXR_MQ, SOXR_HQ, no flags,
+//   interleaved Float32 in and out);
 // - "speex-3" / "speex-8": speexdsp at quality 3 (PulseAudio's default) and 8;
-// - "src-sinc-fastest": libsamplerate's SRC_SINC_FASTEST.
+// - "src-sinc-fastest": libsamplerate's SRC_SINC_FASTEST;
+// - "memcpy": the physical limit, a copy of the same input bytes (no conversion at all).
 // One operation converts one second of audio in 20 ms blocks, so the throughput is how many
 // times faster than real time the converter runs. Mallocs are counted per operation.
-// With RESAMPLER_REJECTION set, each converter's rejection is measured with the same test
-// signal (a tone at 0.8 × the lower Nyquist frequency, ConverterProbe) and printed:
+// With RESAMPLER_REJECTION set, each converter's rejection and passband ripple are measured
+// with the same test signals (ConverterProbe: a tone at 0.8 × the lower Nyquist frequency for
+// the loudest image, alias or noise; tones from 0.05 to 0.9 × Nyquist for the ripple) and
+// printed before the benchmarks run:
 //   RESAMPLER_REJECTION=1 swift package benchmark --target ResamplerBenchmarks --filter 'Resample.24000-48000.mono.soxr-MQ'
 
 
@@ -81,6 +85,16 @@ final class SRCConverter: Converter {
     }
 }
 
+/// The floor: the same bytes copied, nothing computed.
+final class CopyConverter: Converter {
+    let channels: Int
+    init(_ channels: Int) { self.channels = channels }
+    func convert(_ input: UnsafePointer<Float>, frames: Int, into output: UnsafeMutablePointer<Float>, capacity: Int) -> Int {
+        output.update(from: input, count: min(frames, capacity) * channels)
+        return min(frames, capacity)
+    }
+}
+
 let converters: [(name: String, make: @Sendable (Int, Int, Int) -> any Converter)] = [
     ("AudioKernel-medium", { AudioKernelConverter($0, $1, $2, .medium) }),
     ("AudioKernel-high", { AudioKernelConverter($0, $1, $2, .high) }),
@@ -89,25 +103,33 @@ let converters: [(name: String, make: @Sendable (Int, Int, Int) -> any Converter
     ("speex-3", { SpeexConverter($0, $1, $2, quality: 3) }),
     ("speex-8", { SpeexConverter($0, $1, $2, quality: 8) }),
     ("src-sinc-fastest", { SRCConverter($0, $1, $2) }),
+    ("memcpy", { _, _, channels in CopyConverter(channels) }),
 ]
 
 let pairs = [(24_000, 48_000), (48_000, 24_000), (44_100, 24_000), (24_000, 44_100)]
 
-/// Each converter's rejection on the same tone, printed once before the benchmarks run.
+/// A fresh converter as a function of blocks, for ConverterProbe.
+func probe(_ converter: (name: String, make: @Sendable (Int, Int, Int) -> any Converter), _ input: Int, _ output: Int) -> ([Float]) -> [Float] {
+    let instance = converter.make(input, output, 1)
+    var out = [Float](repeating: 0, count: 4_096)
+    return { block in
+        let n = block.withUnsafeBufferPointer { source in
+            out.withUnsafeMutableBufferPointer { instance.convert(source.baseAddress!, frames: block.count, into: $0.baseAddress!, capacity: 4_096) }
+        }
+        return Array(out[0..<n])
+    }
+}
+
+/// Each converter's rejection on the same tone and its passband ripple, printed once before
+/// the benchmarks run.
 func printRejections() {
     for (input, output) in pairs {
         let tone = 0.4 * Double(min(input, output))
-        for converter in converters {
-            let instance = converter.make(input, output, 1)
-            var out = [Float](repeating: 0, count: 4_096)
-            let worst = ConverterProbe.worstSpur(inputRate: input, outputRate: output, tone: tone) { block in
-                let n = block.withUnsafeBufferPointer { source in
-                    out.withUnsafeMutableBufferPointer { instance.convert(source.baseAddress!, frames: block.count, into: $0.baseAddress!, capacity: 4_096) }
-                }
-                return Array(out[0..<n])
-            }
-            print(String(format: "rejection: %6d -> %6d Hz  %-18@ %7.1f dB (worst at %.0f Hz, tone %.0f Hz)", input, output, converter.name as NSString,
-                         worst.level, worst.frequency, tone))
+        for converter in converters where converter.name != "memcpy" {
+            let worst = ConverterProbe.worstSpur(inputRate: input, outputRate: output, tone: tone, convert: probe(converter, input, output))
+            let ripple = ConverterProbe.passbandRipple(inputRate: input, outputRate: output) { probe(converter, input, output) }
+            print(String(format: "rejection: %6d -> %6d Hz  %-18@ %7.1f dB (worst at %.0f Hz, tone %.0f Hz)  ripple %.5f dB to 0.9 x Nyquist",
+                         input, output, converter.name as NSString, worst.level, worst.frequency, tone, ripple))
         }
     }
 }

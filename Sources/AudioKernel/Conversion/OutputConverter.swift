@@ -70,9 +70,9 @@ public final class OutputConverter {
     /// source has this much (or its sound's end), so that nothing is padded with silence.
     public var engineSamplesForNextPeriod: Int {
         guard queued < periodFrames else { return 0 }
-        // A chunk gives the ratio's share of output frames, one fewer at worst (the integer
-        // position decides on which call the extra frame falls).
-        let perChunk = resampler == nil ? chunkFrames : max(1, chunkFrames * device.sampleRate / sourceRate - 1)
+        // A chunk gives at least the resampler's promise: the ratio's share of output
+        // frames, less what its stages' integer positions and pairing may hold back.
+        let perChunk = resampler.map { max(1, $0.minimumOutputFrames(forInputFrames: chunkFrames)) } ?? chunkFrames
         let pulls = (periodFrames - queued + perChunk - 1) / perChunk
         return pulls * chunkFrames * sourceChannels
     }

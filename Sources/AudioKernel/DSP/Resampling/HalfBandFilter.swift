@@ -1,0 +1,47 @@
+/// The half-band low-pass both factor-of-two stages use.
+///
+/// At the higher rate `2f` the filter passes up to 0.45 `f` and stops from 0.55 `f`: a band
+/// symmetric about a quarter of the rate, so that every other tap of the windowed sinc is
+/// zero and the centre tap is ½. What is left to compute is the odd taps, `pairs` on each
+/// side, applied at the lower rate:
+///
+///     fold(x, j) = Σₖ c[k] · (x[j − k] + x[j + 1 + k]),   k = 0 ..< pairs
+///
+/// a correlation of `2 · pairs` taps, which ``FastFIR`` runs two levels down.
+final class HalfBandFilter {
+    /// Distinct odd taps.
+    let pairs: Int
+    private let correlation: FastFIR
+
+    /// Kaiser's window at `attenuation` dB over the 0.45 to 0.55 transition: 0.05 of the
+    /// higher rate. `gain` is what the odd taps add up to over both sides: 1 for the
+    /// upsampler (the odd outputs pass DC as the even ones do), ½ for the downsampler (the
+    /// centre tap gives the other half). `maximumCount`: the most outputs of one run.
+    init(attenuation: Double, gain: Double, maximumCount: Int) {
+        let order = KaiserDesign.order(attenuation: attenuation, transition: 0.05)
+        // A window of order 4 · pairs ends on the even taps ±2 · pairs, which are zero: the
+        // last odd taps get that order's attenuation for free.
+        pairs = Int((order / 4).rounded(.up))
+        let half = Double(2 * pairs)
+        let beta = KaiserDesign.beta(attenuation: attenuation)
+        var c = (0..<pairs).map { k -> Double in
+            let t = Double(2 * k + 1)
+            return KaiserDesign.sinc(t / 2) * KaiserDesign.window(t, half: half, beta: beta)
+        }
+        let sum = c.reduce(0, +) * 2
+        c = c.map { $0 / sum * gain }
+        // fold(x, j) = Σᵢ h[i] · x[j − (pairs − 1) + i]: c reversed, then c.
+        let taps = (c.reversed() + c).map(Float.init)
+        correlation = FastFIR(taps: taps, maximumCount: maximumCount)
+    }
+
+    /// Floats a caller leaves readable past the last frame a run uses.
+    static let slack = FastFIR.slack
+
+    /// `fold(x, j)` for `j < count`, finished as `finish` says: reads
+    /// `x[−(pairs − 1) ..< count + pairs]` (and the slack after).
+    @inline(__always)
+    func run(_ x: UnsafePointer<Float>, count: Int, finish: FastFIR.Finish) {
+        correlation.run(x - (pairs - 1), count: count, finish: finish)
+    }
+}

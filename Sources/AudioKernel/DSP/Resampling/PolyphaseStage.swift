@@ -1,0 +1,352 @@
+import FoundationEssentials
+import Glibc
+
+/// A polyphase windowed-sinc stage between any two rates: the direct converter when a ratio
+/// has no factor of two to split off, and the short fractional stage beside a half-band one.
+///
+/// The output's position in the input advances by exactly `inputRate / outputRate`, counted
+/// in integers (no drift over hours). When the reduced ratio has at most
+/// ``maximumExactPhases`` phases each phase has its own coefficients; otherwise
+/// ``interpolatedPhases`` are tabulated and adjacent ones blended linearly.
+final class PolyphaseStage: ResamplingStage {
+    static let maximumExactPhases = 4_096
+    static let interpolatedPhases = 512
+
+    let channels: Int
+    let maximumInputFrames: Int
+    let inputRate: Int
+    let outputRate: Int
+    /// Taps per phase, a multiple of 4.
+    let taps: Int
+    let phases: Int
+    let exact: Bool
+    /// Each output advances the input by `stepWhole + stepFraction / denominator` frames.
+    private let stepWhole: Int
+    private let stepFraction: Int
+    private let denominator: Int
+    /// `phases` (+1 when interpolated) sets of `taps` coefficients, each reversed so that it
+    /// meets the history in ascending order. Exact mode stores them in the order the outputs
+    /// use them: the phases repeat every `phases` outputs, and output `c` of the cycle has
+    /// phase `c · reducedIn mod phases` and then moves the input on by `advances[c]` frames.
+    private let coefficients: UnsafeMutablePointer<Float>
+    private let advances: UnsafeMutablePointer<Int>
+    /// Exact mode, per cycle position `c`: how far the next four outputs' newest frames lie
+    /// from output `c`'s (`reach[4c] = advances[c]`, then running sums; `reach[4c + 3]` is
+    /// where the group after them starts). The table also repeats its first three sets
+    /// after the last, so that a group of four reads four consecutive sets.
+    private let reach: UnsafeMutablePointer<Int>
+    /// Exact mode: where the next output is in the cycle.
+    private var cycle = 0
+    /// One line per channel: `taps − 1` frames of the past, then the new input.
+    private let history: UnsafeMutablePointer<Float>
+    private let lineCapacity: Int
+    private var count = 0
+    /// The newest frame the next output uses, and where between it and the next the output
+    /// lies: `numerator / denominator`.
+    private var newest = 0
+    private var numerator = 0
+
+    /// - Parameters:
+    ///   - passband, stopband: the filter's edges in Hz; everything the input holds between
+    ///     the stopband and `inputRate / 2`, and every image of the input from the stopband
+    ///     up, is attenuated by at least `attenuation` dB.
+    init(inputRate: Int, outputRate: Int, channels: Int, passband: Double, stopband: Double, attenuation: Double, maximumInputFrames: Int) {
+        self.inputRate = inputRate
+        self.outputRate = outputRate
+        self.channels = channels
+        self.maximumInputFrames = max(1, maximumInputFrames)
+        let divisor = Self.gcd(inputRate, outputRate)
+        let reducedIn = inputRate / divisor, reducedOut = outputRate / divisor
+        exact = reducedOut <= Self.maximumExactPhases
+        phases = exact ? reducedOut : Self.interpolatedPhases
+        denominator = exact ? reducedOut : outputRate
+        let increment = exact ? reducedIn : inputRate
+        stepWhole = increment / denominator
+        stepFraction = increment % denominator
+
+        // In cycles per input sample:
+        let cutoff = (passband + stopband) / 2 / Double(inputRate)
+        let transition = (stopband - passband) / Double(inputRate)
+        let length = Int(KaiserDesign.order(attenuation: attenuation, transition: transition).rounded(.up)) + 1
+        taps = max(8, (length + 3) / 4 * 4)
+
+        let sets = exact ? phases + 3 : phases + 1
+        coefficients = .allocate(capacity: sets * taps)
+        // The taps were rounded up to a multiple of 8: the window gets the attenuation that
+        // length buys over the same transition.
+        let bought = 7.95 + 2.285 * 2 * Double.pi * transition * Double(taps - 1)
+        let beta = KaiserDesign.beta(attenuation: max(attenuation, min(bought, attenuation + 20)))
+        let (isExact, count) = (exact, phases)
+        let order = (0..<sets).map { isExact ? ($0 % count) * reducedIn % count : $0 }
+        Self.design(into: coefficients, order: order, phases: phases, taps: taps, cutoff: cutoff, beta: beta)
+        advances = .allocate(capacity: phases)
+        for position in 0..<phases {
+            advances[position] = exact ? ((position * reducedIn) % phases + reducedIn) / phases : 0
+        }
+        reach = .allocate(capacity: 4 * phases)
+        for position in 0..<phases {
+            var sum = 0
+            for step in 0..<4 {
+                sum += advances[(position + step) % phases]
+                reach[4 * position + step] = sum
+            }
+        }
+        lineCapacity = taps - 1 + self.maximumInputFrames
+        history = .allocate(capacity: lineCapacity * channels)
+        reset()
+    }
+
+    deinit {
+        coefficients.deallocate()
+        advances.deallocate()
+        reach.deallocate()
+        history.deallocate()
+    }
+
+    /// Half the filter, in output frames.
+    var delay: Double { Double(taps / 2) * Double(outputRate) / Double(inputRate) }
+
+    func maximumOutputFrames(forInputFrames inputFrames: Int) -> Int {
+        Int((Double(inputFrames) * Double(outputRate) / Double(inputRate)).rounded(.up)) + 2
+    }
+
+    func minimumOutputFrames(forInputFrames inputFrames: Int) -> Int {
+        max(0, inputFrames * outputRate / inputRate - 1)
+    }
+
+    func reset() {
+        history.initialize(repeating: 0, count: lineCapacity * channels)
+        count = taps - 1
+        newest = taps - 1
+        numerator = 0
+        cycle = 0
+    }
+
+    func write(_ source: UnsafePointer<Float>, frames: Int, channelStride: Int, frameStride: Int) {
+        precondition(count + frames <= lineCapacity, "more input than the resampler was made for")
+        for channel in 0..<channels {
+            Self.copy(source + channel * channelStride, stride: frameStride, frames: frames, into: history + channel * lineCapacity + count)
+        }
+        count += frames
+    }
+
+    func run(into output: UnsafeMutablePointer<Float>, channelStride: Int) -> Int {
+        let produced = exact ? runExact(into: output, channelStride: channelStride) : runInterpolated(into: output, channelStride: channelStride)
+        // Keep the `taps − 1` frames before the newest one. (An output never advances more
+        // than `inputRate / outputRate` + 1 frames, fewer than `taps − 1` for every stage
+        // the resampler builds, so those frames have all arrived.)
+        let keepFrom = newest - (taps - 1)
+        if keepFrom > 0 {
+            let kept = count - keepFrom
+            for channel in 0..<channels {
+                let line = history + channel * lineCapacity
+                memmove(line, line + keepFrom, kept * MemoryLayout<Float>.stride)
+            }
+            count = kept
+            newest -= keepFrom
+        }
+        return produced
+    }
+
+    /// Four outputs at a time: four dot products in four-lane accumulators, summed across
+    /// by one transpose (a horizontal sum per output would cost as much as a short filter).
+    private func runExact(into output: UnsafeMutablePointer<Float>, channelStride: Int) -> Int {
+        var produced = 0
+        let span = taps - 1
+        let count = self.count, taps = self.taps, phases = self.phases, channels = self.channels, lineCapacity = self.lineCapacity
+        let reach = self.reach, advances = self.advances
+        let lines = UnsafePointer(history - span)
+        let wrap = phases &* taps
+        var n0 = newest, c0 = cycle
+        // The set of output c0, moved on with it (no multiply per output).
+        var s0 = UnsafePointer(coefficients + c0 &* taps)
+        while n0 < count {
+            let to = reach + 4 &* c0
+            let n3 = n0 &+ to[2]
+            if n3 < count {
+                let n1 = n0 &+ to[0], n2 = n0 &+ to[1]
+                let s1 = s0 + taps, s2 = s1 + taps, s3 = s2 + taps
+                if channels == 1 {
+                    let (a, b, c, d) = Self.dot4(s0, lines + n0, s1, lines + n1, s2, lines + n2, s3, lines + n3, taps)
+                    UnsafeMutableRawPointer(output + produced).storeBytes(of: Self.transposeSum(a, b, c, d), as: SIMD4<Float>.self)
+                } else if channels == 2 {
+                    let (l, r) = Self.dot4x2(s0, s1, s2, s3, lines, lines + lineCapacity, n0, n1, n2, n3, taps)
+                    UnsafeMutableRawPointer(output + produced).storeBytes(of: Self.transposeSum(l.0, l.1, l.2, l.3), as: SIMD4<Float>.self)
+                    UnsafeMutableRawPointer(output + (channelStride &+ produced)).storeBytes(of: Self.transposeSum(r.0, r.1, r.2, r.3), as: SIMD4<Float>.self)
+                } else {
+                    var channel = 0
+                    while channel < channels {
+                        let line = lines + channel &* lineCapacity
+                        let (a, b, c, d) = Self.dot4(s0, line + n0, s1, line + n1, s2, line + n2, s3, line + n3, taps)
+                        UnsafeMutableRawPointer(output + (channel &* channelStride &+ produced))
+                            .storeBytes(of: Self.transposeSum(a, b, c, d), as: SIMD4<Float>.self)
+                        channel &+= 1
+                    }
+                }
+                produced &+= 4
+                n0 &+= to[3]
+                c0 &+= 4
+                s0 += 4 &* taps
+                while c0 >= phases {
+                    c0 &-= phases
+                    s0 -= wrap
+                }
+            } else {
+                for channel in 0..<channels {
+                    output[channel &* channelStride &+ produced] = Self.dot(s0, lines + (channel &* lineCapacity &+ n0), taps)
+                }
+                produced &+= 1
+                n0 &+= advances[c0]
+                c0 &+= 1
+                s0 += taps
+                if c0 == phases {
+                    c0 = 0
+                    s0 -= wrap
+                }
+            }
+        }
+        newest = n0
+        cycle = c0
+        return produced
+    }
+
+    private func runInterpolated(into output: UnsafeMutablePointer<Float>, channelStride: Int) -> Int {
+        var produced = 0
+        let span = taps - 1
+        while newest < count {
+            // The position between two tabulated phases, blended linearly.
+            let position = Double(numerator) / Double(denominator) * Double(phases)
+            let index = min(Int(position), phases - 1)
+            let weight = Float(position - Double(index))
+            let lowerSet = coefficients + index * taps, upperSet = lowerSet + taps
+            for channel in 0..<channels {
+                let past = history + (channel &* lineCapacity &+ newest &- span)
+                let a = Self.dot(lowerSet, past, taps), b = Self.dot(upperSet, past, taps)
+                output[channel &* channelStride &+ produced] = a + (b - a) * weight
+            }
+            // No division per output: the step is split into whole frames and a fraction.
+            newest &+= stepWhole
+            numerator &+= stepFraction
+            if numerator >= denominator {
+                numerator &-= denominator
+                newest &+= 1
+            }
+            produced &+= 1
+        }
+        return produced
+    }
+
+    /// Four dot products of `n` (a multiple of 8) taps, as `(Σ a0·b0, Σ a1·b1, Σ a2·b2, Σ a3·b3)`.
+    @inline(__always)
+    static func dot4(_ a0: UnsafePointer<Float>, _ b0: UnsafePointer<Float>, _ a1: UnsafePointer<Float>, _ b1: UnsafePointer<Float>,
+                     _ a2: UnsafePointer<Float>, _ b2: UnsafePointer<Float>, _ a3: UnsafePointer<Float>, _ b3: UnsafePointer<Float>,
+                     _ n: Int) -> (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>, SIMD4<Float>) {
+        var s0 = SIMD4<Float>(), s1 = SIMD4<Float>(), s2 = SIMD4<Float>(), s3 = SIMD4<Float>()
+        let (ra0, rb0, ra1, rb1) = (UnsafeRawPointer(a0), UnsafeRawPointer(b0), UnsafeRawPointer(a1), UnsafeRawPointer(b1))
+        let (ra2, rb2, ra3, rb3) = (UnsafeRawPointer(a2), UnsafeRawPointer(b2), UnsafeRawPointer(a3), UnsafeRawPointer(b3))
+        var offset = 0
+        let end = n &* MemoryLayout<Float>.stride
+        typealias V = SIMD4<Float>
+        while offset < end {
+            s0 += ra0.loadUnaligned(fromByteOffset: offset, as: V.self) * rb0.loadUnaligned(fromByteOffset: offset, as: V.self)
+            s1 += ra1.loadUnaligned(fromByteOffset: offset, as: V.self) * rb1.loadUnaligned(fromByteOffset: offset, as: V.self)
+            s2 += ra2.loadUnaligned(fromByteOffset: offset, as: V.self) * rb2.loadUnaligned(fromByteOffset: offset, as: V.self)
+            s3 += ra3.loadUnaligned(fromByteOffset: offset, as: V.self) * rb3.loadUnaligned(fromByteOffset: offset, as: V.self)
+            offset &+= 16
+        }
+        return (s0, s1, s2, s3)
+    }
+
+    /// ``dot4`` for two channels at once: each coefficient is loaded once for both.
+    @inline(__always)
+    static func dot4x2(_ a0: UnsafePointer<Float>, _ a1: UnsafePointer<Float>, _ a2: UnsafePointer<Float>, _ a3: UnsafePointer<Float>,
+                       _ left: UnsafePointer<Float>, _ right: UnsafePointer<Float>, _ n0: Int, _ n1: Int, _ n2: Int, _ n3: Int,
+                       _ n: Int) -> ((SIMD4<Float>, SIMD4<Float>, SIMD4<Float>, SIMD4<Float>), (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>, SIMD4<Float>)) {
+        var l0 = SIMD4<Float>(), l1 = SIMD4<Float>(), l2 = SIMD4<Float>(), l3 = SIMD4<Float>()
+        var r0 = SIMD4<Float>(), r1 = SIMD4<Float>(), r2 = SIMD4<Float>(), r3 = SIMD4<Float>()
+        let (c0, c1, c2, c3) = (UnsafeRawPointer(a0), UnsafeRawPointer(a1), UnsafeRawPointer(a2), UnsafeRawPointer(a3))
+        let (x0, x1, x2, x3) = (UnsafeRawPointer(left + n0), UnsafeRawPointer(left + n1), UnsafeRawPointer(left + n2), UnsafeRawPointer(left + n3))
+        let (y0, y1, y2, y3) = (UnsafeRawPointer(right + n0), UnsafeRawPointer(right + n1), UnsafeRawPointer(right + n2), UnsafeRawPointer(right + n3))
+        typealias V = SIMD4<Float>
+        var offset = 0
+        let end = n &* MemoryLayout<Float>.stride
+        while offset < end {
+            let k0 = c0.loadUnaligned(fromByteOffset: offset, as: V.self), k1 = c1.loadUnaligned(fromByteOffset: offset, as: V.self)
+            let k2 = c2.loadUnaligned(fromByteOffset: offset, as: V.self), k3 = c3.loadUnaligned(fromByteOffset: offset, as: V.self)
+            l0 += k0 * x0.loadUnaligned(fromByteOffset: offset, as: V.self)
+            r0 += k0 * y0.loadUnaligned(fromByteOffset: offset, as: V.self)
+            l1 += k1 * x1.loadUnaligned(fromByteOffset: offset, as: V.self)
+            r1 += k1 * y1.loadUnaligned(fromByteOffset: offset, as: V.self)
+            l2 += k2 * x2.loadUnaligned(fromByteOffset: offset, as: V.self)
+            r2 += k2 * y2.loadUnaligned(fromByteOffset: offset, as: V.self)
+            l3 += k3 * x3.loadUnaligned(fromByteOffset: offset, as: V.self)
+            r3 += k3 * y3.loadUnaligned(fromByteOffset: offset, as: V.self)
+            offset &+= 16
+        }
+        return ((l0, l1, l2, l3), (r0, r1, r2, r3))
+    }
+
+    /// `(Σ s0, Σ s1, Σ s2, Σ s3)`: lanes (0, 2) and (1, 3) of each pair, then the halves.
+    @inline(__always)
+    static func transposeSum(_ s0: SIMD4<Float>, _ s1: SIMD4<Float>, _ s2: SIMD4<Float>, _ s3: SIMD4<Float>) -> SIMD4<Float> {
+        let t01 = SIMD4(s0[0], s1[0], s0[1], s1[1]) + SIMD4(s0[2], s1[2], s0[3], s1[3])
+        let t23 = SIMD4(s2[0], s3[0], s2[1], s3[1]) + SIMD4(s2[2], s3[2], s2[3], s3[3])
+        return SIMD4(t01[0], t01[1], t23[0], t23[1]) + SIMD4(t01[2], t01[3], t23[2], t23[3])
+    }
+
+    /// `sum(a[i] * b[i])` for `n` a multiple of 4, in eight lanes and a tree at the end (a
+    /// float sum is not reassociated by the vectorizer on its own).
+    @inline(__always)
+    static func dot(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, _ n: Int) -> Float {
+        var low = SIMD8<Float>(), high = SIMD8<Float>()
+        var i = 0
+        let a = UnsafeRawPointer(a), b = UnsafeRawPointer(b)
+        let stride = MemoryLayout<Float>.stride
+        while i &+ 16 <= n {
+            low += a.loadUnaligned(fromByteOffset: i &* stride, as: SIMD8<Float>.self)
+                * b.loadUnaligned(fromByteOffset: i &* stride, as: SIMD8<Float>.self)
+            high += a.loadUnaligned(fromByteOffset: (i &+ 8) &* stride, as: SIMD8<Float>.self)
+                * b.loadUnaligned(fromByteOffset: (i &+ 8) &* stride, as: SIMD8<Float>.self)
+            i &+= 16
+        }
+        if i &+ 8 <= n {
+            low += a.loadUnaligned(fromByteOffset: i &* stride, as: SIMD8<Float>.self)
+                * b.loadUnaligned(fromByteOffset: i &* stride, as: SIMD8<Float>.self)
+            i &+= 8
+        }
+        let eight = low + high
+        var four = eight.lowHalf + eight.highHalf
+        if i < n {
+            four += a.loadUnaligned(fromByteOffset: i &* stride, as: SIMD4<Float>.self)
+                * b.loadUnaligned(fromByteOffset: i &* stride, as: SIMD4<Float>.self)
+        }
+        let two = four.lowHalf + four.highHalf
+        return two[0] + two[1]
+    }
+
+    /// The windowed-sinc coefficients, in the sets' `order`. Phase `p` serves outputs that lie `p / phases` of an
+    /// input frame after the newest frame they use: tap `j` (applied to the frame `j`
+    /// before the newest) is the kernel at `j + p / phases − taps / 2` input frames. Each
+    /// set is scaled to a DC gain of exactly 1 and stored reversed.
+    private static func design(into table: UnsafeMutablePointer<Float>, order: [Int], phases: Int, taps: Int, cutoff: Double, beta: Double) {
+        let half = Double(taps / 2)
+        var row = [Double](repeating: 0, count: taps)
+        for (set, phase) in order.enumerated() {
+            let fraction = Double(phase) / Double(phases)
+            var sum = 0.0
+            for tap in 0..<taps {
+                let t = Double(tap) + fraction - half
+                let window = abs(t / half) >= 1 ? 0 : KaiserDesign.window(t, half: half, beta: beta)
+                row[tap] = 2 * cutoff * KaiserDesign.sinc(2 * cutoff * t) * window
+                sum += row[tap]
+            }
+            for tap in 0..<taps { table[set * taps + (taps - 1 - tap)] = Float(row[tap] / sum) }
+        }
+    }
+
+    static func gcd(_ a: Int, _ b: Int) -> Int {
+        var (a, b) = (a, b)
+        while b != 0 { (a, b) = (b, a % b) }
+        return a
+    }
+}

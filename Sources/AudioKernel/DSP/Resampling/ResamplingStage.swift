@@ -1,0 +1,36 @@
+/// One step of a ``Resampler``'s chain. A stage keeps its own history, one line per channel,
+/// allocated at init: ``write(_:frames:channelStride:frameStride:)`` copies new input into
+/// it (from interleaved frames or from the previous stage's planar lines), and
+/// ``run(into:channelStride:)`` filters everything written since into planar output.
+protocol ResamplingStage: AnyObject {
+    /// The most frames one run takes.
+    var maximumInputFrames: Int { get }
+    /// An impulse written comes out this many of the stage's output frames later.
+    var delay: Double { get }
+    /// Bounds on the frames a run makes from `inputFrames` frames written since the last.
+    func maximumOutputFrames(forInputFrames inputFrames: Int) -> Int
+    func minimumOutputFrames(forInputFrames inputFrames: Int) -> Int
+    /// Copies `frames` frames, channel `c`'s frame `f` from `source[c · channelStride + f · frameStride]`.
+    func write(_ source: UnsafePointer<Float>, frames: Int, channelStride: Int, frameStride: Int)
+    /// Filters what was written; channel `c`'s output goes to `output + c · channelStride`.
+    /// Returns the frames made per channel.
+    func run(into output: UnsafeMutablePointer<Float>, channelStride: Int) -> Int
+    /// Forgets the past.
+    func reset()
+}
+
+extension ResamplingStage {
+    /// Copies `frames` frames of channel `channel` into `line`, one every `frameStride` floats.
+    @inline(__always)
+    static func copy(_ source: UnsafePointer<Float>, stride frameStride: Int, frames: Int, into line: UnsafeMutablePointer<Float>) {
+        if frameStride == 1 {
+            line.update(from: source, count: frames)
+            return
+        }
+        var frame = 0
+        while frame < frames {
+            line[frame] = source[frame &* frameStride]
+            frame &+= 1
+        }
+    }
+}
