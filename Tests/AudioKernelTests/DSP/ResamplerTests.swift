@@ -136,3 +136,148 @@ final class ResamplerTests: XCTestCase {
         XCTAssertThrowsError(try Resampler(inputRate: 48_000, outputRate: 24_000, channels: 9))
     }
 }
+
+/// The stages the resampler is built from, and the chain's bookkeeping, on every kind of
+/// ratio: a factor of two alone (up and down), a factor of two and a polyphase stage on
+/// either side, the single polyphase stage (equal rates, ratios without an exact stage).
+final class ResamplerChainTests: XCTestCase {
+    private let ratios = [(24_000, 48_000), (48_000, 24_000), (44_100, 24_000), (24_000, 44_100), (44_100, 48_000), (48_000, 44_100),
+                          (8_000, 192_000), (192_000, 8_000), (24_000, 24_000), (44_100, 47_999), (96_000, 24_000), (16_000, 48_000)]
+
+    /// Runs `frames` of a deterministic noise through `resampler` in blocks of `sizes`
+    /// (cycled), checking each call against the promised bounds; returns the output.
+    private func run(_ resampler: Resampler, frames: Int, sizes: [Int], file: StaticString = #filePath, line: UInt = #line) -> [Float] {
+        let channels = resampler.channels
+        var generator = UInt32(12_345)
+        let input = (0..<(frames * channels)).map { _ -> Float in
+            generator = generator &* 1_664_525 &+ 1_013_904_223
+            return Float(Int32(bitPattern: generator)) / Float(Int32.max) * 0.5
+        }
+        var output: [Float] = []
+        var out = [Float](repeating: 0, count: resampler.maximumOutputFrames(forInputFrames: sizes.max()!) * channels)
+        var offset = 0, index = 0
+        while offset < frames {
+            let n = min(sizes[index % sizes.count], frames - offset)
+            index += 1
+            let made = input[(offset * channels)..<((offset + n) * channels)].withUnsafeBufferPointer { source in
+                out.withUnsafeMutableBufferPointer { resampler.process(source, into: $0) }
+            }
+            XCTAssertGreaterThanOrEqual(made, resampler.minimumOutputFrames(forInputFrames: n), "\(resampler.inputRate) → \(resampler.outputRate), \(n) frames", file: file, line: line)
+            XCTAssertLessThanOrEqual(made, resampler.maximumOutputFrames(forInputFrames: n), "\(resampler.inputRate) → \(resampler.outputRate), \(n) frames", file: file, line: line)
+            output += out[0..<(made * channels)]
+            offset += n
+        }
+        return output
+    }
+
+    /// Any block sizes, odd ones too (a factor-of-two stage keeps an unpaired frame), give
+    /// the same output, and every call stays within the promised bounds.
+    func testBlockSizesDoNotMatterOnAnyChain() throws {
+        for (input, output) in ratios {
+            for quality in [Resampler.Quality.medium, .high] {
+                let large = run(try Resampler(inputRate: input, outputRate: output, quality: quality, maximumInputFrames: 4_096), frames: 20_000, sizes: [4_096])
+                let odd = run(try Resampler(inputRate: input, outputRate: output, quality: quality, maximumInputFrames: 4_096), frames: 20_000, sizes: [1, 7, 480, 3, 1_001, 64, 2])
+                XCTAssertEqual(large.count, odd.count, "\(input) → \(output) \(quality)")
+                let worst = zip(large, odd).map { abs($0 - $1) }.max() ?? 0
+                XCTAssertLessThanOrEqual(worst, 1e-6, "\(input) → \(output) \(quality)")
+            }
+        }
+    }
+
+    /// Three channels keep to themselves through every chain: each comes out as the same
+    /// stream resampled alone would.
+    func testEveryChannelCountKeepsItsChannelsApart() throws {
+        for (input, output) in [(48_000, 24_000), (44_100, 24_000), (24_000, 44_100), (24_000, 48_000)] {
+            for channels in [2, 3, 8] {
+                let many = try Resampler(inputRate: input, outputRate: output, channels: channels, maximumInputFrames: 480)
+                var frames = [Float](repeating: 0, count: 4_800 * channels)
+                for frame in 0..<4_800 { for channel in 0..<channels { frames[frame * channels + channel] = Float(sin(Double(frame) * 0.01 * Double(channel + 1))) * 0.5 } }
+                var outputs = [[Float]](repeating: [], count: channels)
+                var mixed = [Float](repeating: 0, count: many.maximumOutputFrames(forInputFrames: 480) * channels)
+                for block in 0..<10 {
+                    let n = frames[(block * 480 * channels)..<((block + 1) * 480 * channels)].withUnsafeBufferPointer { source in
+                        mixed.withUnsafeMutableBufferPointer { many.process(source, into: $0) }
+                    }
+                    for frame in 0..<n { for channel in 0..<channels { outputs[channel].append(mixed[frame * channels + channel]) } }
+                }
+                for channel in 0..<channels {
+                    let alone = try Resampler(inputRate: input, outputRate: output, maximumInputFrames: 480)
+                    let mono = (0..<4_800).map { frames[$0 * channels + channel] }
+                    var single: [Float] = []
+                    var out = [Float](repeating: 0, count: alone.maximumOutputFrames(forInputFrames: 480))
+                    for block in 0..<10 {
+                        let n = mono[(block * 480)..<((block + 1) * 480)].withUnsafeBufferPointer { source in
+                            out.withUnsafeMutableBufferPointer { alone.process(source, into: $0) }
+                        }
+                        single += out[0..<n]
+                    }
+                    XCTAssertEqual(single.count, outputs[channel].count)
+                    let worst = zip(single, outputs[channel]).map { abs($0 - $1) }.max() ?? 0
+                    XCTAssertLessThanOrEqual(worst, 1e-6, "\(input) → \(output), \(channels) channels, channel \(channel)")
+                }
+            }
+        }
+    }
+
+    /// An impulse comes out where ``Resampler/delay`` says, through every chain.
+    func testTheReportedDelayHoldsOnEveryChain() throws {
+        for (input, output) in ratios {
+            let resampler = try Resampler(inputRate: input, outputRate: output, maximumInputFrames: 8_192)
+            var impulse = [Float](repeating: 0, count: 8_192)
+            impulse[0] = 1
+            var out = [Float](repeating: 0, count: resampler.maximumOutputFrames(forInputFrames: 8_192))
+            let n = impulse.withUnsafeBufferPointer { source in out.withUnsafeMutableBufferPointer { resampler.process(source, into: $0) } }
+            let peak = (0..<n).max { abs(out[$0]) < abs(out[$1]) }!
+            // The peak sample is within one output frame of the true (fractional) delay.
+            XCTAssertEqual(Double(peak), resampler.delay, accuracy: 1, "\(input) → \(output)")
+        }
+    }
+
+    /// A NaN spoils only the outputs whose filters reach it, on every chain.
+    func testANaNIsForgottenOnEveryChain() throws {
+        for (input, output) in ratios {
+            let resampler = try Resampler(inputRate: input, outputRate: output, maximumInputFrames: 1_024)
+            var out = [Float](repeating: 0, count: resampler.maximumOutputFrames(forInputFrames: 1_024))
+            var spoiled = [Float](repeating: 0, count: 1_024)
+            spoiled[500] = .nan
+            spoiled[501] = -.infinity
+            _ = spoiled.withUnsafeBufferPointer { source in out.withUnsafeMutableBufferPointer { resampler.process(source, into: $0) } }
+            let silence = [Float](repeating: 0, count: 1_024)
+            var clean = false
+            for _ in 0..<8 {
+                let n = silence.withUnsafeBufferPointer { source in out.withUnsafeMutableBufferPointer { resampler.process(source, into: $0) } }
+                clean = n > 0 && out[0..<n].allSatisfy { $0 == 0 }
+                if clean { break }
+            }
+            XCTAssertTrue(clean, "\(input) → \(output): the spoiled samples left the filter")
+        }
+    }
+
+    /// The fast FIR algorithm computes the correlation the direct sum does, for any count
+    /// and tap count.
+    func testTheFastFIRMatchesTheDirectSum() {
+        var generator = UInt32(7)
+        func next() -> Float {
+            generator = generator &* 1_664_525 &+ 1_013_904_223
+            return Float(Int32(bitPattern: generator)) / Float(Int32.max)
+        }
+        for length in [4, 9, 72, 92, 93] {
+            let taps = (0..<length).map { _ in next() * 0.1 }
+            let fir = FastFIR(taps: taps, maximumCount: 600)
+            for count in [1, 5, 16, 17, 63, 480, 600] {
+                let input = (0..<(count + fir.length + FastFIR.slack)).map { _ in next() }
+                var output = [Float](repeating: .nan, count: count)
+                input.withUnsafeBufferPointer { u in
+                    output.withUnsafeMutableBufferPointer { y in
+                        let zero = [Float](repeating: 0, count: count)
+                        zero.withUnsafeBufferPointer { fir.run(u.baseAddress!, count: count, finish: .plusHalf(of: $0.baseAddress!, into: y.baseAddress!)) }
+                    }
+                }
+                for j in 0..<count {
+                    let direct = (0..<length).reduce(0.0) { $0 + Double(taps[$1]) * Double(input[j + $1]) }
+                    XCTAssertEqual(Double(output[j]), direct, accuracy: 1e-5, "length \(length), count \(count), output \(j)")
+                }
+            }
+        }
+    }
+}

@@ -147,20 +147,31 @@ final class FastFIR {
         let oa = UnsafeMutableRawPointer(input(.oa)), ob = UnsafeMutableRawPointer(input(.ob)), oc = UnsafeMutableRawPointer(input(.oc))
         let sa = UnsafeMutableRawPointer(input(.sa)), sb = UnsafeMutableRawPointer(input(.sb)), sc = UnsafeMutableRawPointer(input(.sc))
         typealias V = SIMD4<Float>
+        // The four phases first (the leaves' plain inputs), then their sums from what was
+        // stored: the next phases `P_r⁺` are the same arrays one along, which a second
+        // transpose in the same loop would have cost twice the shuffles.
         var s = 0
-        while s < count {
+        let end = count &+ 4
+        while s < end {
             let at = s &* 16
             let (p0, p1, p2, p3) = Self.transpose(raw.loadUnaligned(fromByteOffset: at, as: V.self), raw.loadUnaligned(fromByteOffset: at &+ 16, as: V.self),
                                                   raw.loadUnaligned(fromByteOffset: at &+ 32, as: V.self), raw.loadUnaligned(fromByteOffset: at &+ 48, as: V.self))
-            let (n0, n1, n2, _) = Self.transpose(raw.loadUnaligned(fromByteOffset: at &+ 16, as: V.self), raw.loadUnaligned(fromByteOffset: at &+ 32, as: V.self),
-                                                 raw.loadUnaligned(fromByteOffset: at &+ 48, as: V.self), raw.loadUnaligned(fromByteOffset: at &+ 64, as: V.self))
             let to = s &* 4
-            let sbValue = p3 + n0
             ea.storeBytes(of: p0, toByteOffset: to, as: V.self)
-            eb.storeBytes(of: p2, toByteOffset: to, as: V.self)
-            ec.storeBytes(of: p2 + n0, toByteOffset: to, as: V.self)
             oa.storeBytes(of: p1, toByteOffset: to, as: V.self)
+            eb.storeBytes(of: p2, toByteOffset: to, as: V.self)
             ob.storeBytes(of: p3, toByteOffset: to, as: V.self)
+            s &+= 4
+        }
+        s = 0
+        while s < count {
+            let to = s &* 4, next = to &+ 4
+            let p1 = oa.loadUnaligned(fromByteOffset: to, as: V.self), p2 = eb.loadUnaligned(fromByteOffset: to, as: V.self)
+            let p3 = ob.loadUnaligned(fromByteOffset: to, as: V.self)
+            let n0 = ea.loadUnaligned(fromByteOffset: next, as: V.self), n1 = oa.loadUnaligned(fromByteOffset: next, as: V.self)
+            let n2 = eb.loadUnaligned(fromByteOffset: next, as: V.self)
+            let sbValue = p3 + n0
+            ec.storeBytes(of: p2 + n0, toByteOffset: to, as: V.self)
             oc.storeBytes(of: p3 + n1, toByteOffset: to, as: V.self)
             sa.storeBytes(of: p1 + p2, toByteOffset: to, as: V.self)
             sb.storeBytes(of: sbValue, toByteOffset: to, as: V.self)
@@ -212,7 +223,7 @@ final class FastFIR {
                 SIMD4(ab1[0], ab1[1], cd1[0], cd1[1]), SIMD4(ab1[2], ab1[3], cd1[2], cd1[3]))
     }
 
-    /// One leaf, sixteen outputs at a time, the taps taken two at a time into two sets of
+    /// One leaf, `count` outputs rounded up to 4; sixteen at a time, the taps taken two at a time into two sets of
     /// four accumulators: eight independent chains of additions, enough to keep the adder
     /// busy (four left it idle a third of the time).
     private static func correlate(_ splat: UnsafeMutablePointer<SIMD4<Float>>, length: Int, _ u: UnsafePointer<Float>, count: Int,
@@ -222,7 +233,7 @@ final class FastFIR {
         let four = MemoryLayout<Float>.stride
         let pairs = length & ~1
         var j = 0
-        while j < count {
+        while j &+ 16 <= count {
             var s0 = SIMD4<Float>(), s1 = SIMD4<Float>(), s2 = SIMD4<Float>(), s3 = SIMD4<Float>()
             var t0 = SIMD4<Float>(), t1 = SIMD4<Float>(), t2 = SIMD4<Float>(), t3 = SIMD4<Float>()
             var at = j &* four
@@ -253,6 +264,21 @@ final class FastFIR {
             out.storeBytes(of: s2 + t2, toByteOffset: to &+ 32, as: SIMD4<Float>.self)
             out.storeBytes(of: s3 + t3, toByteOffset: to &+ 48, as: SIMD4<Float>.self)
             j &+= 16
+        }
+        // The rest four at a time, rather than a whole block of 16 for a few outputs.
+        while j < count {
+            var s0 = SIMD4<Float>(), t0 = SIMD4<Float>()
+            var at = j &* four
+            var i = 0
+            while i < pairs {
+                s0 += splat[i] * raw.loadUnaligned(fromByteOffset: at, as: SIMD4<Float>.self)
+                t0 += splat[i &+ 1] * raw.loadUnaligned(fromByteOffset: at &+ 4, as: SIMD4<Float>.self)
+                at &+= 2 &* four
+                i &+= 2
+            }
+            if i < length { s0 += splat[i] * raw.loadUnaligned(fromByteOffset: at, as: SIMD4<Float>.self) }
+            out.storeBytes(of: s0 + t0, toByteOffset: j &* four, as: SIMD4<Float>.self)
+            j &+= 4
         }
     }
 }

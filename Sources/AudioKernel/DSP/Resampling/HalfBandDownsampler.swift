@@ -52,23 +52,26 @@ final class HalfBandDownsampler: ResamplingStage {
     private func odd(_ channel: Int) -> UnsafeMutablePointer<Float> { history + (2 * channel + 1) * lineCapacity }
 
     func write(_ source: UnsafePointer<Float>, frames: Int, channelStride: Int, frameStride: Int) {
-        // The first frame goes to the odd line when an odd frame is waiting for its partner.
-        let evenFirst = evenCount == oddCount ? 0 : 1
-        let evenFrames = (frames - evenFirst + 1) / 2, oddFrames = frames - evenFrames
-        precondition(evenCount + evenFrames + HalfBandFilter.slack <= lineCapacity, "more input than the resampler was made for")
+        guard frames > 0 else { return }
+        // The first frame completes a pair when an even frame is waiting for its partner;
+        // then whole pairs; then perhaps an even frame left waiting.
+        let lead = evenCount == oddCount ? 0 : 1
+        let pairs = (frames - lead) / 2, leftover = (frames - lead) % 2
+        precondition(evenCount + pairs + leftover + HalfBandFilter.slack <= lineCapacity, "more input than the resampler was made for")
         for channel in 0..<channels {
             let line = source + channel * channelStride
+            let even = even(channel) + evenCount, odd = odd(channel) + oddCount
+            if lead == 1 { odd[0] = line[0] }
             if frameStride == 1 {
-                Self.split(line + evenFirst, pairs: oddFrames - evenFirst, into: even(channel) + evenCount, odd(channel) + oddCount + evenFirst)
-                if evenFirst == 1 { odd(channel)[oddCount] = line[0] }
-                if evenFrames + evenFirst > oddFrames { even(channel)[evenCount + evenFrames - 1] = line[frames - 1] }
+                Self.split(line + lead, pairs: pairs, into: even, odd + lead)
             } else {
-                Self.copy(line + evenFirst * frameStride, stride: 2 * frameStride, frames: evenFrames, into: even(channel) + evenCount)
-                Self.copy(line + (1 - evenFirst) * frameStride, stride: 2 * frameStride, frames: oddFrames, into: odd(channel) + oddCount)
+                Self.copy(line + lead * frameStride, stride: 2 * frameStride, frames: pairs, into: even)
+                Self.copy(line + (lead + 1) * frameStride, stride: 2 * frameStride, frames: pairs, into: odd + lead)
             }
+            if leftover == 1 { even[pairs] = line[(frames - 1) * frameStride] }
         }
-        evenCount += evenFrames
-        oddCount += oddFrames
+        evenCount += pairs + leftover
+        oddCount += lead + pairs
     }
 
     /// `even[t] = x[2t]`, `odd[t] = x[2t + 1]` for `t < pairs`, four pairs at a time.
