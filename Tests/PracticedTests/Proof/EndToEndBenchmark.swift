@@ -26,7 +26,10 @@ final class EndToEndBenchmark: XCTestCase {
     private func measure(tls: Bool) throws {
         let turns = ProofRun.size("PRACTICED_E2E_TURNS", default: 6)
         let perSession = 20
-        rig = try KioskRig(arguments: ["--audio-idle-close-s", "2", "--log-level", "info"], tls: tls) { $0.pace = 1 }
+        // PRACTICED_E2E_DEVICES=usb48k (`bash .ci/proof e2e-usb`): the 48 kHz stereo speaker
+        // and microphone the demo runs, so that every period is resampled both ways.
+        let hardware: KioskRig.Hardware = ProcessInfo.processInfo.environment["PRACTICED_E2E_DEVICES"] == "usb48k" ? .usb48kStereo : .speech
+        rig = try KioskRig(arguments: ["--audio-idle-close-s", "2", "--log-level", "info"], hardware: hardware, tls: tls) { $0.pace = 1 }
         // A kiosk-sized CPU (`bash .ci/proof e2e-kiosk`): the daemon limited to a share of
         // one core by the kernel's CFS quota, as `systemd-run -p CPUQuota=25%` would.
         let kioskCPU = ProcessInfo.processInfo.environment["PRACTICED_E2E_CPU_PERCENT"].flatMap(Int.init)

@@ -23,10 +23,10 @@ final class HalfBandDownsampler: ResamplingStage {
     private var next = 0
 
 
-    init(channels: Int, attenuation: Double, maximumInputFrames: Int) {
+    init(channels: Int, design: HalfBandFilter.Design, maximumInputFrames: Int) {
         self.channels = channels
         self.maximumInputFrames = max(1, maximumInputFrames)
-        filter = HalfBandFilter(attenuation: attenuation, gain: 0.5, maximumCount: self.maximumInputFrames / 2 + 1)
+        filter = HalfBandFilter(design, gain: 0.5, maximumCount: self.maximumInputFrames / 2 + 1)
         lineCapacity = 2 * filter.pairs - 1 + self.maximumInputFrames / 2 + 1 + HalfBandFilter.slack
         history = .allocate(capacity: 2 * lineCapacity * channels)
         reset()

@@ -13,17 +13,22 @@ final class HalfBandFilter {
     let pairs: Int
     private let correlation: FastFIR
 
-    /// Kaiser's window at `attenuation` dB over the 0.45 to 0.55 transition: 0.05 of the
-    /// higher rate. `gain` is what the odd taps add up to over both sides: 1 for the
-    /// upsampler (the odd outputs pass DC as the even ones do), ½ for the downsampler (the
-    /// centre tap gives the other half). `maximumCount`: the most outputs of one run.
-    init(attenuation: Double, gain: Double, maximumCount: Int) {
-        let order = KaiserDesign.order(attenuation: attenuation, transition: 0.05)
-        // A window of order 4 · pairs ends on the even taps ±2 · pairs, which are zero: the
-        // last odd taps get that order's attenuation for free.
-        pairs = Int((order / 4).rounded(.up))
+    /// A Kaiser-windowed half-band filter: `pairs` odd taps on each side, window shape `beta`.
+    struct Design: Sendable {
+        var pairs: Int
+        var beta: Double
+    }
+
+    /// The windowed sinc over the 0.45 to 0.55 transition. `gain` is what the odd taps add
+    /// up to over both sides: 1 for the upsampler (the odd outputs pass DC as the even ones
+    /// do), ½ for the downsampler (the centre tap gives the other half). `maximumCount`:
+    /// the most outputs of one run.
+    init(_ design: Design, gain: Double, maximumCount: Int) {
+        pairs = design.pairs
+        // The window reaches zero on the even taps ±2 · pairs, which are zero anyway: the
+        // last odd taps get a window of order 4 · pairs for free.
         let half = Double(2 * pairs)
-        let beta = KaiserDesign.beta(attenuation: attenuation)
+        let beta = design.beta
         var c = (0..<pairs).map { k -> Double in
             let t = Double(2 * k + 1)
             return KaiserDesign.sinc(t / 2) * KaiserDesign.window(t, half: half, beta: beta)

@@ -15,10 +15,10 @@ final class HalfBandUpsampler: ResamplingStage {
     /// The frame the next output pair is centred on.
     private var next = 0
 
-    init(channels: Int, attenuation: Double, maximumInputFrames: Int) {
+    init(channels: Int, design: HalfBandFilter.Design, maximumInputFrames: Int) {
         self.channels = channels
         self.maximumInputFrames = max(1, maximumInputFrames)
-        filter = HalfBandFilter(attenuation: attenuation, gain: 1, maximumCount: self.maximumInputFrames)
+        filter = HalfBandFilter(design, gain: 1, maximumCount: self.maximumInputFrames)
         lineCapacity = 2 * filter.pairs - 1 + self.maximumInputFrames + HalfBandFilter.slack
         history = .allocate(capacity: lineCapacity * channels)
         reset()

@@ -38,12 +38,16 @@ public final class Resampler {
             }
         }
 
-        /// The half-band filter's: its stopband edge is where the loudest images of a tone
-        /// high in the band fall.
-        var halfBandAttenuation: Double {
+        /// The half-band filter: the shortest Kaiser-windowed one (`pairs` odd taps on each
+        /// side, window shape `beta`) with the promise and a margin at the transition band's
+        /// edge (1.1 × Nyquist), and more from 1.2 × Nyquist on, where the images and aliases
+        /// of every tone up to 0.8 × Nyquist fall: 121 dB at `.medium` (libsoxr's medium
+        /// recipe gives 120 there), 145 dB at `.high` (its high recipe, 137 to 143).
+        /// Kaiser's formula alone would place those sidelobes by chance; these were searched.
+        var halfBand: HalfBandFilter.Design {
             switch self {
-            case .medium: return 111
-            case .high: return 140
+            case .medium: return HalfBandFilter.Design(pairs: 37, beta: 11.84)
+            case .high: return HalfBandFilter.Design(pairs: 46, beta: 14.64)
             }
         }
     }
@@ -132,16 +136,16 @@ public final class Resampler {
         }
         if inputRate == outputRate { return direct() }
         if outputRate > inputRate {
-            let half = HalfBandUpsampler(channels: channels, attenuation: quality.halfBandAttenuation, maximumInputFrames: maximumInputFrames)
+            let half = HalfBandUpsampler(channels: channels, design: quality.halfBand, maximumInputFrames: maximumInputFrames)
             if outputRate == 2 * inputRate { return [half] }
             guard let rest = wide(2 * inputRate, outputRate, frames: 2 * maximumInputFrames) else { return direct() }
             return [half, rest]
         }
         if inputRate == 2 * outputRate {
-            return [HalfBandDownsampler(channels: channels, attenuation: quality.halfBandAttenuation, maximumInputFrames: maximumInputFrames)]
+            return [HalfBandDownsampler(channels: channels, design: quality.halfBand, maximumInputFrames: maximumInputFrames)]
         }
         guard let first = wide(inputRate, 2 * outputRate, frames: maximumInputFrames) else { return direct() }
-        return [first, HalfBandDownsampler(channels: channels, attenuation: quality.halfBandAttenuation,
+        return [first, HalfBandDownsampler(channels: channels, design: quality.halfBand,
                                            maximumInputFrames: first.maximumOutputFrames(forInputFrames: maximumInputFrames))]
     }
 
