@@ -103,10 +103,8 @@ final class HalfBandDownsampler: ResamplingStage {
         next = end
         // Keep from `next − pairs`, the oldest odd frame the next output reads.
         let keepFrom = next - filter.pairs
-        for channel in 0..<channels {
-            memmove(even(channel), even(channel) + keepFrom, (evenCount - keepFrom) * MemoryLayout<Float>.stride)
-            memmove(odd(channel), odd(channel) + keepFrom, (oddCount - keepFrom) * MemoryLayout<Float>.stride)
-        }
+        Self.drop(keepFrom, keeping: evenCount - keepFrom, lines: channels, from: even(0), stride: 2 * lineCapacity)
+        Self.drop(keepFrom, keeping: oddCount - keepFrom, lines: channels, from: odd(0), stride: 2 * lineCapacity)
         evenCount -= keepFrom
         oddCount -= keepFrom
         next -= keepFrom

@@ -1,5 +1,3 @@
-import Glibc
-
 /// Doubles the rate: each input frame `x[n]` gives `x[n]` itself (the centre tap ½, times
 /// the 2 of zero-stuffing) and, between it and the next, `fold(x, n)` from the half-band
 /// filter. Exactly two output frames per input frame; the delay is `2 · pairs` of them.
@@ -60,10 +58,7 @@ final class HalfBandUpsampler: ResamplingStage {
         // Keep `2 · pairs − 1` frames: the pair centred on `next` reaches back `pairs − 1`.
         let keepFrom = next - (filter.pairs - 1)
         let kept = count - keepFrom
-        for channel in 0..<channels {
-            let line = history + channel * lineCapacity
-            memmove(line, line + keepFrom, kept * MemoryLayout<Float>.stride)
-        }
+        Self.drop(keepFrom, keeping: kept, lines: channels, from: history, stride: lineCapacity)
         count = kept
         next -= keepFrom
         return 2 * frames

@@ -137,12 +137,8 @@ final class PolyphaseStage: ResamplingStage {
         // the resampler builds, so those frames have all arrived.)
         let keepFrom = newest - (taps - 1)
         if keepFrom > 0 {
-            let kept = count - keepFrom
-            for channel in 0..<channels {
-                let line = history + channel * lineCapacity
-                memmove(line, line + keepFrom, kept * MemoryLayout<Float>.stride)
-            }
-            count = kept
+            Self.drop(keepFrom, keeping: count - keepFrom, lines: channels, from: history, stride: lineCapacity)
+            count -= keepFrom
             newest -= keepFrom
         }
         return produced

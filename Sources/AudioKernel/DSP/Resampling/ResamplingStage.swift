@@ -1,3 +1,5 @@
+import Glibc
+
 /// One step of a ``Resampler``'s chain. A stage keeps its own history, one line per channel,
 /// allocated at init: ``write(_:frames:channelStride:frameStride:)`` copies new input into
 /// it (from interleaved frames or from the previous stage's planar lines), and
@@ -20,6 +22,16 @@ protocol ResamplingStage: AnyObject {
 }
 
 extension ResamplingStage {
+    /// Moves each of `lines` lines (`stride` floats apart from `first`) back by `frames`,
+    /// keeping the `kept` frames after them: the history a stage needs for its next run.
+    static func drop(_ frames: Int, keeping kept: Int, lines: Int, from first: UnsafeMutablePointer<Float>, stride: Int) {
+        guard frames > 0 else { return }
+        for index in 0..<lines {
+            let line = first + index * stride
+            memmove(line, line + frames, kept * MemoryLayout<Float>.stride)
+        }
+    }
+
     /// Copies `frames` frames of channel `channel` into `line`, one every `frameStride` floats.
     @inline(__always)
     static func copy(_ source: UnsafePointer<Float>, stride frameStride: Int, frames: Int, into line: UnsafeMutablePointer<Float>) {
