@@ -15,12 +15,12 @@
 /// the sums the nine need, one pass puts the outputs back together; in between, the
 /// nine run across 16 outputs at once in `SIMD4` accumulators.
 ///
-/// It is still a finite filter: a NaN spoils only the outputs within `length` of it. Every
-/// buffer, the caller's too, has ``slack`` floats past what it holds: the passes round
-/// their counts up and read and write that far (the extra outputs are never used).
+/// It is still a finite filter: a NaN spoils only the outputs within `length` of it. The
+/// caller's input has ``slack`` readable floats past what the outputs need: the split
+/// rounds its count up and reads that far (the extra sums feed outputs never written). The
+/// outputs are written exactly.
 final class FastFIR {
-    /// Floats of slack a caller leaves past its input (`count + length − 1` floats) and
-    /// past its output (`count` floats).
+    /// Floats a caller leaves readable past its input (`count + length − 1` floats).
     static let slack = 64
 
     /// The taps, padded with zeros to a multiple of 4.
@@ -39,7 +39,7 @@ final class FastFIR {
 
     /// - Parameters:
     ///   - taps: `h`.
-    ///   - maximumCount: the most outputs one ``run(_:count:into:)`` makes.
+    ///   - maximumCount: the most outputs one ``run(_:count:finish:)`` makes.
     init(taps h: [Float], maximumCount: Int) {
         var h = h.map(Double.init)
         while h.count % 4 != 0 { h.append(0) }
