@@ -124,9 +124,8 @@ final class PolyphaseStage: ResamplingStage {
 
     func write(_ source: UnsafePointer<Float>, frames: Int, channelStride: Int, frameStride: Int) {
         precondition(count + frames <= lineCapacity, "more input than the resampler was made for")
-        for channel in 0..<channels {
-            Self.copy(source + channel * channelStride, stride: frameStride, frames: frames, into: history + channel * lineCapacity + count)
-        }
+        Self.append(source, frames: frames, channelStride: channelStride, frameStride: frameStride,
+                    lines: channels, from: history, stride: lineCapacity, count: count)
         count += frames
     }
 

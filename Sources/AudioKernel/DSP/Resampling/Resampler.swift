@@ -173,14 +173,13 @@ public final class Resampler {
         precondition(output.count >= maximumOutputFrames(forInputFrames: frames) * channels, "output too small")
         guard let source = input.baseAddress, let destination = output.baseAddress else { return 0 }
         stages[0].write(source, frames: frames, channelStride: 1, frameStride: channels)
-        var made: Int
         if stages.count == 2, let middle {
             let between = stages[0].run(into: middle, channelStride: middleStride)
             stages[1].write(middle, frames: between, channelStride: middleStride, frameStride: 1)
         }
         // One channel: planar is interleaved, and the last stage writes in place.
         guard channels > 1, let last else { return stages[stages.count - 1].run(into: destination, channelStride: 0) }
-        made = stages[stages.count - 1].run(into: last, channelStride: lastStride)
+        let made = stages[stages.count - 1].run(into: last, channelStride: lastStride)
         Self.interleave(last, stride: lastStride, channels: channels, frames: made, into: destination)
         return made
     }

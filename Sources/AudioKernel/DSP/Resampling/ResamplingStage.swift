@@ -22,6 +22,16 @@ protocol ResamplingStage: AnyObject {
 }
 
 extension ResamplingStage {
+    /// Appends `frames` frames to each of `lines` lines (`stride` floats apart from `first`,
+    /// each already holding `count`), channel `c`'s frame `f` from
+    /// `source[c · channelStride + f · frameStride]`.
+    static func append(_ source: UnsafePointer<Float>, frames: Int, channelStride: Int, frameStride: Int,
+                       lines: Int, from first: UnsafeMutablePointer<Float>, stride: Int, count: Int) {
+        for line in 0..<lines {
+            copy(source + line * channelStride, stride: frameStride, frames: frames, into: first + line * stride + count)
+        }
+    }
+
     /// Moves each of `lines` lines (`stride` floats apart from `first`) back by `frames`,
     /// keeping the `kept` frames after them: the history a stage needs for its next run.
     static func drop(_ frames: Int, keeping kept: Int, lines: Int, from first: UnsafeMutablePointer<Float>, stride: Int) {
