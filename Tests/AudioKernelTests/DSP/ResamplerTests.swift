@@ -148,7 +148,10 @@ final class ResamplerTests: XCTestCase {
 /// either side, the single polyphase stage (equal rates, ratios without an exact stage).
 final class ResamplerChainTests: XCTestCase {
     private let ratios = [(24_000, 48_000), (48_000, 24_000), (44_100, 24_000), (24_000, 44_100), (44_100, 48_000), (48_000, 44_100),
-                          (8_000, 192_000), (192_000, 8_000), (24_000, 24_000), (44_100, 47_999), (96_000, 24_000), (16_000, 48_000)]
+                          (8_000, 192_000), (192_000, 8_000), (24_000, 24_000), (44_100, 47_999), (96_000, 24_000), (16_000, 48_000),
+                          // What a file may carry: an odd rate whose polyphase stage has 4,000 phases, and
+                          // one with none exact (the single interpolated stage), both ways.
+                          (8_001, 24_000), (191_999, 24_000), (24_000, 191_999), (11_025, 24_000)]
 
     /// Runs `frames` of a deterministic noise through `resampler` in blocks of `sizes`
     /// (cycled), checking each call against the promised bounds; returns the output.
