@@ -263,7 +263,8 @@ final class ResamplerChainTests: XCTestCase {
     }
 
     /// The fast FIR algorithm computes the correlation the direct sum does, for any count
-    /// and tap count.
+    /// and tap count, over a contiguous input and over every other float of a line, and
+    /// finishes it both ways.
     func testTheFastFIRMatchesTheDirectSum() {
         var generator = UInt32(7)
         func next() -> Float {
@@ -274,17 +275,33 @@ final class ResamplerChainTests: XCTestCase {
             let taps = (0..<length).map { _ in next() * 0.1 }
             let fir = FastFIR(taps: taps, maximumCount: 600)
             for count in [1, 5, 16, 17, 63, 480, 600] {
-                let input = (0..<(count + fir.length + FastFIR.slack)).map { _ in next() }
-                var output = [Float](repeating: .nan, count: count)
-                input.withUnsafeBufferPointer { u in
-                    output.withUnsafeMutableBufferPointer { y in
-                        let zero = [Float](repeating: 0, count: count)
-                        zero.withUnsafeBufferPointer { fir.run(u.baseAddress!, count: count, finish: .plusHalf(of: $0.baseAddress!, into: y.baseAddress!)) }
-                    }
+                let inputs = count + fir.length + FastFIR.slack
+                // Every other float of `line` is the input; the floats between are noise
+                // the filter must not read.
+                let line = (0..<(2 * inputs)).map { _ in next() }
+                let centre = (0..<(2 * count)).map { _ in next() }
+                func direct(_ j: Int, _ step: Int) -> Double {
+                    (0..<length).reduce(0.0) { $0 + Double(taps[$1]) * Double(line[step * (j + $1)]) }
                 }
-                for j in 0..<count {
-                    let direct = (0..<length).reduce(0.0) { $0 + Double(taps[$1]) * Double(input[j + $1]) }
-                    XCTAssertEqual(Double(output[j]), direct, accuracy: 1e-5, "length \(length), count \(count), output \(j)")
+                for step in [1, 2] {
+                    var halves = [Float](repeating: .nan, count: count)
+                    var pairs = [Float](repeating: .nan, count: 2 * count)
+                    line.withUnsafeBufferPointer { u in
+                        centre.withUnsafeBufferPointer { c in
+                            halves.withUnsafeMutableBufferPointer { y in
+                                fir.run(u.baseAddress!, everyOther: step == 2, count: count, finish: .plusHalf(everyOther: c.baseAddress!, into: y.baseAddress!))
+                            }
+                            pairs.withUnsafeMutableBufferPointer { y in
+                                fir.run(u.baseAddress!, everyOther: step == 2, count: count, finish: .after(c.baseAddress!, into: y.baseAddress!))
+                            }
+                        }
+                    }
+                    for j in 0..<count {
+                        let sum = direct(j, step)
+                        XCTAssertEqual(Double(halves[j]), sum + 0.5 * Double(centre[2 * j]), accuracy: 1e-5, "length \(length), count \(count), step \(step), output \(j)")
+                        XCTAssertEqual(pairs[2 * j], centre[j], "length \(length), count \(count), step \(step), output \(j)")
+                        XCTAssertEqual(Double(pairs[2 * j + 1]), sum, accuracy: 1e-5, "length \(length), count \(count), step \(step), output \(j)")
+                    }
                 }
             }
         }

@@ -16,11 +16,12 @@
 /// nine run across 16 outputs at once in `SIMD4` accumulators.
 ///
 /// It is still a finite filter: a NaN spoils only the outputs within `length` of it. The
-/// caller's input has ``slack`` readable floats past what the outputs need: the split
+/// caller's input has ``slack`` readable inputs past what the outputs need: the split
 /// rounds its count up and reads that far (the extra sums feed outputs never written). The
-/// outputs are written exactly.
+/// outputs are written exactly. The input may be every other float of a line (the
+/// half-band downsampler's odd frames): the split pass takes them out as it goes.
 final class FastFIR {
-    /// Floats a caller leaves readable past its input (`count + length − 1` floats).
+    /// Inputs a caller leaves readable past its input (`count + length − 1` of them).
     static let slack = 64
 
     /// The taps, padded with zeros to a multiple of 4.
@@ -72,16 +73,18 @@ final class FastFIR {
     /// and write every output once more). These write exactly `count` outputs, or `2 · count`
     /// frames: no slack is needed after them.
     enum Finish {
-        /// `out[j] = y[j] + ½ · centre[j]`: the half-band downsampler's centre tap.
-        case plusHalf(of: UnsafePointer<Float>, into: UnsafeMutablePointer<Float>)
+        /// `out[j] = y[j] + ½ · centre[2j]`: the half-band downsampler's centre tap, on
+        /// the even frames of its line.
+        case plusHalf(everyOther: UnsafePointer<Float>, into: UnsafeMutablePointer<Float>)
         /// `out[2j] = between[j]`, `out[2j + 1] = y[j]`: the upsampler's even and odd outputs.
         case after(UnsafePointer<Float>, into: UnsafeMutablePointer<Float>)
     }
 
     /// `y[j]` for `j < count`, from `u[0 ..< count + length − 1]`, finished as `finish` says.
-    func run(_ u: UnsafePointer<Float>, count: Int, finish: Finish) {
+    /// `u[i]` is `line[i]`, or `line[2i]` when `everyOther`.
+    func run(_ line: UnsafePointer<Float>, everyOther: Bool = false, count: Int, finish: Finish) {
         let quads = (count + 3) / 4 + 1
-        split(u, count: quads + quarter + 1)
+        split(line, everyOther: everyOther, count: quads + quarter + 1)
         for leaf in Leaf.allCases {
             Self.correlate(taps + leaf.rawValue * quarter, length: quarter, input(leaf), count: quads, into: output(leaf))
         }
@@ -101,11 +104,12 @@ final class FastFIR {
             }
             switch finish {
             case .plusHalf(let centre, let out):
-                let c = UnsafeRawPointer(centre + first), o = UnsafeMutableRawPointer(out + first)
-                o.storeBytes(of: r0 + 0.5 * c.loadUnaligned(as: V.self), as: V.self)
-                o.storeBytes(of: r1 + 0.5 * c.loadUnaligned(fromByteOffset: 16, as: V.self), toByteOffset: 16, as: V.self)
-                o.storeBytes(of: r2 + 0.5 * c.loadUnaligned(fromByteOffset: 32, as: V.self), toByteOffset: 32, as: V.self)
-                o.storeBytes(of: r3 + 0.5 * c.loadUnaligned(fromByteOffset: 48, as: V.self), toByteOffset: 48, as: V.self)
+                let c = UnsafeRawPointer(centre + 2 &* first), o = UnsafeMutableRawPointer(out + first)
+                typealias W = SIMD8<Float>
+                o.storeBytes(of: r0 + 0.5 * c.loadUnaligned(as: W.self).evenHalf, as: V.self)
+                o.storeBytes(of: r1 + 0.5 * c.loadUnaligned(fromByteOffset: 32, as: W.self).evenHalf, toByteOffset: 16, as: V.self)
+                o.storeBytes(of: r2 + 0.5 * c.loadUnaligned(fromByteOffset: 64, as: W.self).evenHalf, toByteOffset: 32, as: V.self)
+                o.storeBytes(of: r3 + 0.5 * c.loadUnaligned(fromByteOffset: 96, as: W.self).evenHalf, toByteOffset: 48, as: V.self)
             case .after(let between, let out):
                 let b = UnsafeRawPointer(between + first), o = UnsafeMutableRawPointer(out + 2 &* first)
                 Self.interleave(b.loadUnaligned(as: V.self), r0, into: o)
@@ -123,7 +127,7 @@ final class FastFIR {
             while j < count {
                 let value = rest[j &- first]
                 switch finish {
-                case .plusHalf(let centre, let out): out[j] = value + 0.5 * centre[j]
+                case .plusHalf(let centre, let out): out[j] = value + 0.5 * centre[2 &* j]
                 case .after(let between, let out):
                     out[2 &* j] = between[j]
                     out[2 &* j &+ 1] = value
@@ -141,8 +145,8 @@ final class FastFIR {
 
     /// The nine leaves' inputs for `s < count` (rounded up to 4), from the four phases
     /// `P_r[s] = u[4s + r]` and the next ones `P_r⁺[s] = u[4s + 4 + r]`.
-    private func split(_ u: UnsafePointer<Float>, count: Int) {
-        let raw = UnsafeRawPointer(u)
+    private func split(_ line: UnsafePointer<Float>, everyOther: Bool, count: Int) {
+        let raw = UnsafeRawPointer(line)
         let ea = UnsafeMutableRawPointer(input(.ea)), eb = UnsafeMutableRawPointer(input(.eb)), ec = UnsafeMutableRawPointer(input(.ec))
         let oa = UnsafeMutableRawPointer(input(.oa)), ob = UnsafeMutableRawPointer(input(.ob)), oc = UnsafeMutableRawPointer(input(.oc))
         let sa = UnsafeMutableRawPointer(input(.sa)), sb = UnsafeMutableRawPointer(input(.sb)), sc = UnsafeMutableRawPointer(input(.sc))
@@ -152,16 +156,36 @@ final class FastFIR {
         // transpose in the same loop would have cost twice the shuffles.
         var s = 0
         let end = count &+ 4
-        while s < end {
-            let at = s &* 16
-            let (p0, p1, p2, p3) = Self.transpose(raw.loadUnaligned(fromByteOffset: at, as: V.self), raw.loadUnaligned(fromByteOffset: at &+ 16, as: V.self),
-                                                  raw.loadUnaligned(fromByteOffset: at &+ 32, as: V.self), raw.loadUnaligned(fromByteOffset: at &+ 48, as: V.self))
-            let to = s &* 4
-            ea.storeBytes(of: p0, toByteOffset: to, as: V.self)
-            oa.storeBytes(of: p1, toByteOffset: to, as: V.self)
-            eb.storeBytes(of: p2, toByteOffset: to, as: V.self)
-            ob.storeBytes(of: p3, toByteOffset: to, as: V.self)
-            s &+= 4
+        if everyOther {
+            // u[4s + r] = line[8s + 2r]: lanes 0 and 2 of eight loads, gathered as the
+            // transpose gathers (as many shuffles).
+            typealias W = SIMD8<Float>
+            while s < end {
+                let at = s &* 32
+                let a = raw.loadUnaligned(fromByteOffset: at, as: W.self), b = raw.loadUnaligned(fromByteOffset: at &+ 32, as: W.self)
+                let c = raw.loadUnaligned(fromByteOffset: at &+ 64, as: W.self), d = raw.loadUnaligned(fromByteOffset: at &+ 96, as: W.self)
+                // a = line[8s ..< 8s + 8] for the four s; its lanes 0, 2, 4, 6 are u[4s ..< 4s + 4].
+                let ab0 = SIMD4(a[0], a[2], b[0], b[2]), ab1 = SIMD4(a[4], a[6], b[4], b[6])
+                let cd0 = SIMD4(c[0], c[2], d[0], d[2]), cd1 = SIMD4(c[4], c[6], d[4], d[6])
+                let to = s &* 4
+                ea.storeBytes(of: SIMD4(ab0[0], ab0[2], cd0[0], cd0[2]), toByteOffset: to, as: V.self)
+                oa.storeBytes(of: SIMD4(ab0[1], ab0[3], cd0[1], cd0[3]), toByteOffset: to, as: V.self)
+                eb.storeBytes(of: SIMD4(ab1[0], ab1[2], cd1[0], cd1[2]), toByteOffset: to, as: V.self)
+                ob.storeBytes(of: SIMD4(ab1[1], ab1[3], cd1[1], cd1[3]), toByteOffset: to, as: V.self)
+                s &+= 4
+            }
+        } else {
+            while s < end {
+                let at = s &* 16
+                let (p0, p1, p2, p3) = Self.transpose(raw.loadUnaligned(fromByteOffset: at, as: V.self), raw.loadUnaligned(fromByteOffset: at &+ 16, as: V.self),
+                                                      raw.loadUnaligned(fromByteOffset: at &+ 32, as: V.self), raw.loadUnaligned(fromByteOffset: at &+ 48, as: V.self))
+                let to = s &* 4
+                ea.storeBytes(of: p0, toByteOffset: to, as: V.self)
+                oa.storeBytes(of: p1, toByteOffset: to, as: V.self)
+                eb.storeBytes(of: p2, toByteOffset: to, as: V.self)
+                ob.storeBytes(of: p3, toByteOffset: to, as: V.self)
+                s &+= 4
+            }
         }
         s = 0
         while s < count {
@@ -233,11 +257,33 @@ final class FastFIR {
         let four = MemoryLayout<Float>.stride
         let pairs = length & ~1
         var j = 0
-        while j &+ 16 <= count {
+        while j < count {
             var s0 = SIMD4<Float>(), s1 = SIMD4<Float>(), s2 = SIMD4<Float>(), s3 = SIMD4<Float>()
             var t0 = SIMD4<Float>(), t1 = SIMD4<Float>(), t2 = SIMD4<Float>(), t3 = SIMD4<Float>()
             var at = j &* four
             var i = 0
+            while i &+ 4 <= length {
+                let h = splat[i], g = splat[i &+ 1]
+                s0 += h * raw.loadUnaligned(fromByteOffset: at, as: SIMD4<Float>.self)
+                s1 += h * raw.loadUnaligned(fromByteOffset: at &+ 16, as: SIMD4<Float>.self)
+                s2 += h * raw.loadUnaligned(fromByteOffset: at &+ 32, as: SIMD4<Float>.self)
+                s3 += h * raw.loadUnaligned(fromByteOffset: at &+ 48, as: SIMD4<Float>.self)
+                t0 += g * raw.loadUnaligned(fromByteOffset: at &+ 4, as: SIMD4<Float>.self)
+                t1 += g * raw.loadUnaligned(fromByteOffset: at &+ 20, as: SIMD4<Float>.self)
+                t2 += g * raw.loadUnaligned(fromByteOffset: at &+ 36, as: SIMD4<Float>.self)
+                t3 += g * raw.loadUnaligned(fromByteOffset: at &+ 52, as: SIMD4<Float>.self)
+                let h2 = splat[i &+ 2], g2 = splat[i &+ 3]
+                s0 += h2 * raw.loadUnaligned(fromByteOffset: at &+ 8, as: SIMD4<Float>.self)
+                s1 += h2 * raw.loadUnaligned(fromByteOffset: at &+ 24, as: SIMD4<Float>.self)
+                s2 += h2 * raw.loadUnaligned(fromByteOffset: at &+ 40, as: SIMD4<Float>.self)
+                s3 += h2 * raw.loadUnaligned(fromByteOffset: at &+ 56, as: SIMD4<Float>.self)
+                t0 += g2 * raw.loadUnaligned(fromByteOffset: at &+ 12, as: SIMD4<Float>.self)
+                t1 += g2 * raw.loadUnaligned(fromByteOffset: at &+ 28, as: SIMD4<Float>.self)
+                t2 += g2 * raw.loadUnaligned(fromByteOffset: at &+ 44, as: SIMD4<Float>.self)
+                t3 += g2 * raw.loadUnaligned(fromByteOffset: at &+ 60, as: SIMD4<Float>.self)
+                at &+= 4 &* four
+                i &+= 4
+            }
             while i < pairs {
                 let h = splat[i], g = splat[i &+ 1]
                 s0 += h * raw.loadUnaligned(fromByteOffset: at, as: SIMD4<Float>.self)
@@ -264,21 +310,6 @@ final class FastFIR {
             out.storeBytes(of: s2 + t2, toByteOffset: to &+ 32, as: SIMD4<Float>.self)
             out.storeBytes(of: s3 + t3, toByteOffset: to &+ 48, as: SIMD4<Float>.self)
             j &+= 16
-        }
-        // The rest four at a time, rather than a whole block of 16 for a few outputs.
-        while j < count {
-            var s0 = SIMD4<Float>(), t0 = SIMD4<Float>()
-            var at = j &* four
-            var i = 0
-            while i < pairs {
-                s0 += splat[i] * raw.loadUnaligned(fromByteOffset: at, as: SIMD4<Float>.self)
-                t0 += splat[i &+ 1] * raw.loadUnaligned(fromByteOffset: at &+ 4, as: SIMD4<Float>.self)
-                at &+= 2 &* four
-                i &+= 2
-            }
-            if i < length { s0 += splat[i] * raw.loadUnaligned(fromByteOffset: at, as: SIMD4<Float>.self) }
-            out.storeBytes(of: s0 + t0, toByteOffset: j &* four, as: SIMD4<Float>.self)
-            j &+= 4
         }
     }
 }

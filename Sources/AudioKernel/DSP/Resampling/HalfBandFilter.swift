@@ -40,13 +40,15 @@ final class HalfBandFilter {
         correlation = FastFIR(taps: taps, maximumCount: maximumCount)
     }
 
-    /// Floats a caller leaves readable past the last frame a run uses.
+    /// Frames a caller leaves readable past the last one a run uses (twice as many when it
+    /// reads every other one).
     static let slack = FastFIR.slack
 
     /// `fold(x, j)` for `j < count`, finished as `finish` says: reads
-    /// `x[−(pairs − 1) ..< count + pairs]` (and the slack after).
+    /// `x[−(pairs − 1) ..< count + pairs]` (and the slack after), where `x[i]` is
+    /// `line[i]`, or `line[2i]` when `everyOther`.
     @inline(__always)
-    func run(_ x: UnsafePointer<Float>, count: Int, finish: FastFIR.Finish) {
-        correlation.run(x - (pairs - 1), count: count, finish: finish)
+    func run(_ line: UnsafePointer<Float>, everyOther: Bool = false, count: Int, finish: FastFIR.Finish) {
+        correlation.run(line - (everyOther ? 2 : 1) * (pairs - 1), everyOther: everyOther, count: count, finish: finish)
     }
 }

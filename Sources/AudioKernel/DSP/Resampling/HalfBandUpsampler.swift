@@ -37,12 +37,12 @@ final class HalfBandUpsampler: ResamplingStage {
         next = filter.pairs - 1
     }
 
-    func write(_ source: UnsafePointer<Float>, frames: Int, channelStride: Int, frameStride: Int) {
+    func inputSlot(frames: Int) -> (slot: UnsafeMutablePointer<Float>, channelStride: Int) {
         precondition(count + frames + HalfBandFilter.slack <= lineCapacity, "more input than the resampler was made for")
-        Self.append(source, frames: frames, channelStride: channelStride, frameStride: frameStride,
-                    lines: channels, from: history, stride: lineCapacity, count: count)
-        count += frames
+        return (history + count, lineCapacity)
     }
+
+    func commit(_ frames: Int) { count += frames }
 
     func run(into output: UnsafeMutablePointer<Float>, channelStride: Int) -> Int {
         // A pair centred on n needs x[n + pairs].

@@ -71,7 +71,9 @@ final class PolyphaseStage: ResamplingStage {
         taps = max(8, (length + 3) / 4 * 4)
 
         let sets = exact ? phases + 3 : phases + 1
-        coefficients = .allocate(capacity: sets * taps)
+        // Aligned, so that a coefficient load folds into its multiply (`taps` is a multiple of 4).
+        coefficients = UnsafeMutableRawPointer.allocate(byteCount: sets * taps * MemoryLayout<Float>.stride, alignment: 64)
+            .bindMemory(to: Float.self, capacity: sets * taps)
         // The taps were rounded up to a multiple of 8: the window gets the attenuation that
         // length buys over the same transition.
         let bought = 7.95 + 2.285 * 2 * Double.pi * transition * Double(taps - 1)
@@ -122,12 +124,12 @@ final class PolyphaseStage: ResamplingStage {
         cycle = 0
     }
 
-    func write(_ source: UnsafePointer<Float>, frames: Int, channelStride: Int, frameStride: Int) {
+    func inputSlot(frames: Int) -> (slot: UnsafeMutablePointer<Float>, channelStride: Int) {
         precondition(count + frames <= lineCapacity, "more input than the resampler was made for")
-        Self.append(source, frames: frames, channelStride: channelStride, frameStride: frameStride,
-                    lines: channels, from: history, stride: lineCapacity, count: count)
-        count += frames
+        return (history + count, lineCapacity)
     }
+
+    func commit(_ frames: Int) { count += frames }
 
     func run(into output: UnsafeMutablePointer<Float>, channelStride: Int) -> Int {
         let produced = exact ? runExact(into: output, channelStride: channelStride) : runInterpolated(into: output, channelStride: channelStride)
@@ -143,66 +145,152 @@ final class PolyphaseStage: ResamplingStage {
         return produced
     }
 
-    /// Four outputs at a time: four dot products in four-lane accumulators, summed across
-    /// by one transpose (a horizontal sum per output would cost as much as a short filter).
+    /// Four outputs at a time while the input reaches (four dot products in four-lane
+    /// accumulators, summed across by one transpose: a horizontal sum per output would cost
+    /// as much as a short filter), then the last ones one at a time.
     private func runExact(into output: UnsafeMutablePointer<Float>, channelStride: Int) -> Int {
-        var produced = 0
-        let span = taps - 1
-        let count = self.count, taps = self.taps, phases = self.phases, channels = self.channels, lineCapacity = self.lineCapacity
-        let reach = self.reach, advances = self.advances
-        let lines = UnsafePointer(history - span)
-        let wrap = phases &* taps
-        var n0 = newest, c0 = cycle
-        // The set of output c0, moved on with it (no multiply per output).
-        var s0 = UnsafePointer(coefficients + c0 &* taps)
-        while n0 < count {
-            let to = reach + 4 &* c0
-            let n3 = n0 &+ to[2]
-            if n3 < count {
-                let n1 = n0 &+ to[0], n2 = n0 &+ to[1]
-                let s1 = s0 + taps, s2 = s1 + taps, s3 = s2 + taps
-                if channels == 1 {
-                    let (a, b, c, d) = Self.dot4(s0, lines + n0, s1, lines + n1, s2, lines + n2, s3, lines + n3, taps)
-                    UnsafeMutableRawPointer(output + produced).storeBytes(of: Self.transposeSum(a, b, c, d), as: SIMD4<Float>.self)
-                } else if channels == 2 {
-                    let (l, r) = Self.dot4x2(s0, s1, s2, s3, lines, lines + lineCapacity, n0, n1, n2, n3, taps)
-                    UnsafeMutableRawPointer(output + produced).storeBytes(of: Self.transposeSum(l.0, l.1, l.2, l.3), as: SIMD4<Float>.self)
-                    UnsafeMutableRawPointer(output + (channelStride &+ produced)).storeBytes(of: Self.transposeSum(r.0, r.1, r.2, r.3), as: SIMD4<Float>.self)
-                } else {
-                    var channel = 0
-                    while channel < channels {
-                        let line = lines + channel &* lineCapacity
-                        let (a, b, c, d) = Self.dot4(s0, line + n0, s1, line + n1, s2, line + n2, s3, line + n3, taps)
-                        UnsafeMutableRawPointer(output + (channel &* channelStride &+ produced))
-                            .storeBytes(of: Self.transposeSum(a, b, c, d), as: SIMD4<Float>.self)
-                        channel &+= 1
-                    }
-                }
-                produced &+= 4
-                n0 &+= to[3]
-                c0 &+= 4
-                s0 += 4 &* taps
-                while c0 >= phases {
-                    c0 &-= phases
-                    s0 -= wrap
-                }
-            } else {
-                for channel in 0..<channels {
-                    output[channel &* channelStride &+ produced] = Self.dot(s0, lines + (channel &* lineCapacity &+ n0), taps)
-                }
-                produced &+= 1
-                n0 &+= advances[c0]
-                c0 &+= 1
-                s0 += taps
-                if c0 == phases {
-                    c0 = 0
-                    s0 -= wrap
-                }
+        let lines = UnsafePointer(history - (taps - 1))
+        var cursor = Cursor(newest: newest, cycle: cycle, produced: 0)
+        let table = Table(sets: coefficients, taps: taps, phases: phases, reach: reach)
+        switch channels {
+        case 1: Self.groups(mono: lines, count: count, table: table, cursor: &cursor, into: output)
+        case 2: Self.groups(left: lines, right: lines + lineCapacity, count: count, table: table, cursor: &cursor, into: output, channelStride: channelStride)
+        default:
+            Self.groups(lines: lines, channels: channels, lineCapacity: lineCapacity, count: count, table: table, cursor: &cursor,
+                        into: output, channelStride: channelStride)
+        }
+        // A group whose last output lies past the input is never followed by one that fits.
+        var set = UnsafePointer(coefficients + cursor.cycle &* taps)
+        while cursor.newest < count {
+            for channel in 0..<channels {
+                output[channel &* channelStride &+ cursor.produced] = Self.dot(set, lines + (channel &* lineCapacity &+ cursor.newest), taps)
+            }
+            cursor.produced &+= 1
+            cursor.newest &+= advances[cursor.cycle]
+            cursor.cycle &+= 1
+            set += taps
+            if cursor.cycle == phases {
+                cursor.cycle = 0
+                set -= phases &* taps
             }
         }
-        newest = n0
-        cycle = c0
-        return produced
+        newest = cursor.newest
+        cycle = cursor.cycle
+        return cursor.produced
+    }
+
+    /// Where the next output is: its newest input frame, its place in the cycle, and how
+    /// many outputs this run has made.
+    private struct Cursor {
+        var newest: Int
+        var cycle: Int
+        var produced: Int
+    }
+
+    /// The exact mode's tables, passed whole to the loops (so that they stay in registers,
+    /// not reloaded through `self`).
+    private struct Table {
+        let sets: UnsafePointer<Float>
+        let taps: Int
+        let phases: Int
+        let reach: UnsafePointer<Int>
+
+        init(sets: UnsafeMutablePointer<Float>, taps: Int, phases: Int, reach: UnsafeMutablePointer<Int>) {
+            self.sets = UnsafePointer(sets)
+            self.taps = taps
+            self.phases = phases
+            self.reach = UnsafePointer(reach)
+        }
+    }
+
+    /// Whole groups of four outputs for one channel, straight into `output`.
+    private static func groups(mono line: UnsafePointer<Float>, count: Int, table: Table, cursor: inout Cursor, into output: UnsafeMutablePointer<Float>) {
+        let taps = table.taps, phases = table.phases
+        var n0 = cursor.newest, c0 = cursor.cycle
+        var set = table.sets + c0 &* taps, to = table.reach + 4 &* c0
+        var out = UnsafeMutableRawPointer(output + cursor.produced)
+        while true {
+            let n3 = n0 &+ to[2]
+            if n3 >= count { break }
+            let (a, b, c, d) = dot4(set, line + n0, set + taps, line + (n0 &+ to[0]), set + 2 &* taps, line + (n0 &+ to[1]), set + 3 &* taps, line + n3, taps)
+            out.storeBytes(of: transposeSum(a, b, c, d), as: SIMD4<Float>.self)
+            out += 16
+            n0 &+= to[3]
+            c0 &+= 4
+            set += 4 &* taps
+            to += 16
+            while c0 >= phases {
+                c0 &-= phases
+                set -= phases &* taps
+                to -= 4 &* phases
+            }
+        }
+        cursor.produced = (out - UnsafeMutableRawPointer(output)) / 4
+        cursor.newest = n0
+        cursor.cycle = c0
+    }
+
+    /// Whole groups of four outputs for two channels, each coefficient loaded once for both.
+    private static func groups(left: UnsafePointer<Float>, right: UnsafePointer<Float>, count: Int, table: Table, cursor: inout Cursor,
+                               into output: UnsafeMutablePointer<Float>, channelStride: Int) {
+        let taps = table.taps, phases = table.phases
+        var n0 = cursor.newest, c0 = cursor.cycle
+        var set = table.sets + c0 &* taps, to = table.reach + 4 &* c0
+        var produced = cursor.produced
+        while true {
+            let n3 = n0 &+ to[2]
+            if n3 >= count { break }
+            let (l, r) = dot4x2(set, set + taps, set + 2 &* taps, set + 3 &* taps, left, right, n0, n0 &+ to[0], n0 &+ to[1], n3, taps)
+            UnsafeMutableRawPointer(output + produced).storeBytes(of: transposeSum(l.0, l.1, l.2, l.3), as: SIMD4<Float>.self)
+            UnsafeMutableRawPointer(output + (channelStride &+ produced)).storeBytes(of: transposeSum(r.0, r.1, r.2, r.3), as: SIMD4<Float>.self)
+            produced &+= 4
+            n0 &+= to[3]
+            c0 &+= 4
+            set += 4 &* taps
+            to += 16
+            while c0 >= phases {
+                c0 &-= phases
+                set -= phases &* taps
+                to -= 4 &* phases
+            }
+        }
+        cursor.produced = produced
+        cursor.newest = n0
+        cursor.cycle = c0
+    }
+
+    /// Whole groups of four outputs for three to eight channels, one channel at a time.
+    private static func groups(lines: UnsafePointer<Float>, channels: Int, lineCapacity: Int, count: Int, table: Table, cursor: inout Cursor,
+                               into output: UnsafeMutablePointer<Float>, channelStride: Int) {
+        let taps = table.taps, phases = table.phases
+        var n0 = cursor.newest, c0 = cursor.cycle
+        var set = table.sets + c0 &* taps, to = table.reach + 4 &* c0
+        var produced = cursor.produced
+        while true {
+            let n3 = n0 &+ to[2]
+            if n3 >= count { break }
+            let n1 = n0 &+ to[0], n2 = n0 &+ to[1]
+            var channel = 0
+            while channel < channels {
+                let line = lines + channel &* lineCapacity
+                let (a, b, c, d) = dot4(set, line + n0, set + taps, line + n1, set + 2 &* taps, line + n2, set + 3 &* taps, line + n3, taps)
+                UnsafeMutableRawPointer(output + (channel &* channelStride &+ produced)).storeBytes(of: transposeSum(a, b, c, d), as: SIMD4<Float>.self)
+                channel &+= 1
+            }
+            produced &+= 4
+            n0 &+= to[3]
+            c0 &+= 4
+            set += 4 &* taps
+            to += 16
+            while c0 >= phases {
+                c0 &-= phases
+                set -= phases &* taps
+                to -= 4 &* phases
+            }
+        }
+        cursor.produced = produced
+        cursor.newest = n0
+        cursor.cycle = c0
     }
 
     private func runInterpolated(into output: UnsafeMutablePointer<Float>, channelStride: Int) -> Int {
@@ -243,10 +331,10 @@ final class PolyphaseStage: ResamplingStage {
         let end = n &* MemoryLayout<Float>.stride
         typealias V = SIMD4<Float>
         while offset < end {
-            s0 += ra0.loadUnaligned(fromByteOffset: offset, as: V.self) * rb0.loadUnaligned(fromByteOffset: offset, as: V.self)
-            s1 += ra1.loadUnaligned(fromByteOffset: offset, as: V.self) * rb1.loadUnaligned(fromByteOffset: offset, as: V.self)
-            s2 += ra2.loadUnaligned(fromByteOffset: offset, as: V.self) * rb2.loadUnaligned(fromByteOffset: offset, as: V.self)
-            s3 += ra3.loadUnaligned(fromByteOffset: offset, as: V.self) * rb3.loadUnaligned(fromByteOffset: offset, as: V.self)
+            s0 += ra0.load(fromByteOffset: offset, as: V.self) * rb0.loadUnaligned(fromByteOffset: offset, as: V.self)
+            s1 += ra1.load(fromByteOffset: offset, as: V.self) * rb1.loadUnaligned(fromByteOffset: offset, as: V.self)
+            s2 += ra2.load(fromByteOffset: offset, as: V.self) * rb2.loadUnaligned(fromByteOffset: offset, as: V.self)
+            s3 += ra3.load(fromByteOffset: offset, as: V.self) * rb3.loadUnaligned(fromByteOffset: offset, as: V.self)
             offset &+= 16
         }
         return (s0, s1, s2, s3)
@@ -266,8 +354,8 @@ final class PolyphaseStage: ResamplingStage {
         var offset = 0
         let end = n &* MemoryLayout<Float>.stride
         while offset < end {
-            let k0 = c0.loadUnaligned(fromByteOffset: offset, as: V.self), k1 = c1.loadUnaligned(fromByteOffset: offset, as: V.self)
-            let k2 = c2.loadUnaligned(fromByteOffset: offset, as: V.self), k3 = c3.loadUnaligned(fromByteOffset: offset, as: V.self)
+            let k0 = c0.load(fromByteOffset: offset, as: V.self), k1 = c1.load(fromByteOffset: offset, as: V.self)
+            let k2 = c2.load(fromByteOffset: offset, as: V.self), k3 = c3.load(fromByteOffset: offset, as: V.self)
             l0 += k0 * x0.loadUnaligned(fromByteOffset: offset, as: V.self)
             r0 += k0 * y0.loadUnaligned(fromByteOffset: offset, as: V.self)
             l1 += k1 * x1.loadUnaligned(fromByteOffset: offset, as: V.self)
@@ -281,12 +369,13 @@ final class PolyphaseStage: ResamplingStage {
         return ((l0, l1, l2, l3), (r0, r1, r2, r3))
     }
 
-    /// `(Σ s0, Σ s1, Σ s2, Σ s3)`: lanes (0, 2) and (1, 3) of each pair, then the halves.
+    /// `(Σ s0, Σ s1, Σ s2, Σ s3)`: the halves of each pair added (one register for two
+    /// accumulators), then the neighbouring lanes.
     @inline(__always)
     static func transposeSum(_ s0: SIMD4<Float>, _ s1: SIMD4<Float>, _ s2: SIMD4<Float>, _ s3: SIMD4<Float>) -> SIMD4<Float> {
-        let t01 = SIMD4(s0[0], s1[0], s0[1], s1[1]) + SIMD4(s0[2], s1[2], s0[3], s1[3])
-        let t23 = SIMD4(s2[0], s3[0], s2[1], s3[1]) + SIMD4(s2[2], s3[2], s2[3], s3[3])
-        return SIMD4(t01[0], t01[1], t23[0], t23[1]) + SIMD4(t01[2], t01[3], t23[2], t23[3])
+        let a = SIMD4(s0[0], s0[1], s1[0], s1[1]) + SIMD4(s0[2], s0[3], s1[2], s1[3])
+        let b = SIMD4(s2[0], s2[1], s3[0], s3[1]) + SIMD4(s2[2], s2[3], s3[2], s3[3])
+        return SIMD4(a[0], a[2], b[0], b[2]) + SIMD4(a[1], a[3], b[1], b[3])
     }
 
     /// `sum(a[i] * b[i])` for `n` a multiple of 4, in eight lanes and a tree at the end (a

@@ -73,12 +73,11 @@ public final class Resampler {
     /// The most input frames one ``process(_:into:)`` call takes.
     public let maximumInputFrames: Int
 
-    /// The stages in order (one or two).
+    /// The stages in order (one or two). The first makes its output straight into the
+    /// second's input.
     let stages: [any ResamplingStage]
-    /// Planar frames between the stages, and after the last when there is more than one
-    /// channel; each channel `stride` floats from the previous.
-    private let middle: UnsafeMutablePointer<Float>?
-    private let middleStride: Int
+    /// Planar frames after the last stage when there is more than one channel; each
+    /// channel `stride` floats from the previous.
     private let last: UnsafeMutablePointer<Float>?
     private let lastStride: Int
     /// The stages' delays, in output frames.
@@ -99,24 +98,19 @@ public final class Resampler {
         var delay = 0.0
         var rate = Double(inputRate)
         var most = frames
-        var middleStride = 0
         for (index, stage) in stages.enumerated() {
             // Each delay is in its stage's output frames; the rest of the chain scales it.
             let stageOut = index == stages.count - 1 ? Double(outputRate) : (outputRate > inputRate ? 2.0 * Double(inputRate) : 2.0 * Double(outputRate))
             delay = delay * stageOut / rate + stage.delay
             rate = stageOut
             most = stage.maximumOutputFrames(forInputFrames: most)
-            if index == 0 && stages.count > 1 { middleStride = most }
         }
         self.delay = delay
-        self.middleStride = middleStride
-        middle = middleStride > 0 ? .allocate(capacity: middleStride * channels) : nil
         lastStride = most
         last = channels > 1 ? .allocate(capacity: most * channels) : nil
     }
 
     deinit {
-        middle?.deallocate()
         last?.deallocate()
     }
 
@@ -173,9 +167,9 @@ public final class Resampler {
         precondition(output.count >= maximumOutputFrames(forInputFrames: frames) * channels, "output too small")
         guard let source = input.baseAddress, let destination = output.baseAddress else { return 0 }
         stages[0].write(source, frames: frames, channelStride: 1, frameStride: channels)
-        if stages.count == 2, let middle {
-            let between = stages[0].run(into: middle, channelStride: middleStride)
-            stages[1].write(middle, frames: between, channelStride: middleStride, frameStride: 1)
+        if stages.count == 2 {
+            let (slot, stride) = stages[1].inputSlot(frames: stages[0].maximumOutputFrames(forInputFrames: frames))
+            stages[1].commit(stages[0].run(into: slot, channelStride: stride))
         }
         // One channel: planar is interleaved, and the last stage writes in place.
         guard channels > 1, let last else { return stages[stages.count - 1].run(into: destination, channelStride: 0) }

@@ -1,10 +1,12 @@
 import Glibc
 
 /// One step of a ``Resampler``'s chain. A stage keeps its own history, one line per channel,
-/// allocated at init: ``write(_:frames:channelStride:frameStride:)`` copies new input into
-/// it (from interleaved frames or from the previous stage's planar lines), and
+/// allocated at init. New input goes in after it: copied from the caller's interleaved
+/// frames by ``write(_:frames:channelStride:frameStride:)``, or made there by the stage
+/// before (``inputSlot(frames:)``, then ``commit(_:)``: no copy between stages).
 /// ``run(into:channelStride:)`` filters everything written since into planar output.
 protocol ResamplingStage: AnyObject {
+    var channels: Int { get }
     /// The most frames one run takes.
     var maximumInputFrames: Int { get }
     /// An impulse written comes out this many of the stage's output frames later.
@@ -12,8 +14,10 @@ protocol ResamplingStage: AnyObject {
     /// Bounds on the frames a run makes from `inputFrames` frames written since the last.
     func maximumOutputFrames(forInputFrames inputFrames: Int) -> Int
     func minimumOutputFrames(forInputFrames inputFrames: Int) -> Int
-    /// Copies `frames` frames, channel `c`'s frame `f` from `source[c · channelStride + f · frameStride]`.
-    func write(_ source: UnsafePointer<Float>, frames: Int, channelStride: Int, frameStride: Int)
+    /// Where the next `frames` frames go: channel `c`'s frame `f` at `slot[c · channelStride + f]`.
+    func inputSlot(frames: Int) -> (slot: UnsafeMutablePointer<Float>, channelStride: Int)
+    /// Counts in `frames` frames put in the slot.
+    func commit(_ frames: Int)
     /// Filters what was written; channel `c`'s output goes to `output + c · channelStride`.
     /// Returns the frames made per channel.
     func run(into output: UnsafeMutablePointer<Float>, channelStride: Int) -> Int
@@ -22,14 +26,13 @@ protocol ResamplingStage: AnyObject {
 }
 
 extension ResamplingStage {
-    /// Appends `frames` frames to each of `lines` lines (`stride` floats apart from `first`,
-    /// each already holding `count`), channel `c`'s frame `f` from
-    /// `source[c · channelStride + f · frameStride]`.
-    static func append(_ source: UnsafePointer<Float>, frames: Int, channelStride: Int, frameStride: Int,
-                       lines: Int, from first: UnsafeMutablePointer<Float>, stride: Int, count: Int) {
-        for line in 0..<lines {
-            copy(source + line * channelStride, stride: frameStride, frames: frames, into: first + line * stride + count)
+    /// Copies `frames` frames in, channel `c`'s frame `f` from `source[c · channelStride + f · frameStride]`.
+    func write(_ source: UnsafePointer<Float>, frames: Int, channelStride: Int, frameStride: Int) {
+        let (slot, stride) = inputSlot(frames: frames)
+        for channel in 0..<channels {
+            Self.copy(source + channel * channelStride, stride: frameStride, frames: frames, into: slot + channel * stride)
         }
+        commit(frames)
     }
 
     /// Moves each of `lines` lines (`stride` floats apart from `first`) back by `frames`,
