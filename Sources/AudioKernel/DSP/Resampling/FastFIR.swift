@@ -64,6 +64,8 @@ final class FastFIR {
                 taps[leaf * q + b] = SIMD4(repeating: Float(mirrored))
             }
         }
+        // A leaf's last block of 32 reads up to 34 + q inputs and writes up to 31 outputs
+        // past its count; the slack covers both.
         span = ((maximumCount + 3) / 4 + 2 + q + Self.slack + 3) / 4 * 4
         work = .allocate(capacity: 18 * span)
         work.initialize(repeating: 0, count: 18 * span)
@@ -259,69 +261,44 @@ final class FastFIR {
                 SIMD4(ab1[0], ab1[1], cd1[0], cd1[1]), SIMD4(ab1[2], ab1[3], cd1[2], cd1[3]))
     }
 
-    /// One leaf, `count` outputs rounded up to 4; sixteen at a time, the taps taken two at a time into two sets of
-    /// four accumulators: eight independent chains of additions, enough to keep the adder
-    /// busy (four left it idle a third of the time).
+    /// One leaf, `count` outputs rounded up to 32 (the work arrays have the room), 32 at a
+    /// time: each tap is loaded once for eight vectors of inputs, into eight accumulators.
+    /// Loads are the bound here (two vector loads a cycle): sixteen outputs a tap took
+    /// 1.25 loads a multiply, these 1.125, and eight chains of additions keep the adder busy.
     private static func correlate(_ splat: UnsafeMutablePointer<SIMD4<Float>>, length: Int, _ u: UnsafePointer<Float>, count: Int,
                                   into y: UnsafeMutablePointer<Float>) {
+        typealias V = SIMD4<Float>
         let raw = UnsafeRawPointer(u)
         let out = UnsafeMutableRawPointer(y)
         let four = MemoryLayout<Float>.stride
-        let pairs = length & ~1
         var j = 0
         while j < count {
-            var s0 = SIMD4<Float>(), s1 = SIMD4<Float>(), s2 = SIMD4<Float>(), s3 = SIMD4<Float>()
-            var t0 = SIMD4<Float>(), t1 = SIMD4<Float>(), t2 = SIMD4<Float>(), t3 = SIMD4<Float>()
+            var s0 = V(), s1 = V(), s2 = V(), s3 = V(), s4 = V(), s5 = V(), s6 = V(), s7 = V()
             var at = j &* four
             var i = 0
-            while i &+ 4 <= length {
-                let h = splat[i], g = splat[i &+ 1]
-                s0 += h * raw.loadUnaligned(fromByteOffset: at, as: SIMD4<Float>.self)
-                s1 += h * raw.loadUnaligned(fromByteOffset: at &+ 16, as: SIMD4<Float>.self)
-                s2 += h * raw.loadUnaligned(fromByteOffset: at &+ 32, as: SIMD4<Float>.self)
-                s3 += h * raw.loadUnaligned(fromByteOffset: at &+ 48, as: SIMD4<Float>.self)
-                t0 += g * raw.loadUnaligned(fromByteOffset: at &+ 4, as: SIMD4<Float>.self)
-                t1 += g * raw.loadUnaligned(fromByteOffset: at &+ 20, as: SIMD4<Float>.self)
-                t2 += g * raw.loadUnaligned(fromByteOffset: at &+ 36, as: SIMD4<Float>.self)
-                t3 += g * raw.loadUnaligned(fromByteOffset: at &+ 52, as: SIMD4<Float>.self)
-                let h2 = splat[i &+ 2], g2 = splat[i &+ 3]
-                s0 += h2 * raw.loadUnaligned(fromByteOffset: at &+ 8, as: SIMD4<Float>.self)
-                s1 += h2 * raw.loadUnaligned(fromByteOffset: at &+ 24, as: SIMD4<Float>.self)
-                s2 += h2 * raw.loadUnaligned(fromByteOffset: at &+ 40, as: SIMD4<Float>.self)
-                s3 += h2 * raw.loadUnaligned(fromByteOffset: at &+ 56, as: SIMD4<Float>.self)
-                t0 += g2 * raw.loadUnaligned(fromByteOffset: at &+ 12, as: SIMD4<Float>.self)
-                t1 += g2 * raw.loadUnaligned(fromByteOffset: at &+ 28, as: SIMD4<Float>.self)
-                t2 += g2 * raw.loadUnaligned(fromByteOffset: at &+ 44, as: SIMD4<Float>.self)
-                t3 += g2 * raw.loadUnaligned(fromByteOffset: at &+ 60, as: SIMD4<Float>.self)
-                at &+= 4 &* four
-                i &+= 4
-            }
-            while i < pairs {
-                let h = splat[i], g = splat[i &+ 1]
-                s0 += h * raw.loadUnaligned(fromByteOffset: at, as: SIMD4<Float>.self)
-                s1 += h * raw.loadUnaligned(fromByteOffset: at &+ 16, as: SIMD4<Float>.self)
-                s2 += h * raw.loadUnaligned(fromByteOffset: at &+ 32, as: SIMD4<Float>.self)
-                s3 += h * raw.loadUnaligned(fromByteOffset: at &+ 48, as: SIMD4<Float>.self)
-                t0 += g * raw.loadUnaligned(fromByteOffset: at &+ 4, as: SIMD4<Float>.self)
-                t1 += g * raw.loadUnaligned(fromByteOffset: at &+ 20, as: SIMD4<Float>.self)
-                t2 += g * raw.loadUnaligned(fromByteOffset: at &+ 36, as: SIMD4<Float>.self)
-                t3 += g * raw.loadUnaligned(fromByteOffset: at &+ 52, as: SIMD4<Float>.self)
-                at &+= 2 &* four
-                i &+= 2
-            }
-            if i < length {
+            while i < length {
                 let h = splat[i]
-                s0 += h * raw.loadUnaligned(fromByteOffset: at, as: SIMD4<Float>.self)
-                s1 += h * raw.loadUnaligned(fromByteOffset: at &+ 16, as: SIMD4<Float>.self)
-                s2 += h * raw.loadUnaligned(fromByteOffset: at &+ 32, as: SIMD4<Float>.self)
-                s3 += h * raw.loadUnaligned(fromByteOffset: at &+ 48, as: SIMD4<Float>.self)
+                s0 += h * raw.loadUnaligned(fromByteOffset: at, as: V.self)
+                s1 += h * raw.loadUnaligned(fromByteOffset: at &+ 16, as: V.self)
+                s2 += h * raw.loadUnaligned(fromByteOffset: at &+ 32, as: V.self)
+                s3 += h * raw.loadUnaligned(fromByteOffset: at &+ 48, as: V.self)
+                s4 += h * raw.loadUnaligned(fromByteOffset: at &+ 64, as: V.self)
+                s5 += h * raw.loadUnaligned(fromByteOffset: at &+ 80, as: V.self)
+                s6 += h * raw.loadUnaligned(fromByteOffset: at &+ 96, as: V.self)
+                s7 += h * raw.loadUnaligned(fromByteOffset: at &+ 112, as: V.self)
+                at &+= four
+                i &+= 1
             }
             let to = j &* four
-            out.storeBytes(of: s0 + t0, toByteOffset: to, as: SIMD4<Float>.self)
-            out.storeBytes(of: s1 + t1, toByteOffset: to &+ 16, as: SIMD4<Float>.self)
-            out.storeBytes(of: s2 + t2, toByteOffset: to &+ 32, as: SIMD4<Float>.self)
-            out.storeBytes(of: s3 + t3, toByteOffset: to &+ 48, as: SIMD4<Float>.self)
-            j &+= 16
+            out.storeBytes(of: s0, toByteOffset: to, as: V.self)
+            out.storeBytes(of: s1, toByteOffset: to &+ 16, as: V.self)
+            out.storeBytes(of: s2, toByteOffset: to &+ 32, as: V.self)
+            out.storeBytes(of: s3, toByteOffset: to &+ 48, as: V.self)
+            out.storeBytes(of: s4, toByteOffset: to &+ 64, as: V.self)
+            out.storeBytes(of: s5, toByteOffset: to &+ 80, as: V.self)
+            out.storeBytes(of: s6, toByteOffset: to &+ 96, as: V.self)
+            out.storeBytes(of: s7, toByteOffset: to &+ 112, as: V.self)
+            j &+= 32
         }
     }
 
