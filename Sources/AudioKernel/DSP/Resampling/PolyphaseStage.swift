@@ -153,7 +153,14 @@ final class PolyphaseStage: ResamplingStage {
         var cursor = Cursor(newest: newest, cycle: cycle, produced: 0)
         let table = Table(sets: coefficients, taps: taps, phases: phases, reach: reach)
         switch channels {
-        case 1: Self.groups(mono: lines, count: count, table: table, cursor: &cursor, into: output)
+        case 1:
+            // The wide stage's tap counts (16 at `.medium`, 20 at `.high`) as constants: the
+            // tap loop unrolls, a fifth of the instructions of a group.
+            switch taps {
+            case 16: Self.groups(mono: lines, count: count, table: table, taps: 16, cursor: &cursor, into: output)
+            case 20: Self.groups(mono: lines, count: count, table: table, taps: 20, cursor: &cursor, into: output)
+            default: Self.groups(mono: lines, count: count, table: table, taps: taps, cursor: &cursor, into: output)
+            }
         case 2: Self.groups(left: lines, right: lines + lineCapacity, count: count, table: table, cursor: &cursor, into: output, channelStride: channelStride)
         default:
             Self.groups(lines: lines, channels: channels, lineCapacity: lineCapacity, count: count, table: table, cursor: &cursor,
@@ -204,8 +211,9 @@ final class PolyphaseStage: ResamplingStage {
     }
 
     /// Whole groups of four outputs for one channel, straight into `output`.
-    private static func groups(mono line: UnsafePointer<Float>, count: Int, table: Table, cursor: inout Cursor, into output: UnsafeMutablePointer<Float>) {
-        let taps = table.taps, phases = table.phases
+    @inline(__always)
+    private static func groups(mono line: UnsafePointer<Float>, count: Int, table: Table, taps: Int, cursor: inout Cursor, into output: UnsafeMutablePointer<Float>) {
+        let phases = table.phases
         var n0 = cursor.newest, c0 = cursor.cycle
         var set = table.sets + c0 &* taps, to = table.reach + 4 &* c0
         var out = UnsafeMutableRawPointer(output + cursor.produced)
@@ -213,7 +221,7 @@ final class PolyphaseStage: ResamplingStage {
             let n3 = n0 &+ to[2]
             if n3 >= count { break }
             let (a, b, c, d) = dot4(set, line + n0, set + taps, line + (n0 &+ to[0]), set + 2 &* taps, line + (n0 &+ to[1]), set + 3 &* taps, line + n3, taps)
-            out.storeBytes(of: transposeSum(a, b, c, d), as: SIMD4<Float>.self)
+            out.storeBytes(of: transposeSumApart(a, b, c, d), as: SIMD4<Float>.self)
             out += 16
             n0 &+= to[3]
             c0 &+= 4
@@ -367,6 +375,14 @@ final class PolyphaseStage: ResamplingStage {
             offset &+= 16
         }
         return ((l0, l1, l2, l3), (r0, r1, r2, r3))
+    }
+
+    /// ``transposeSum`` where the optimizer cannot see it. Beside a tap loop unrolled for a
+    /// known tap count, it would otherwise move the shuffles up through every addition of
+    /// the four dot products (what the sum is after, 4 shuffles, became 40).
+    @inline(never)
+    static func transposeSumApart(_ s0: SIMD4<Float>, _ s1: SIMD4<Float>, _ s2: SIMD4<Float>, _ s3: SIMD4<Float>) -> SIMD4<Float> {
+        transposeSum(s0, s1, s2, s3)
     }
 
     /// `(Σ s0, Σ s1, Σ s2, Σ s3)`: the halves of each pair added (one register for two
