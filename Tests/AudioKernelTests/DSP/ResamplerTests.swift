@@ -263,7 +263,7 @@ final class ResamplerChainTests: XCTestCase {
     }
 
     /// The fast FIR algorithm computes the correlation the direct sum does, for any count
-    /// and tap count, symmetric taps or not, over a contiguous input and over every other
+    /// and tap count, symmetric or not, over a contiguous input and over every other
     /// float of a line, and finishes it both ways.
     func testTheFastFIRMatchesTheDirectSum() {
         var generator = UInt32(7)
@@ -271,7 +271,7 @@ final class ResamplerChainTests: XCTestCase {
             generator = generator &* 1_664_525 &+ 1_013_904_223
             return Float(Int32(bitPattern: generator)) / Float(Int32.max)
         }
-        // Symmetric taps (the half-band filters', of a multiple of 4) run one leaf folded.
+        // Symmetric taps too, as the half-band filters' are.
         for (length, symmetric) in [(4, false), (9, false), (72, false), (92, false), (93, false), (40, true), (76, true), (92, true)] {
             var taps = (0..<length).map { _ in next() * 0.1 }
             if symmetric { taps = Array(taps[0..<(length / 2)] + taps[0..<(length / 2)].reversed()) }

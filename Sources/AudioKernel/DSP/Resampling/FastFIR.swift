@@ -30,9 +30,6 @@ final class FastFIR {
     private let quarter: Int
     /// The nine leaves' taps, each in four lanes: `quarter` each, in the order of `Leaf`.
     private let taps: UnsafeMutablePointer<SIMD4<Float>>
-    /// Whether `h` reads the same backwards (the half-band filters do): then the last leaf's
-    /// taps, the sum of all four phases, do too, and it runs folded.
-    private let symmetric: Bool
     /// The nine leaves' inputs, then their outputs, `span` floats each.
     private let work: UnsafeMutablePointer<Float>
     private let span: Int
@@ -47,7 +44,6 @@ final class FastFIR {
     init(taps h: [Float], maximumCount: Int) {
         var h = h.map(Double.init)
         while h.count % 4 != 0 { h.append(0) }
-        symmetric = h == h.reversed()
         length = h.count
         quarter = h.count / 4
         let q = quarter
@@ -58,11 +54,7 @@ final class FastFIR {
         let sets: [[Double]] = [p0, p2, add(p0, p2), p1, p3, add(p1, p3), add(p0, p1), add(p2, p3), add(add(p0, p1), add(p2, p3))]
         taps = .allocate(capacity: 9 * q)
         for (leaf, set) in sets.enumerated() {
-            for (b, tap) in set.enumerated() {
-                // The folded leaf uses its first half only: taken as exactly its mirror.
-                let mirrored = symmetric && leaf == Leaf.sc.rawValue && b >= q / 2 ? set[q - 1 - b] : tap
-                taps[leaf * q + b] = SIMD4(repeating: Float(mirrored))
-            }
+            for (b, tap) in set.enumerated() { taps[leaf * q + b] = SIMD4(repeating: Float(tap)) }
         }
         // A leaf's last block of 32 reads up to 34 + q inputs and writes up to 31 outputs
         // past its count; the slack covers both.
@@ -96,11 +88,7 @@ final class FastFIR {
         let quads = (count + 3) / 4 + 1
         split(line, everyOther: everyOther, count: quads + quarter + 1)
         for leaf in Leaf.allCases {
-            if symmetric && leaf == .sc {
-                Self.correlateFolded(taps + leaf.rawValue * quarter, length: quarter, input(leaf), count: quads, into: output(leaf))
-            } else {
-                Self.correlate(taps + leaf.rawValue * quarter, length: quarter, input(leaf), count: quads, into: output(leaf))
-            }
+            Self.correlate(taps + leaf.rawValue * quarter, length: quarter, input(leaf), count: quads, into: output(leaf))
         }
         combine(count: (count + 3) / 4)
         let y0 = UnsafeRawPointer(input(.ea)), y1 = UnsafeRawPointer(input(.eb)), y2 = UnsafeRawPointer(input(.ec)), y3 = UnsafeRawPointer(input(.oa))
@@ -299,64 +287,6 @@ final class FastFIR {
             out.storeBytes(of: s6, toByteOffset: to &+ 96, as: V.self)
             out.storeBytes(of: s7, toByteOffset: to &+ 112, as: V.self)
             j &+= 32
-        }
-    }
-
-    /// ``correlate`` for taps that read the same backwards: each pair of taps `t[b]`,
-    /// `t[length − 1 − b]` takes one multiply of the two inputs' sum. The additions are as
-    /// many, the multiplies half, and the instructions a fifth fewer (the bound, without
-    /// fused multiply-add).
-    private static func correlateFolded(_ splat: UnsafeMutablePointer<SIMD4<Float>>, length: Int, _ u: UnsafePointer<Float>, count: Int,
-                                        into y: UnsafeMutablePointer<Float>) {
-        typealias V = SIMD4<Float>
-        let raw = UnsafeRawPointer(u)
-        let out = UnsafeMutableRawPointer(y)
-        let four = MemoryLayout<Float>.stride
-        let half = length / 2
-        let last = (length - 1) &* four
-        var j = 0
-        while j < count {
-            var s0 = V(), s1 = V(), s2 = V(), s3 = V()
-            var t0 = V(), t1 = V(), t2 = V(), t3 = V()
-            // `near` walks up from the first tap, `far` down from the last.
-            var near = j &* four, far = near &+ last
-            var b = 0
-            while b &+ 2 <= half {
-                let h = splat[b], g = splat[b &+ 1]
-                s0 += h * (raw.loadUnaligned(fromByteOffset: near, as: V.self) + raw.loadUnaligned(fromByteOffset: far, as: V.self))
-                s1 += h * (raw.loadUnaligned(fromByteOffset: near &+ 16, as: V.self) + raw.loadUnaligned(fromByteOffset: far &+ 16, as: V.self))
-                s2 += h * (raw.loadUnaligned(fromByteOffset: near &+ 32, as: V.self) + raw.loadUnaligned(fromByteOffset: far &+ 32, as: V.self))
-                s3 += h * (raw.loadUnaligned(fromByteOffset: near &+ 48, as: V.self) + raw.loadUnaligned(fromByteOffset: far &+ 48, as: V.self))
-                t0 += g * (raw.loadUnaligned(fromByteOffset: near &+ 4, as: V.self) + raw.loadUnaligned(fromByteOffset: far &- 4, as: V.self))
-                t1 += g * (raw.loadUnaligned(fromByteOffset: near &+ 20, as: V.self) + raw.loadUnaligned(fromByteOffset: far &+ 12, as: V.self))
-                t2 += g * (raw.loadUnaligned(fromByteOffset: near &+ 36, as: V.self) + raw.loadUnaligned(fromByteOffset: far &+ 28, as: V.self))
-                t3 += g * (raw.loadUnaligned(fromByteOffset: near &+ 52, as: V.self) + raw.loadUnaligned(fromByteOffset: far &+ 44, as: V.self))
-                near &+= 2 &* four
-                far &-= 2 &* four
-                b &+= 2
-            }
-            if b < half {
-                let h = splat[b]
-                s0 += h * (raw.loadUnaligned(fromByteOffset: near, as: V.self) + raw.loadUnaligned(fromByteOffset: far, as: V.self))
-                s1 += h * (raw.loadUnaligned(fromByteOffset: near &+ 16, as: V.self) + raw.loadUnaligned(fromByteOffset: far &+ 16, as: V.self))
-                s2 += h * (raw.loadUnaligned(fromByteOffset: near &+ 32, as: V.self) + raw.loadUnaligned(fromByteOffset: far &+ 32, as: V.self))
-                s3 += h * (raw.loadUnaligned(fromByteOffset: near &+ 48, as: V.self) + raw.loadUnaligned(fromByteOffset: far &+ 48, as: V.self))
-                near &+= four
-            }
-            if length & 1 == 1 {
-                // The middle tap, its own mirror.
-                let h = splat[half]
-                t0 += h * raw.loadUnaligned(fromByteOffset: near, as: V.self)
-                t1 += h * raw.loadUnaligned(fromByteOffset: near &+ 16, as: V.self)
-                t2 += h * raw.loadUnaligned(fromByteOffset: near &+ 32, as: V.self)
-                t3 += h * raw.loadUnaligned(fromByteOffset: near &+ 48, as: V.self)
-            }
-            let to = j &* four
-            out.storeBytes(of: s0 + t0, toByteOffset: to, as: V.self)
-            out.storeBytes(of: s1 + t1, toByteOffset: to &+ 16, as: V.self)
-            out.storeBytes(of: s2 + t2, toByteOffset: to &+ 32, as: V.self)
-            out.storeBytes(of: s3 + t3, toByteOffset: to &+ 48, as: V.self)
-            j &+= 16
         }
     }
 }
