@@ -226,6 +226,11 @@ public final class PulseAudioServer: @unchecked Sendable {
             if stalls.isEmpty || number >= attempts { return result }
             print("attempt \(number) discarded: PipeWire's graph stalled during it (\(stalls.joined(separator: "; ")))")
             number += 1
+            // PipeWire rate-limits that message per driver (one in 2 s): a stall early in
+            // the next attempt would go unlogged, and its xrun would count against the
+            // player. The next attempt starts once the limiter has reset; this is the
+            // limiter's window, not a wait for an event.
+            usleep(2_500_000)
         }
     }
 
