@@ -74,7 +74,7 @@ final class PolyphaseStage: ResamplingStage {
         // Aligned, so that a coefficient load folds into its multiply (`taps` is a multiple of 4).
         coefficients = UnsafeMutableRawPointer.allocate(byteCount: sets * taps * MemoryLayout<Float>.stride, alignment: 64)
             .bindMemory(to: Float.self, capacity: sets * taps)
-        // The taps were rounded up to a multiple of 8: the window gets the attenuation that
+        // The taps were rounded up to a multiple of 4: the window gets the attenuation that
         // length buys over the same transition.
         let bought = 7.95 + 2.285 * 2 * Double.pi * transition * Double(taps - 1)
         let beta = KaiserDesign.beta(attenuation: max(attenuation, min(bought, attenuation + 20)))
@@ -210,95 +210,109 @@ final class PolyphaseStage: ResamplingStage {
         }
     }
 
-    /// Whole groups of four outputs for one channel, straight into `output`.
-    @inline(__always)
-    private static func groups(mono line: UnsafePointer<Float>, count: Int, table: Table, taps: Int, cursor: inout Cursor, into output: UnsafeMutablePointer<Float>) {
-        let phases = table.phases
-        var n0 = cursor.newest, c0 = cursor.cycle
-        var set = table.sets + c0 &* taps, to = table.reach + 4 &* c0
-        var out = UnsafeMutableRawPointer(output + cursor.produced)
-        while true {
-            let n3 = n0 &+ to[2]
-            if n3 >= count { break }
-            let (a, b, c, d) = dot4(set, line + n0, set + taps, line + (n0 &+ to[0]), set + 2 &* taps, line + (n0 &+ to[1]), set + 3 &* taps, line + n3, taps)
-            out.storeBytes(of: transposeSumApart(a, b, c, d), as: SIMD4<Float>.self)
-            out += 16
-            n0 &+= to[3]
-            c0 &+= 4
+    /// Where the next group of four outputs is: its first output's newest frame and place in
+    /// the cycle, with its four coefficient sets and its row of `reach`, moved on together
+    /// (no multiply per group).
+    private struct Walk {
+        var newest: Int
+        var cycle: Int
+        var set: UnsafePointer<Float>
+        var to: UnsafePointer<Int>
+        let taps: Int
+        let phases: Int
+
+        @inline(__always)
+        init(_ table: Table, taps: Int, from cursor: Cursor) {
+            newest = cursor.newest
+            cycle = cursor.cycle
+            set = table.sets + cursor.cycle &* taps
+            to = table.reach + 4 &* cursor.cycle
+            self.taps = taps
+            phases = table.phases
+        }
+
+        /// The newest frame of the group's last output: the group is whole when it is here.
+        @inline(__always)
+        var last: Int { newest &+ to[2] }
+
+        /// The newest frames of the group's second and third outputs.
+        @inline(__always)
+        var middle: (Int, Int) { (newest &+ to[0], newest &+ to[1]) }
+
+        /// Output `i`'s coefficients.
+        @inline(__always)
+        func set(_ i: Int) -> UnsafePointer<Float> { set + i &* taps }
+
+        @inline(__always)
+        mutating func advance() {
+            newest &+= to[3]
+            cycle &+= 4
             set += 4 &* taps
             to += 16
-            while c0 >= phases {
-                c0 &-= phases
+            while cycle >= phases {
+                cycle &-= phases
                 set -= phases &* taps
                 to -= 4 &* phases
             }
         }
-        cursor.produced = (out - UnsafeMutableRawPointer(output)) / 4
-        cursor.newest = n0
-        cursor.cycle = c0
+    }
+
+    /// Whole groups of four outputs for one channel, straight into `output`.
+    @inline(__always)
+    private static func groups(mono line: UnsafePointer<Float>, count: Int, table: Table, taps: Int, cursor: inout Cursor, into output: UnsafeMutablePointer<Float>) {
+        var walk = Walk(table, taps: taps, from: cursor)
+        var out = UnsafeMutableRawPointer(output + cursor.produced)
+        while true {
+            let n3 = walk.last
+            if n3 >= count { break }
+            let (n1, n2) = walk.middle
+            let (a, b, c, d) = dot4(walk.set(0), line + walk.newest, walk.set(1), line + n1, walk.set(2), line + n2, walk.set(3), line + n3, taps)
+            out.storeBytes(of: transposeSumApart(a, b, c, d), as: SIMD4<Float>.self)
+            out += 16
+            walk.advance()
+        }
+        cursor = Cursor(newest: walk.newest, cycle: walk.cycle, produced: (out - UnsafeMutableRawPointer(output)) / 4)
+    }
+
+    /// Runs `body` on every whole group of four outputs whose input is here, with the four
+    /// outputs' newest frames, the walk (for their coefficients) and the outputs made before
+    /// the group; then moves the cursor past them. (The mono loop, the hottest, keeps its own:
+    /// through a closure it measured up to 2 % slower.)
+    @inline(__always)
+    private static func forEachGroup(_ table: Table, count: Int, cursor: inout Cursor, _ body: ((Int, Int, Int, Int), Walk, Int) -> Void) {
+        var walk = Walk(table, taps: table.taps, from: cursor)
+        var produced = cursor.produced
+        while true {
+            let n3 = walk.last
+            if n3 >= count { break }
+            let (n1, n2) = walk.middle
+            body((walk.newest, n1, n2, n3), walk, produced)
+            produced &+= 4
+            walk.advance()
+        }
+        cursor = Cursor(newest: walk.newest, cycle: walk.cycle, produced: produced)
     }
 
     /// Whole groups of four outputs for two channels, each coefficient loaded once for both.
     private static func groups(left: UnsafePointer<Float>, right: UnsafePointer<Float>, count: Int, table: Table, cursor: inout Cursor,
                                into output: UnsafeMutablePointer<Float>, channelStride: Int) {
-        let taps = table.taps, phases = table.phases
-        var n0 = cursor.newest, c0 = cursor.cycle
-        var set = table.sets + c0 &* taps, to = table.reach + 4 &* c0
-        var produced = cursor.produced
-        while true {
-            let n3 = n0 &+ to[2]
-            if n3 >= count { break }
-            let (l, r) = dot4x2(set, set + taps, set + 2 &* taps, set + 3 &* taps, left, right, n0, n0 &+ to[0], n0 &+ to[1], n3, taps)
+        forEachGroup(table, count: count, cursor: &cursor) { n, walk, produced in
+            let (l, r) = dot4x2(walk.set(0), walk.set(1), walk.set(2), walk.set(3), left, right, n.0, n.1, n.2, n.3, table.taps)
             UnsafeMutableRawPointer(output + produced).storeBytes(of: transposeSum(l.0, l.1, l.2, l.3), as: SIMD4<Float>.self)
             UnsafeMutableRawPointer(output + (channelStride &+ produced)).storeBytes(of: transposeSum(r.0, r.1, r.2, r.3), as: SIMD4<Float>.self)
-            produced &+= 4
-            n0 &+= to[3]
-            c0 &+= 4
-            set += 4 &* taps
-            to += 16
-            while c0 >= phases {
-                c0 &-= phases
-                set -= phases &* taps
-                to -= 4 &* phases
-            }
         }
-        cursor.produced = produced
-        cursor.newest = n0
-        cursor.cycle = c0
     }
 
     /// Whole groups of four outputs for three to eight channels, one channel at a time.
     private static func groups(lines: UnsafePointer<Float>, channels: Int, lineCapacity: Int, count: Int, table: Table, cursor: inout Cursor,
                                into output: UnsafeMutablePointer<Float>, channelStride: Int) {
-        let taps = table.taps, phases = table.phases
-        var n0 = cursor.newest, c0 = cursor.cycle
-        var set = table.sets + c0 &* taps, to = table.reach + 4 &* c0
-        var produced = cursor.produced
-        while true {
-            let n3 = n0 &+ to[2]
-            if n3 >= count { break }
-            let n1 = n0 &+ to[0], n2 = n0 &+ to[1]
-            var channel = 0
-            while channel < channels {
+        forEachGroup(table, count: count, cursor: &cursor) { n, walk, produced in
+            for channel in 0..<channels {
                 let line = lines + channel &* lineCapacity
-                let (a, b, c, d) = dot4(set, line + n0, set + taps, line + n1, set + 2 &* taps, line + n2, set + 3 &* taps, line + n3, taps)
+                let (a, b, c, d) = dot4(walk.set(0), line + n.0, walk.set(1), line + n.1, walk.set(2), line + n.2, walk.set(3), line + n.3, table.taps)
                 UnsafeMutableRawPointer(output + (channel &* channelStride &+ produced)).storeBytes(of: transposeSum(a, b, c, d), as: SIMD4<Float>.self)
-                channel &+= 1
-            }
-            produced &+= 4
-            n0 &+= to[3]
-            c0 &+= 4
-            set += 4 &* taps
-            to += 16
-            while c0 >= phases {
-                c0 &-= phases
-                set -= phases &* taps
-                to -= 4 &* phases
             }
         }
-        cursor.produced = produced
-        cursor.newest = n0
-        cursor.cycle = c0
     }
 
     private func runInterpolated(into output: UnsafeMutablePointer<Float>, channelStride: Int) -> Int {
@@ -327,7 +341,7 @@ final class PolyphaseStage: ResamplingStage {
         return produced
     }
 
-    /// Four dot products of `n` (a multiple of 8) taps, as `(Σ a0·b0, Σ a1·b1, Σ a2·b2, Σ a3·b3)`.
+    /// Four dot products of `n` (a multiple of 4) taps, as `(Σ a0·b0, Σ a1·b1, Σ a2·b2, Σ a3·b3)`.
     @inline(__always)
     static func dot4(_ a0: UnsafePointer<Float>, _ b0: UnsafePointer<Float>, _ a1: UnsafePointer<Float>, _ b1: UnsafePointer<Float>,
                      _ a2: UnsafePointer<Float>, _ b2: UnsafePointer<Float>, _ a3: UnsafePointer<Float>, _ b3: UnsafePointer<Float>,
