@@ -178,6 +178,55 @@ final class ConversationTests: XCTestCase {
         XCTAssertEqual(rig.chatRequests.count, 2)
     }
 
+    /// The learner answers before the UI has asked the daemon to listen (the UI re-arms
+    /// hands-free listening after a reply, a round trip away): the turn still holds the
+    /// whole answer from its first syllable, with pre-roll. It used to wait for the next
+    /// utterance, and the answer was lost.
+    func testAnAnswerBegunBeforeListenIsRecordedWhole() throws {
+        rig = try KioskRig()
+        let watcher = try rig.watcher(topics: ["session", "playback", "speech"])
+        let control = try rig.daemon.client()
+        _ = try control.request("session.start", ["topic_id": "travel"])
+        XCTAssertNotNil(watcher.waitForStage("ready"))
+        let words = KioskRig.learner
+        let firstSyllable = try XCTUnwrap(words.firstIndex { abs(Int($0)) > 300 })
+        // The microphone rested while the greeting played; the pre-roll starts where it
+        // resumed, so the learner speaks half a second after that.
+        XCTAssertNotNil(watcher.wait(for: "playback.finished"))
+        let written = rig.microphone.written.value
+        XCTAssertTrue(rig.microphone.written.wait(timeout: 10) { $0 >= written + 500 * 24 })
+        let mark = watcher.count
+        rig.microphone.say(words)
+        // The daemon tells that it heard speech (250 ms into it) with nobody listening; the
+        // UI's listen comes a round trip later.
+        XCTAssertNotNil(watcher.wait(for: "speech.started", after: mark))
+        _ = try control.request("listen")
+        XCTAssertNotNil(watcher.waitForStage("recording", after: mark), "the speech in progress did not start the turn")
+        guard let recorded = watcher.wait(for: "turn.recorded", after: mark) else { return }
+        XCTAssertEqual(recorded["data"]?["end_reason"], "endOfSpeech")
+        XCTAssertNotNil(watcher.wait(for: "transcript", after: mark))
+        let turn = try WAVDecoder.decode(XCTUnwrap(rig.sim.simulator.lastTurnAudio)).samples
+        let lag = try XCTUnwrap(Self.bestLag(of: words, in: turn), "the learner's words are not in the turn")
+        // The whole pre-roll, 300 ms before the speech's onset as the detector finds it in
+        // the words (give or take where the daemon's 10 ms blocks fall in them).
+        var detector = SpeechDetector()
+        let blocks = [Int16](repeating: 0, count: 24_000) + words
+        let loudOnset = try XCTUnwrap(stride(from: 0, to: blocks.count - 240, by: 240).lazy.compactMap { start -> Int? in
+            guard case .speechStarted(let onset) = detector.process(SignalLevel(measuring: Array(blocks[start..<(start + 240)]))) else { return nil }
+            return onset - 24_000
+        }.first)
+        XCTAssertEqual(Double(lag + loudOnset), 300 * 24, accuracy: 480, "the turn lacks its pre-roll")
+        var error = 0.0, signal = 0.0
+        for (i, s) in words.enumerated() {
+            let d = Double(lag + i < turn.count ? turn[lag + i] : 0) - Double(s)
+            error += d * d
+            signal += Double(s) * Double(s)
+        }
+        let snr = 10 * log10(signal / max(error, 1))
+        print("figures: an answer begun before listen: its onset \(Double(lag + loudOnset) / 24) ms into the turn (first syllable \(Double(lag + firstSyllable) / 24) ms), SNR \(String(format: "%.1f", snr)) dB against the words")
+        XCTAssertGreaterThan(snr, 60, "the turn does not hold the whole answer")
+    }
+
     func testReviewModeTurnsThenEndGoesBackToIdle() throws {
         rig = try KioskRig()
         let watcher = try rig.watcher()

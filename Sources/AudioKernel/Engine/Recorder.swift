@@ -126,6 +126,9 @@ public final class Recorder: @unchecked Sendable {
     private var turnSpeechOnset: Int?
     private var turnSpeechSamples = 0
     private var turnStartPosition = 0
+    /// The absolute position after the last turn's last sample: no later turn's pre-roll
+    /// reaches back before it (the same audio is never in two turns).
+    private var lastTurnEnd = 0
     private let maximumTurnSamples: Int
     private var meter = SignalLevel.zero
     private let meterInterval: Int
@@ -156,11 +159,12 @@ public final class Recorder: @unchecked Sendable {
         detector = SpeechDetector(configuration: configuration.detector, sampleRate: format.sampleRate * format.channels)
         preRollSamples = configuration.preRollMilliseconds * samplesPerMillisecond
         // The ring also holds the detector's onset window (speech is confirmed up to that
-        // long after its first loud block, where the turn starts) and 200 ms to spare:
-        // 1.5 s, 72 KB at 24 kHz.
+        // long after its first loud block, where the turn starts) and a second more, so that
+        // a `listen` sent once speech was heard (a UI re-arming, a round trip away) still
+        // finds the first syllable with its whole pre-roll: 2.3 s, 110 KB at 24 kHz.
         let onsetWindow = max(configuration.detector.onsetWindowMilliseconds, configuration.detector.minimumSpeechMilliseconds,
                               configuration.detector.bargeInMinimumSpeechMilliseconds)
-        let ringSize = preRollSamples + onsetWindow * samplesPerMillisecond + 4_800
+        let ringSize = preRollSamples + (onsetWindow + 1_000) * samplesPerMillisecond
         preRoll = [Int16](repeating: 0, count: ringSize)
         maximumTurnSamples = configuration.detector.maximumTurnMilliseconds * samplesPerMillisecond
         meterInterval = max(1, configuration.levelIntervalMilliseconds * samplesPerMillisecond)
@@ -287,7 +291,7 @@ public final class Recorder: @unchecked Sendable {
             meter = .zero
         }
 
-        let playing = playbackActive.load(ordering: .relaxed) || followedPlayer.withLock { $0?.isActive ?? false }
+        let playing = kioskIsPlaying
         let decision = detector.process(level, speaker: !playing ? .silent : inputIsEchoCancelled ? .overEchoCancelledInput : .halfDuplex)
         if case .recording = mode {
             appendToTurn(period, level: level)
@@ -320,6 +324,11 @@ public final class Recorder: @unchecked Sendable {
         }
     }
 
+    /// Whether the kiosk is playing (read on the capture thread).
+    private var kioskIsPlaying: Bool {
+        playbackActive.load(ordering: .relaxed) || followedPlayer.withLock { $0?.isActive ?? false }
+    }
+
     private func apply(_ command: Command) {
         switch (command, mode) {
         case (.begin(let number), .recording), (.listen(let number), .recording):
@@ -334,6 +343,18 @@ public final class Recorder: @unchecked Sendable {
         case (.listen(let number), _):
             recordingNumber = number
             mode = .listening
+            // The learner began a moment before listening was asked for (the kiosk re-arms
+            // after its reply, a round trip through the UI): while the speech's first
+            // syllable is still in the ring, the turn starts there, with what pre-roll is
+            // left. Otherwise the speech in progress is let go and the next one is the turn.
+            // Not while the kiosk speaks: that speech was heard under the quiet kiosk's rule,
+            // and a listen under a reply (barge-in over an echo-cancelled input) must hear
+            // speech start under the barge-in's stricter one.
+            if !kioskIsPlaying, let onset = detector.onsetOfSpeechInProgress, onset >= oldestHeldPosition {
+                onEvent(.speechStarted(recording: number))
+                startTurn(from: onset - preRollSamples, handsFree: true)
+                turnSpeechOnset = onset
+            }
         case (.end, .recording):
             finishTurn(.released)
         case (.cancel, _):
@@ -360,11 +381,14 @@ public final class Recorder: @unchecked Sendable {
         preRollEnd += period.count
     }
 
+    /// The oldest absolute position a turn may start at: what the ring still holds, since
+    /// the input's last rest, after the last turn.
+    private var oldestHeldPosition: Int { max(0, preRollEnd - preRoll.count, preRollValidFrom, lastTurnEnd) }
+
     /// Starts a turn whose first sample is at absolute position `from` (clamped to what the
     /// pre-roll ring still holds); the samples up to now come from the ring.
     private func startTurn(from: Int, handsFree: Bool) {
-        let oldest = max(0, preRollEnd - preRoll.count, preRollValidFrom)
-        let first = max(from, oldest)
+        let first = max(from, oldestHeldPosition)
         turn.removeAll()
         turn.appendZeros(WAVEncoder.headerSize)
         turnLevel = .zero
@@ -414,6 +438,7 @@ public final class Recorder: @unchecked Sendable {
             recording: recordingNumber
         )
         turn.removeAll()
+        lastTurnEnd = preRollEnd
         mode = .idle
         onEvent(.turn(result))
     }

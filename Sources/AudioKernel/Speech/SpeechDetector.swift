@@ -65,6 +65,8 @@ public struct SpeechDetector: Sendable {
     public private(set) var position = 0
     /// Whether speech is in progress (confirmed).
     public private(set) var inSpeech = false
+    /// Where the speech in progress began (its first loud block), nil when none is.
+    public var onsetOfSpeechInProgress: Int? { inSpeech ? speechOnset : nil }
 
     private var candidateOnset: Int?
     /// Loud samples, and the pause since the last loud block, of the candidate.

@@ -63,19 +63,23 @@ final class EnginePulseTests: PulseAudioTestCase {
         addNoise(&script, amplitude: 80)  // a quiet room
 
         let log = EventLog<RecorderEvent>()
+        // Each turn re-arms listening from its own event, so the command is applied on the
+        // very next period. The pipe source reads its FIFO as fast as it is written (about
+        // 16 times real time here), so the 0.8 s between a turn's end and the next phrase
+        // pass in some 50 ms: a re-arm from this thread, woken late on a loaded machine,
+        // came after the next phrase had begun (CI once got 2 turns of 3).
+        let rearm = Locked<Recorder?>(nil)
         let recorder = try Recorder(device: .pulse(device: "mic"), stream: stream, configuration: RecorderConfiguration()) { event in
             log.append(event)
+            if case .turn = event { rearm.withLock { $0 }?.listen() }
         }
+        rearm.withLock { $0 = recorder }
+        defer { rearm.withLock { $0 = nil } }
         try microphone("mic", playing: script)
         recorder.listen()
         try recorder.start()
-        // Re-arm after each turn, as the daemon does.
-        var armedFor = 0
-        while armedFor < phrases.count {
-            let have = log.wait(timeout: 20) { events in events.filter { if case .turn = $0.event { return true } else { return false } }.count > armedFor }
-            guard have else { break }
-            armedFor += 1
-            recorder.listen()
+        _ = log.wait(timeout: 20) { events in
+            events.filter { if case .turn = $0.event { return true } else { return false } }.count >= phrases.count
         }
         recorder.stop()
         let turns = log.snapshot().compactMap { entry -> RecordedTurn? in if case .turn(let t) = entry.event { return t } else { return nil } }

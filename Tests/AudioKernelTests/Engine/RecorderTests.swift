@@ -394,4 +394,135 @@ final class RecorderTests: XCTestCase {
         XCTAssertEqual(turns(log).map(\.recording), [first, second, third])
         XCTAssertTrue(first < second && second < third)
     }
+
+    /// Whether the turn holds `utterance`, the script's samples, from its first sample on.
+    func turn(_ turn: RecordedTurn, holdsFromItsStart range: Range<Int>, of script: [Int16]) -> Int? {
+        let head = Array(script[range.lowerBound..<(range.lowerBound + 1_200)])
+        let samples = turn.samples
+        return samples.indices.dropLast(1_200).first { Array(samples[$0..<($0 + 1_200)]) == head }
+    }
+
+    /// The kiosk re-arms hands-free listening after its reply, through the UI; a learner who
+    /// answered a moment sooner lost the whole answer (the speech in progress was let go,
+    /// the next one awaited). CI's real-PulseAudio test missed a phrase so once.
+    func testListeningAskedForJustAfterSpeechBeganRecordsTheWholeUtterance() {
+        var mic = MicrophoneScript()
+        mic.silence(ms: 1_000)
+        mic.speech(ms: 1_500)
+        mic.silence(ms: 1_000)
+        let utterance = mic.utterances[0]
+        let log = EventLog<RecorderEvent>()
+        let recorder = Recorder { log.append($0) }
+        // Speech is confirmed 250 ms after its onset; listening comes 600 ms after it.
+        let armAt = utterance.start + 600 * 24
+        recorder.feed(Array(mic.samples[..<armAt]))
+        XCTAssertEqual(speechStarts(log), 1, "the speech was heard while idle")
+        let number = recorder.listen()
+        recorder.feed(Array(mic.samples[armAt...]))
+        let result = turns(log)
+        XCTAssertEqual(result.count, 1, "the utterance in progress became the turn")
+        guard let turn = result.first else { return }
+        XCTAssertEqual(turn.recording, number)
+        XCTAssertEqual(turn.endReason, .endOfSpeech)
+        // The whole pre-roll before the first syllable, as when listening came first.
+        XCTAssertEqual(self.turn(turn, holdsFromItsStart: utterance.start..<utterance.end, of: mic.samples), 300 * 24)
+        XCTAssertEqual(turn.speechDuration, 1.5, accuracy: 0.1)
+        // The session moves from listening to recording on this event.
+        XCTAssertTrue(log.snapshot().contains { if case .speechStarted(recording: number) = $0.event { return true } else { return false } })
+    }
+
+    /// Speech heard while the kiosk was quiet does not become a turn when listening is
+    /// asked for under a reply: over an echo-cancelled input that listen is for a barge-in,
+    /// and speech must start under the barge-in's stricter rule (a murmur at RMS 700 while
+    /// the reply was awaited would otherwise stop the reply as it starts).
+    func testListeningAskedForUnderAReplyDoesNotTakeTheSpeechInProgress() {
+        var config = RecorderConfiguration()
+        config.echoCancelledInput = true
+        var mic = MicrophoneScript()
+        mic.silence(ms: 1_000)
+        mic.speech(ms: 1_500, amplitude: 700)
+        mic.silence(ms: 1_000)
+        let log = EventLog<RecorderEvent>()
+        let recorder = Recorder(configuration: config) { log.append($0) }
+        let armAt = mic.utterances[0].start + 600 * 24
+        recorder.feed(Array(mic.samples[..<armAt]))
+        XCTAssertEqual(speechStarts(log), 1, "the murmur was heard while the kiosk was quiet")
+        recorder.setPlaybackActive(true)
+        recorder.listen()
+        recorder.feed(Array(mic.samples[armAt...]))
+        XCTAssertEqual(turns(log).count, 0)
+        XCTAssertEqual(speechStarts(log), 1)
+    }
+
+    /// Speech whose first syllable the ring no longer holds is let go: a turn cut at its
+    /// start would be sent as if whole. The next utterance is the turn.
+    func testListeningAskedForLongAfterSpeechBeganWaitsForTheNextUtterance() {
+        var mic = MicrophoneScript()
+        mic.silence(ms: 500)
+        mic.speech(ms: 4_000)
+        mic.silence(ms: 1_000)
+        mic.speech(ms: 900)
+        mic.silence(ms: 1_000)
+        let log = EventLog<RecorderEvent>()
+        let recorder = Recorder { log.append($0) }
+        let armAt = mic.utterances[0].start + 3_500 * 24
+        recorder.feed(Array(mic.samples[..<armAt]))
+        recorder.listen()
+        recorder.feed(Array(mic.samples[armAt...]))
+        let result = turns(log)
+        XCTAssertEqual(result.count, 1)
+        guard let turn = result.first else { return }
+        XCTAssertEqual(turn.duration, 0.3 + 0.9 + 0.7, accuracy: 0.05, "the second utterance, pre-roll and hangover")
+        XCTAssertNotNil(self.turn(turn, holdsFromItsStart: mic.utterances[1].start..<mic.utterances[1].end, of: mic.samples))
+    }
+
+    /// The same audio is never in two turns: a push-to-talk turn released mid-word, then
+    /// listening, does not record that word again, and a turn's pre-roll stops where the
+    /// last turn ended.
+    func testNoAudioIsInTwoTurns() {
+        // Released mid-word: the rest of the word is let go, the next utterance is the turn.
+        var mic = MicrophoneScript()
+        mic.silence(ms: 500)
+        mic.speech(ms: 1_200)
+        mic.silence(ms: 1_000)
+        mic.speech(ms: 800)
+        mic.silence(ms: 1_000)
+        let log = EventLog<RecorderEvent>()
+        let recorder = Recorder { log.append($0) }
+        recorder.feed(Array(mic.samples[..<(24 * 500)]))
+        recorder.beginTurn()
+        let releaseAt = 24 * 1_200
+        recorder.feed(Array(mic.samples[(24 * 500)..<releaseAt]))
+        recorder.endTurn()
+        recorder.listen()
+        recorder.feed(Array(mic.samples[releaseAt...]))
+        let result = turns(log)
+        XCTAssertEqual(result.map(\.endReason), [.released, .endOfSpeech])
+        if result.count == 2 {
+            XCTAssertEqual(turn(result[1], holdsFromItsStart: mic.utterances[1].start..<mic.utterances[1].end, of: mic.samples), 300 * 24)
+        }
+
+        // Speech 100 ms after a release: its turn's pre-roll is those 100 ms (and not the
+        // 200 ms before them, which are the last turn's).
+        var close = MicrophoneScript()
+        close.silence(ms: 1_100)
+        close.speech(ms: 800)
+        close.silence(ms: 1_000)
+        let closeLog = EventLog<RecorderEvent>()
+        let second = Recorder { closeLog.append($0) }
+        second.feed(Array(close.samples[..<(24 * 200)]))
+        second.beginTurn()
+        second.feed(Array(close.samples[(24 * 200)..<(24 * 1_000)]))
+        second.endTurn()
+        second.listen()
+        second.feed(Array(close.samples[(24 * 1_000)...]))
+        let closeTurns = turns(closeLog)
+        XCTAssertEqual(closeTurns.map(\.endReason), [.released, .endOfSpeech])
+        guard closeTurns.count == 2 else { return }
+        // The first turn ends where the release was applied, at the start of the next period.
+        let firstEnd = 24 * 1_000
+        XCTAssertTrue(closeTurns[0].samples == Array(close.samples[0..<firstEnd]), "pre-roll from 0 ms, to the release")
+        XCTAssertTrue(Array(closeTurns[1].samples.prefix(480)) == Array(close.samples[firstEnd..<(firstEnd + 480)]),
+                      "the second turn starts where the first ended, not 300 ms before its utterance")
+    }
 }
