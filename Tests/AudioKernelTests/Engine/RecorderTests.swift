@@ -16,6 +16,13 @@ final class RecorderTests: XCTestCase {
         return turns(log)
     }
 
+    /// Feeds `samples` to `recorder`, doing `act` once the first `at` have been fed.
+    func feed(_ recorder: Recorder, _ samples: [Int16], at: Int, then act: () -> Void) {
+        recorder.feed(Array(samples[..<at]))
+        act()
+        recorder.feed(Array(samples[at...]))
+    }
+
     func speechStarts(_ log: EventLog<RecorderEvent>) -> Int {
         log.snapshot().filter { if case .speechStarted = $0.event { return true } else { return false } }.count
     }
@@ -414,11 +421,11 @@ final class RecorderTests: XCTestCase {
         let log = EventLog<RecorderEvent>()
         let recorder = Recorder { log.append($0) }
         // Speech is confirmed 250 ms after its onset; listening comes 600 ms after it.
-        let armAt = utterance.start + 600 * 24
-        recorder.feed(Array(mic.samples[..<armAt]))
-        XCTAssertEqual(speechStarts(log), 1, "the speech was heard while idle")
-        let number = recorder.listen()
-        recorder.feed(Array(mic.samples[armAt...]))
+        var number: UInt64 = 0
+        feed(recorder, mic.samples, at: utterance.start + 600 * 24) {
+            XCTAssertEqual(speechStarts(log), 1, "the speech was heard while idle")
+            number = recorder.listen()
+        }
         let result = turns(log)
         XCTAssertEqual(result.count, 1, "the utterance in progress became the turn")
         guard let turn = result.first else { return }
@@ -444,12 +451,11 @@ final class RecorderTests: XCTestCase {
         mic.silence(ms: 1_000)
         let log = EventLog<RecorderEvent>()
         let recorder = Recorder(configuration: config) { log.append($0) }
-        let armAt = mic.utterances[0].start + 600 * 24
-        recorder.feed(Array(mic.samples[..<armAt]))
-        XCTAssertEqual(speechStarts(log), 1, "the murmur was heard while the kiosk was quiet")
-        recorder.setPlaybackActive(true)
-        recorder.listen()
-        recorder.feed(Array(mic.samples[armAt...]))
+        feed(recorder, mic.samples, at: mic.utterances[0].start + 600 * 24) {
+            XCTAssertEqual(speechStarts(log), 1, "the murmur was heard while the kiosk was quiet")
+            recorder.setPlaybackActive(true)
+            recorder.listen()
+        }
         XCTAssertEqual(turns(log).count, 0)
         XCTAssertEqual(speechStarts(log), 1)
     }
@@ -465,10 +471,7 @@ final class RecorderTests: XCTestCase {
         mic.silence(ms: 1_000)
         let log = EventLog<RecorderEvent>()
         let recorder = Recorder { log.append($0) }
-        let armAt = mic.utterances[0].start + 3_500 * 24
-        recorder.feed(Array(mic.samples[..<armAt]))
-        recorder.listen()
-        recorder.feed(Array(mic.samples[armAt...]))
+        feed(recorder, mic.samples, at: mic.utterances[0].start + 3_500 * 24) { recorder.listen() }
         let result = turns(log)
         XCTAssertEqual(result.count, 1)
         guard let turn = result.first else { return }
