@@ -70,8 +70,9 @@ public enum RecorderEvent: Sendable {
     /// The input level over the last interval, in dBFS.
     case level(rmsDBFS: Double, peakDBFS: Double)
     /// The detector heard speech start (whether or not a turn is recording), with the number
-    /// of the recording listening for it (nil when none is).
-    case speechStarted(recording: UInt64?)
+    /// of the recording listening for it (nil when none is). `again`: the speech began
+    /// earlier and was reported then (`recording` nil); a `listen` has just taken it as its turn.
+    case speechStarted(recording: UInt64?, again: Bool = false)
     /// The detector heard speech stop.
     case speechStopped
     /// A turn is complete.
@@ -351,7 +352,7 @@ public final class Recorder: @unchecked Sendable {
             // and a listen under a reply (barge-in over an echo-cancelled input) must hear
             // speech start under the barge-in's stricter one.
             if !kioskIsPlaying, let onset = detector.onsetOfSpeechInProgress, onset >= oldestHeldPosition {
-                onEvent(.speechStarted(recording: number))
+                onEvent(.speechStarted(recording: number, again: true))
                 startTurn(from: onset - preRollSamples, handsFree: true)
                 turnSpeechOnset = onset
             }

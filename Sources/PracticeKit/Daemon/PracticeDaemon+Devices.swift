@@ -32,8 +32,9 @@ extension PracticeDaemon {
             latestLevel.withLock { $0 = (rms, peak) }
             // Nobody watching, nobody woken: the control queue would publish to no one.
             if server?.isFollowed(.level) == true { levelSignal?.add(data: 1) }
-        case .speechStarted(let recording):
-            server?.publish(Event.SpeechStarted())
+        case .speechStarted(let recording, let again):
+            // Clients heard this speech start when it did; a listen taking it is not news.
+            if !again { server?.publish(Event.SpeechStarted()) }
             session?.speechStarted(recording: recording)
             cue?.speechStarted(recording: recording)
         case .speechStopped:

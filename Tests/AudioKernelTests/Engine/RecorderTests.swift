@@ -435,7 +435,7 @@ final class RecorderTests: XCTestCase {
         XCTAssertEqual(self.turn(turn, holdsFromItsStart: utterance.start..<utterance.end, of: mic.samples), 300 * 24)
         XCTAssertEqual(turn.speechDuration, 1.5, accuracy: 0.1)
         // The session moves from listening to recording on this event.
-        XCTAssertTrue(log.snapshot().contains { if case .speechStarted(recording: number) = $0.event { return true } else { return false } })
+        XCTAssertTrue(log.snapshot().contains { if case .speechStarted(recording: number, again: true) = $0.event { return true } else { return false } })
     }
 
     /// Speech heard while the kiosk was quiet does not become a turn when listening is

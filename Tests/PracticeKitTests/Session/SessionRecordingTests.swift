@@ -42,7 +42,7 @@ final class SessionRecordingTests: XCTestCase {
         let recorder = Recorder { event in
             switch event {
             case .turn(let turn): turns.update { $0.append(turn) }
-            case .speechStarted(let recording): speech.update { $0.append(recording) }
+            case .speechStarted(let recording, _): speech.update { $0.append(recording) }
             default: break
             }
         }
@@ -119,7 +119,7 @@ final class SessionRecordingTests: XCTestCase {
             let recorder = Recorder(configuration: recorderConfiguration) { event in
                 switch event {
                 case .turn(let turn): session.withLock { $0 }?.recorded(turn)
-                case .speechStarted(let recording): session.withLock { $0 }?.speechStarted(recording: recording)
+                case .speechStarted(let recording, _): session.withLock { $0 }?.speechStarted(recording: recording)
                 default: break
                 }
             }
