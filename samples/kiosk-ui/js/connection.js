@@ -46,8 +46,11 @@ class LineSplitter {
  * check each against the protocol's JSON Schema).
  */
 export class DaemonConnection {
-  constructor(url, { topics, backoff = [500, 1000, 2000, 4000, 8000], requestTimeoutMs = 30000 } = {}) {
+  constructor(url, { topics, token = "", backoff = [500, 1000, 2000, 4000, 8000], requestTimeoutMs = 30000 } = {}) {
     this.url = url;
+    // The bridge relays only a WebSocket that offers this start's token as a subprotocol
+    // (beside `binary`, which it answers with).
+    this.protocols = token ? ["binary", `practiced.token.${token}`] : ["binary"];
     this.topics = topics;
     this.backoff = backoff;
     this.requestTimeoutMs = requestTimeoutMs;
@@ -78,7 +81,7 @@ export class DaemonConnection {
 
   connect() {
     this.setState("connecting");
-    const socket = new WebSocket(this.url, ["binary"]);
+    const socket = new WebSocket(this.url, this.protocols);
     socket.binaryType = "arraybuffer";
     this.socket = socket;
     const lines = new LineSplitter();
@@ -138,7 +141,7 @@ export class DaemonConnection {
       this.attempt = 0;
       this.setState("open");
     } catch (error) {
-      console.error("starting the connection failed", error);
+      console.warn("starting the connection failed; trying again", error);  // the link's state says it
       if (this.socket) this.socket.close();
     }
   }

@@ -52,7 +52,7 @@ export class CueApp {
     try {
       return await this.connection.request(command, args);
     } catch (error) {
-      console.error(error);
+      console.warn(error);  // told to the learner below
       if (error.code === "sign_in_required") {
         this.learner = { ...(this.learner ?? {}), signed_in: false };
         this.signIn.step = "email";
