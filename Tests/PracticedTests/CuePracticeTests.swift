@@ -127,8 +127,17 @@ final class CuePracticeTests: XCTestCase {
         XCTAssertNotNil(watcher.wait(for: "cue.upload_retrying", where: { $0["answer_id"]?.stringValue == answer }))
         let spool = rig.directory + "/state/spool/cues"
         XCTAssertTrue(FileManager.default.fileExists(atPath: "\(spool)/\(answer).m4a"))
+        // spool.list has it, with why its upload failed.
+        let listed = try control.request("spool.list")["answers"]?.arrayValue ?? []
+        XCTAssertEqual(listed.map { $0["answer_id"] }, [.string(answer)])
+        XCTAssertEqual(listed.first?["cue_id"]?.intValue, cue)
+        XCTAssertNotNil(listed.first?["last_error"]?.stringValue, "\(listed)")
 
+        // Killed outright; beside the answer, an answer whose record a failing disk garbled.
         rig.daemon.process.terminate(signal: SIGKILL)
+        let garbled = "deadbeef-0000-4000-8000-000000000001", audio = Data((0..<4_096).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        try Data("{\"id\":".utf8).write(to: URL(fileURLWithPath: "\(spool)/\(garbled).json"))
+        try audio.write(to: URL(fileURLWithPath: "\(spool)/\(garbled).m4a"))
         cues.simulator.update { $0.uploadBase = nil }
         try rig.startDaemon()
         control = try rig.daemon.client()
@@ -140,7 +149,13 @@ final class CuePracticeTests: XCTestCase {
         XCTAssertNotNil(watcher.wait(for: "cue.evaluation", where: { $0["status"] == "ready" }))
         XCTAssertFalse(FileManager.default.fileExists(atPath: "\(spool)/\(answer).m4a"), "the uploaded answer left the spool")
         XCTAssertEqual(cues.simulator.uploads.count, 1)
-        _ = control
+        // The garbled one was set aside whole, logged and listed; never uploaded.
+        let setAside = try control.request("spool.list")["set_aside"]?.arrayValue ?? []
+        XCTAssertEqual(setAside.map { $0["id"] }, [.string(garbled)])
+        XCTAssertEqual(setAside.first?["kind"], "cue_answer")
+        let folder = try XCTUnwrap(setAside.first?["path"]?.stringValue)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: "\(folder)/\(garbled).m4a")), audio)
+        XCTAssertTrue(rig.daemon.log.contains("answer \(garbled) set aside"), rig.daemon.log)
     }
 
     /// A provider that fails: processing falls back to none (traces 49-51), the daemon asks

@@ -13,7 +13,7 @@ extension CuePractice {
             return publish(Event.CueSpoolFailed(cueId: cue, message: "signed out while recording: the answer has no learner"))
         }
         let answer = SpooledAnswer(id: UUID().uuidString.lowercased(), cueId: cue, profileId: profile, recordedAt: Date().timeIntervalSince1970,
-                                   durationS: rounded(turn.duration), bytes: 0, uploadedIntentId: nil)
+                                   durationS: rounded(turn.duration))
         guard let spool else {
             return publish(Event.CueSpoolFailed(cueId: cue, message: "no spool: the answer is not kept (see the log)"))
         }
@@ -33,9 +33,9 @@ extension CuePractice {
     func pump() {
         guard uploading == nil, client().isSignedIn, let next = pending.first(where: { !refused.contains($0.id) }) else { return }
         uploading = next.id
-        let client = client(), spool = spool
+        let client = client()
         Task { [self] in
-            let outcome = await walk(next, client: client, spool: spool)
+            let outcome = await walk(next, client: client)
             queue.async { [self] in finished(next, outcome) }
         }
     }
@@ -43,10 +43,13 @@ extension CuePractice {
     private enum Outcome: Sendable {
         case uploaded(recordingID: Int)
         case failed(ChatterboxError)
+        /// Its audio does not match its record: never uploaded, set aside.
+        case damaged(SpoolError)
     }
 
-    /// The walk of one answer; events on the way.
-    private func walk(_ original: SpooledAnswer, client: ChatterboxClient, spool: CueSpool?) async -> Outcome {
+    /// The walk of one answer; events on the way. It runs as a task: each touch of the spool
+    /// hops to the queue, which owns it.
+    private func walk(_ original: SpooledAnswer, client: ChatterboxClient) async -> Outcome {
         var answer = original
         do throws(ChatterboxError) {
             if answer.uploadedIntentId == nil {
@@ -55,15 +58,25 @@ extension CuePractice {
                 let intent = try await client.createUploadIntent(profileID: answer.profileId, cueID: answer.cueId)
                 publish(Event.CueUploadStep(answerId: answer.id, cueId: answer.cueId, step: .intent))
                 guard let url = intent.uploadUrl else { throw .backend(.invalidResponse("an upload intent without an upload_url")) }
+                let current = answer
+                let read: Result<Data, SpoolError> = await onQueue { [self] in
+                    guard let spool else { return .failure(SpoolError(path: current.id, operation: "read", errno: nil)) }
+                    return Result { () throws(SpoolError) in try spool.audio(current) }
+                }
                 let bytes: Data
-                do { bytes = try spool?.audio(answer.id) ?? Data() } catch {
-                    throw .backend(.invalidResponse("the spooled answer cannot be read: \(error)"))
+                switch read {
+                case .success(let audio): bytes = audio
+                case .failure(let error) where error.isDamaged: return .damaged(error)
+                case .failure(let error): throw .backend(.invalidResponse("the spooled answer cannot be read: \(error)"))
                 }
                 try await client.upload(bytes, to: url)
                 publish(Event.CueUploadStep(answerId: answer.id, cueId: answer.cueId, step: .put))
                 answer.uploadedIntentId = intent.uploadIntentId
                 // Completion alone is left: kept, so that a restart completes rather than uploads again.
-                try? spool?.update(answer)
+                let progressed = answer
+                await onQueue { [self] in
+                    do { try spool?.update(progressed) } catch { logger.error("cue answer \(progressed.id): its upload's progress not kept: \(error)") }
+                }
             }
             let completed = try await client.completeUpload(intentID: answer.uploadedIntentId!, seconds: answer.durationS)
             publish(Event.CueUploadStep(answerId: answer.id, cueId: answer.cueId, step: .complete))
@@ -90,6 +103,7 @@ extension CuePractice {
         switch outcome {
         case .uploaded(let recordingID):
             uploadAttempt = 0
+            lastError[answer.id] = nil
             pending.removeAll { $0.id == answer.id }
             spool?.remove(answer.id)
             metrics.increment("practiced_cue_answers_total", help: "Cue answers by outcome.", labels: "outcome=\"uploaded\"")
@@ -97,7 +111,15 @@ extension CuePractice {
             publish(Event.CueUploaded(answerId: answer.id, cueId: answer.cueId, recordingId: recordingID))
             watch(recordingID, cue: answer.cueId)
             pump()
+        case .damaged(let error):
+            uploadAttempt = 0
+            pending.removeAll { $0.id == answer.id }
+            lastError[answer.id] = nil
+            if let entry = spool?.setAside(answer.id, reason: "its audio is damaged: \(error.detail ?? "")") { told(entry) }
+            publish(Event.CueUploadFailed(answerId: answer.id, cueId: answer.cueId, reason: "damaged", error: "\(error)"))
+            pump()
         case .failed(let error):
+            lastError[answer.id] = "\(error)"
             if case .signInRequired(let why) = error {
                 signedOut(reason: why)
                 publish(Event.CueUploadFailed(answerId: answer.id, cueId: answer.cueId, reason: "sign_in_required", error: "\(error)"))

@@ -58,6 +58,8 @@ public final class CuePractice: @unchecked Sendable {
     /// Answers the backend refused in this run: left in the spool, not tried again until
     /// the next start or sign-in.
     var refused: Set<String> = []
+    /// Why each answer's last upload failed (for `spool.list`).
+    var lastError: [String: String] = [:]
     /// Recordings whose results are being followed.
     var watching: Set<Int> = []
     private let published = Locked(LearnerState())
@@ -77,7 +79,7 @@ public final class CuePractice: @unchecked Sendable {
         publisher = publish
         cache = OfflineCache(stateDirectory: stateDirectory)
         do {
-            spool = try CueSpool(spoolDirectory: spoolDirectory)
+            spool = try CueSpool(spoolDirectory: spoolDirectory, owner: queue)
         } catch {
             logger.error("cue answers cannot be spooled (\(error)); they will be lost if the daemon stops before they are uploaded")
         }
@@ -97,8 +99,11 @@ public final class CuePractice: @unchecked Sendable {
     /// At start: answers a previous run left are uploaded, the learner is read back.
     public func start() {
         queue.async { [self] in
-            guard settings.enabled else { return }
-            pending = spool?.recover() ?? []
+            guard settings.enabled, let spool else { return }
+            let (answers, setAside, removed) = spool.recover()
+            pending = answers
+            if !removed.isEmpty { logger.notice("cue spool: removed what a write cut short left (never told spooled): \(removed.joined(separator: ", "))") }
+            for entry in setAside { told(entry) }
             if !pending.isEmpty { logger.notice("\(pending.count) cue answers from an earlier run are waiting for upload") }
             if client().isSignedIn { refreshLearner { _ in } } else { pump() }
         }
@@ -231,6 +236,10 @@ public final class CuePractice: @unchecked Sendable {
         }
         table.register(Command.CuePlay.self, on: queue) { [unowned self] args, reply in
             try playRecording(args.recordingId, reply)
+        }
+        table.register(Command.CueDiscard.self, on: queue) { [unowned self] args, reply in
+            try discard(args.answerId)
+            reply.succeed(.init(discarded: args.answerId))
         }
     }
 

@@ -55,6 +55,13 @@ extension PracticeDaemon {
         table.register(Command.PlaybackStop.self, on: workQueue) { [unowned self] _, reply in
             reply.succeed(.init(stopped: session.stopPlayback() || audio.stopAll()))
         }
+        // Both flows' spools (an operator sees everything, whatever the backend): off the
+        // control queue, since it waits for the session's and cue practice's queues.
+        table.register(Command.SpoolList.self, on: workQueue) { [unowned self] _, reply in
+            let turns = session.spoolListing(), cues = cue.spoolListing()
+            let setAside = (turns.setAside + cues.setAside).sorted { ($0.setAsideAt, $0.id) < ($1.setAsideAt, $1.id) }
+            reply.succeed(.init(turns: turns.turns, dir: turns.directory, answers: cues.answers, setAside: setAside))
+        }
         table.register(Command.VolumeGet.self) { [unowned self] _, reply in reply.succeed(VolumeLevel(level: lock.withLock { volume })) }
         table.register(Command.VolumeSet.self) { [unowned self] args, reply in
             let level: Double

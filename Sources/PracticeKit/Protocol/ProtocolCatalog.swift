@@ -19,7 +19,7 @@ public enum ProtocolCatalog {
         // Cue practice (backend.kind = chatterbox).
         Command.SignInRequestCode.self, Command.SignInCode.self, Command.SignInRequestLink.self, Command.SignInLink.self, Command.SignOut.self,
         Command.LearnerGet.self, Command.LearnerLanguage.self, Command.CuesGet.self, Command.CueGet.self, Command.CueRecord.self,
-        Command.CueStop.self, Command.CueCancel.self, Command.CueHistory.self, Command.CueResults.self, Command.CuePlay.self,
+        Command.CueStop.self, Command.CueCancel.self, Command.CueHistory.self, Command.CueResults.self, Command.CuePlay.self, Command.CueDiscard.self,
     ]
 
     public static let events: [any ProtocolEvent.Type] = [
@@ -31,6 +31,7 @@ public enum ProtocolCatalog {
         Event.TurnStarted.self, Event.TurnRecorded.self, Event.TurnDiscarded.self, Event.TurnSpooled.self, Event.TurnSpoolFailed.self,
         Event.TurnUploading.self, Event.TurnUpload.self, Event.TurnAccepted.self, Event.TurnRetrying.self, Event.TurnPending.self,
         Event.TurnRejected.self, Event.TurnFailed.self, Event.TurnUnanswered.self, Event.SpoolRecovered.self, Event.SpoolDiscarded.self,
+        Event.SpoolItemSetAside.self,
         // Replies.
         Event.Transcript.self, Event.ReplyText.self, Event.ReplyAudioStarted.self, Event.ReplyRetrying.self, Event.ReplyTiming.self,
         Event.ReplyMalformed.self, Event.ReplyIncomplete.self, Event.ReplyWaiting.self, Event.ReplyDrained.self, Event.ReplyFinished.self,
@@ -46,7 +47,7 @@ public enum ProtocolCatalog {
         // Cue practice.
         Event.SignInChanged.self, Event.CueRecordingStarted.self, Event.CueRecorded.self, Event.CueDiscarded.self, Event.CueSpooled.self,
         Event.CueSpoolFailed.self, Event.CueUploadStep.self, Event.CueUploaded.self, Event.CueUploadRetrying.self, Event.CueUploadFailed.self,
-        Event.CueTranscript.self, Event.CueEvaluation.self, Event.CueResultsFailed.self,
+        Event.CueTranscript.self, Event.CueEvaluation.self, Event.CueResultsFailed.self, Event.CueAnswerDiscarded.self,
     ]
 
     public static var commandNames: [String] { commands.map { $0.name } }

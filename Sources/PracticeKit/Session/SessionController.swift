@@ -77,6 +77,12 @@ public final class SessionController: SessionContext, @unchecked Sendable {
     /// Reports the turns a previous run left in the spool.
     public func recoverSpool() { queue.async { self.delivery.recover() } }
 
+    /// The turns in the spool and those set aside, for `spool.list` (waits for the queue:
+    /// never from the control queue).
+    public func spoolListing() -> (turns: [SpoolEntry], directory: String, setAside: [SpoolSetAside]) {
+        queue.sync { (delivery.entries(), delivery.spool?.directory ?? "", delivery.spool?.setAside ?? []) }
+    }
+
     /// Whether the daemon's `play` may use the speaker now (not while a reply owns it).
     public var speakerIsFree: Bool { queue.sync { !replies.isActive } }
 
@@ -134,9 +140,6 @@ public final class SessionController: SessionContext, @unchecked Sendable {
             review.askCorrection(segment: args.segmentId, message: args.message, reply)
         }
         on(table, Command.ReviewFinish.self) { [unowned self] _, reply in review.finish(reply) }
-        on(table, Command.SpoolList.self) { [unowned self] _, reply in
-            reply.succeed(.init(turns: delivery.entries(), dir: delivery.spool?.directory ?? ""))
-        }
         on(table, Command.SpoolRetry.self) { [unowned self] args, reply in
             try delivery.retry(args.turnId)
             reply.succeed(.init(turnId: args.turnId, stage: stage))

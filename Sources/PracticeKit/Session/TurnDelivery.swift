@@ -55,8 +55,9 @@ final class TurnDelivery: @unchecked Sendable {
     /// Reports the turns a previous run left in the spool (after a crash or a kill).
     func recover() {
         guard let spool else { return }
-        let (turns, unreadable) = spool.list()
-        for name in unreadable { context.logger.error("spool: \(name) cannot be read; left in place") }
+        let (turns, setAside, removed) = spool.recover()
+        if !removed.isEmpty { context.logger.notice("spool: removed what a write cut short left (never told spooled): \(removed.joined(separator: ", "))") }
+        for entry in setAside { told(entry) }
         guard !turns.isEmpty else { return }
         context.logger.notice("spool: \(turns.count) turn(s) from an earlier run wait for delivery: \(turns.map(\.id).joined(separator: ", "))")
         context.metrics.increment("practiced_turns_recovered_total", help: "Turns found in the spool at start.", by: Double(turns.count))
@@ -184,7 +185,13 @@ final class TurnDelivery: @unchecked Sendable {
     func retry(_ id: String) throws(ControlError) {
         guard let spool else { throw ControlError(.fileError, "there is no spool") }
         let loaded: (turn: SpooledTurn, wav: Data)
-        do { loaded = try spool.load(id) } catch { throw ControlError(.badArguments, "\(error)") }
+        do { loaded = try spool.load(id) } catch {
+            guard error.isDamaged else { throw ControlError(.badArguments, "\(error)") }
+            let entry = spool.setAside(id, reason: "its audio is damaged: \(error.detail ?? "")")
+            told(entry)
+            context.stateChanged()
+            throw ControlError(.fileError, "turn \(id) is damaged (\(error.detail ?? "")): set aside in \(entry.path), not sent")
+        }
         if let session = context.active {
             guard session.id == loaded.turn.sessionID else {
                 throw ControlError(.invalidState, "turn \(id) belongs to session \(loaded.turn.sessionID); close this session first")
@@ -197,6 +204,14 @@ final class TurnDelivery: @unchecked Sendable {
         }
         context.move(to: .uploading)
         send(Delivery(turn: loaded.turn, wav: [UInt8](loaded.wav)))
+    }
+
+    /// A turn set aside: logged, counted and told.
+    private func told(_ entry: SpoolSetAside) {
+        context.logger.error("spool: turn \(entry.id) set aside in \(entry.path): \(entry.reason)")
+        context.metrics.increment("practiced_spool_set_aside_total", help: "Spooled turns and cue answers set aside (unreadable or damaged).",
+                                  labels: "kind=\"turn\"")
+        context.publish(Event.SpoolItemSetAside(entry))
     }
 
     /// `spool.discard`: drops a kept turn (not the one being sent).

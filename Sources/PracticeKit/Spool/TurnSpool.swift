@@ -14,8 +14,10 @@ public struct SpooledTurn: Codable, Equatable, Sendable {
     public var recordedAt: Double
     /// The audio's duration in seconds.
     public var duration: Double
-    /// The WAV's size in bytes.
+    /// The WAV's size in bytes and its CRC-32 (set by ``TurnSpool/store(_:wav:)``; turns
+    /// spooled by earlier releases have none: their size is checked).
     public var bytes: Int
+    public var crc32: UInt32?
 
     public init(id: String = UUID().uuidString.lowercased(), sessionID: String, mode: SessionMode, recordedAt: Double = Date().timeIntervalSince1970,
                 duration: Double, bytes: Int) {
@@ -28,7 +30,7 @@ public struct SpooledTurn: Codable, Equatable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, mode, duration, bytes
+        case id, mode, duration, bytes, crc32
         case sessionID = "session_id"
         case recordedAt = "recorded_at"
     }
@@ -40,7 +42,10 @@ public struct SpooledTurn: Codable, Equatable, Sendable {
 /// in `tmp/` (never acknowledged to anyone) is dropped at the next start.
 ///
 /// One file per turn, `new/<id>.turn`: a first line `practiced-turn 1 <json>` with the
-/// ``SpooledTurn`` fields, then the WAV bytes exactly as they are uploaded.
+/// ``SpooledTurn`` fields (the WAV's size and CRC-32 among them), then the WAV bytes
+/// exactly as they are uploaded. A turn file whose WAV no longer matches its header, or
+/// whose header cannot be read, is set aside in `quarantine/` (``SpoolQuarantine``) at
+/// start or before it would be sent again: never sent, never deleted.
 ///
 /// Not thread-safe: the session's queue owns it.
 public final class TurnSpool {
@@ -48,6 +53,10 @@ public final class TurnSpool {
     private var tmp: String { directory + "/tmp" }
     private var new: String { directory + "/new" }
     private static let magic = "practiced-turn 1 "
+    private let quarantine: SpoolQuarantine
+    /// Scratch files of an earlier run (a turn a crash cut short, never told spooled),
+    /// removed when the spool opened; ``recover()`` reports them.
+    private var leftovers: [String] = []
 
     /// Opens (and creates, with its parents) the spool; leftovers in `tmp/` from a crash
     /// are removed.
@@ -59,18 +68,23 @@ public final class TurnSpool {
             parents.insert(parent, at: 0)
             parent = FilePaths.parent(of: parent)
         }
-        for path in parents + [directory, tmp, new] {
+        for path in parents + [directory, directory + "/tmp", directory + "/new"] {
             if mkdir(path, 0o700) != 0 && errno != EEXIST {
                 throw SpoolError(path: path, operation: "mkdir", errno: Errno.current)
             }
         }
+        quarantine = try SpoolQuarantine(spoolDirectory: directory, kind: .turn)
         for name in (try? FileManager.default.contentsOfDirectory(atPath: tmp)) ?? [] {
             unlink("\(tmp)/\(name)")
+            leftovers.append("tmp/\(name)")
         }
     }
 
     /// Writes a turn durably; when this returns, the turn survives a crash.
     public func store(_ turn: SpooledTurn, wav: [UInt8]) throws(SpoolError) {
+        var turn = turn
+        turn.bytes = wav.count
+        turn.crc32 = CRC32.checksum(wav)
         let header = (try? JSONEncoder().encode(turn)).map { Self.magic + String(decoding: $0, as: UTF8.self) + "\n" } ?? ""
         let temporary = "\(tmp)/\(turn.id).turn"
         let final = "\(new)/\(turn.id).turn"
@@ -106,7 +120,8 @@ public final class TurnSpool {
         return (turns.sorted { ($0.recordedAt, $0.id) < ($1.recordedAt, $1.id) }, unreadable.sorted())
     }
 
-    /// A turn's metadata and WAV bytes.
+    /// A turn's metadata and WAV bytes, the WAV checked against the header's size and
+    /// checksum (``SpoolError/isDamaged`` when they differ: set it aside, never send it).
     public func load(_ id: String) throws(SpoolError) -> (turn: SpooledTurn, wav: Data) {
         let path = try path(of: id)
         guard let data = FileManager.default.contents(atPath: path) else {
@@ -115,8 +130,50 @@ public final class TurnSpool {
         guard let newline = data.firstIndex(of: 0x0A), let turn = Self.decodeHeader(data[data.startIndex..<newline]) else {
             throw SpoolError(path: path, operation: "parse", errno: nil)
         }
-        return (turn, data[(newline + 1)...])
+        let wav = data[(newline + 1)...]
+        if let damage = Self.damage(wav, turn) { throw SpoolError(path: path, operation: "damaged", errno: nil, detail: damage) }
+        return (turn, wav)
     }
+
+    /// How `wav` differs from what `turn` records, or nil when it matches.
+    private static func damage(_ wav: Data, _ turn: SpooledTurn) -> String? {
+        if wav.count != turn.bytes { return "\(wav.count) bytes of WAV where its record has \(turn.bytes)" }
+        if let expected = turn.crc32, CRC32.checksum(wav) != expected { return "its CRC-32 is not its record's" }
+        return nil
+    }
+
+    /// What an earlier run left: the whole turns (oldest first), the files set aside (a
+    /// header that cannot be read, a WAV that does not match it) and the scratch files
+    /// removed. Every turn file is read whole once, to check it.
+    public func recover() -> (turns: [SpooledTurn], setAside: [SpoolSetAside], removed: [String]) {
+        var setAside: [SpoolSetAside] = []
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: new)) ?? [] {
+            let path = "\(new)/\(name)"
+            guard name.hasSuffix(".turn") else {
+                setAside.append(quarantine.setAside(id: name, files: [path], reason: "not a turn file"))
+                continue
+            }
+            let id = String(name.dropLast(5))
+            do throws(SpoolError) {
+                _ = try load(id)
+            } catch {
+                let reason = error.isDamaged ? "its audio is damaged: \(error.detail ?? "")" : "it cannot be read (\(error))"
+                setAside.append(quarantine.setAside(id: id, files: [path], reason: reason))
+            }
+        }
+        let removed = leftovers
+        leftovers = []
+        return (list().turns, setAside, removed)
+    }
+
+    /// Moves a turn's file into the quarantine folder, with why.
+    @discardableResult
+    public func setAside(_ id: String, reason: String) -> SpoolSetAside {
+        quarantine.setAside(id: id, files: [(try? path(of: id)) ?? "\(new)/\(id).turn"], reason: reason)
+    }
+
+    /// What was set aside, now and in earlier runs.
+    public var setAside: [SpoolSetAside] { quarantine.list() }
 
     public func contains(_ id: String) -> Bool { (try? path(of: id)).map { access($0, F_OK) == 0 } ?? false }
 
@@ -185,11 +242,24 @@ public struct SpoolError: Error, Equatable, CustomStringConvertible {
     public var path: String
     public var operation: String
     public var errno: Errno?
+    /// What is wrong with a damaged file (operation `damaged`).
+    public var detail: String?
+
+    public init(path: String, operation: String, errno: Errno?, detail: String? = nil) {
+        self.path = path
+        self.operation = operation
+        self.errno = errno
+        self.detail = detail
+    }
+
+    /// The file is there but no longer what its record says: set it aside, never send it.
+    public var isDamaged: Bool { operation == "damaged" }
 
     public var description: String {
         switch operation {
         case "name": return "'\(path)' is not a turn id"
         case "parse": return "\(path) is not a spooled turn"
+        case "damaged": return "\(path) is damaged: \(detail ?? "it does not match its record")"
         default: return "spool: \(operation) \(path): \(errno?.description ?? "failed")"
         }
     }

@@ -126,6 +126,66 @@ final class CuePracticeInMemoryTests: XCTestCase {
         try answer(try firstCue(), speech)
         XCTAssertNotNil(wait(for: Event.CueUploaded.self))
         XCTAssertEqual(spooled.count, 2, "only the refused answer is left")
+        // spool.list names it, refused, with why; cue.discard removes it, and says so.
+        let listed = practice.spoolListing().answers
+        XCTAssertEqual(listed.map(\.answerId), [failed.answerId])
+        XCTAssertEqual(listed.first?.state, .refused)
+        XCTAssertEqual(listed.first?.cueId, 999_999)
+        XCTAssertTrue(listed.first?.lastError?.contains("cue_not_found") == true, "\(listed)")
+        for bad in ["../x", "", "not-an-answer-id", String(repeating: "a", count: 65)] {
+            XCTAssertThrowsError(try run(Command.CueDiscard.self, ["answer_id": .string(bad)]), bad) {
+                XCTAssertEqual(($0 as? ControlError)?.code, .badArguments)
+            }
+        }
+        XCTAssertEqual(try run(Command.CueDiscard.self, ["answer_id": .string(failed.answerId)])["discarded"], .string(failed.answerId))
+        XCTAssertEqual(wait(for: Event.CueAnswerDiscarded.self)?.answerId, failed.answerId)
+        XCTAssertEqual(spooled, [])
+        XCTAssertEqual(practice.spoolListing().answers, [])
+    }
+
+    /// Answers recorded one after the other while the earlier ones upload: the spool is
+    /// touched on cue practice's queue only (CueSpool checks it; the suite runs under
+    /// ThreadSanitizer in CI), and every answer goes up once.
+    func testAnswersRecordedWhileUploadsAreInFlight() throws {
+        try start()
+        // One answer per card (two intents for one cue in one second are the backend's 409).
+        let cards = try XCTUnwrap(try run(Command.CuesGet.self)["cues"]?.arrayValue?.compactMap { $0["cue_id"]?.intValue })
+        XCTAssertEqual(cards.count, 5)
+        for cue in cards { try answer(cue, speech) }
+        XCTAssertTrue(events.wait(timeout: 30) { $0.compactMap { $0 as? Event.CueUploaded }.count == 5 }, "\(names)")
+        XCTAssertEqual(Set(events.value.compactMap { ($0 as? Event.CueUploaded)?.answerId }).count, 5)
+        XCTAssertEqual(cues.simulator.uploads.count, 5)
+        XCTAssertEqual(spooled, [])
+    }
+
+    /// An answer whose audio was damaged on disk while it waited (a flipped block: same
+    /// size, another checksum) is set aside, told, and never uploaded.
+    func testAnAnswerDamagedWhileItWaitsIsSetAsideNotUploaded() throws {
+        try start()
+        let cue = try firstCue()
+        // Sign-in needed (the refresh refused): the answer waits in the spool.
+        cues.simulator.update { $0.badRefresh = true }
+        clock.withLock { $0 += 3_700 }
+        try answer(cue, speech)
+        let kept = try XCTUnwrap(wait(for: Event.CueSpooled.self))
+        XCTAssertEqual(wait(for: Event.CueUploadFailed.self)?.reason, "sign_in_required")
+        cues.simulator.update { $0.badRefresh = false }
+        let mark = events.value.count
+        let audio = directory.path + "/spool/cues/\(kept.answerId).m4a"
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: audio))
+        bytes[bytes.count / 2] ^= 0xFF
+        try bytes.write(to: URL(fileURLWithPath: audio))
+        _ = try run(Command.SignInRequestCode.self, ["email": "learner@example.invalid"])
+        _ = try run(Command.SignInCode.self, ["email": "learner@example.invalid", "code": "123456"])
+        let setAside = try XCTUnwrap(wait(for: Event.SpoolItemSetAside.self, after: mark))
+        XCTAssertEqual(setAside.id, kept.answerId)
+        XCTAssertEqual(setAside.kind, .cueAnswer)
+        XCTAssertTrue(setAside.reason.contains("CRC-32"), setAside.reason)
+        XCTAssertEqual(wait(for: Event.CueUploadFailed.self, after: mark)?.reason, "damaged")
+        XCTAssertEqual(cues.simulator.uploads.count, 0, "damaged audio went up")
+        XCTAssertEqual(spooled, [])
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: setAside.path + "/\(kept.answerId).m4a")), bytes, "kept as it was")
+        XCTAssertEqual(practice.spoolListing().setAside.map(\.id), [kept.answerId])
     }
 
     /// Two intents for one cue in one second (the backend's 409): a second later, again.

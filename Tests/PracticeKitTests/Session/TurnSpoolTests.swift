@@ -16,9 +16,11 @@ final class TurnSpoolTests: XCTestCase {
         try spool.store(turn, wav: wav)
         XCTAssertTrue(spool.contains(turn.id))
         let loaded = try spool.load(turn.id)
-        XCTAssertEqual(loaded.turn, turn)
+        var stored = turn
+        stored.crc32 = CRC32.checksum(wav)
+        XCTAssertEqual(loaded.turn, stored, "the record keeps the WAV's size and CRC-32")
         XCTAssertEqual(Array(loaded.wav), wav)
-        XCTAssertEqual(spool.list().turns, [turn])
+        XCTAssertEqual(spool.list().turns, [stored])
         XCTAssertEqual(spool.usage.turns, 1)
         // Nothing is left half-written in tmp/.
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory + "/tmp"), [])
@@ -34,14 +36,18 @@ final class TurnSpoolTests: XCTestCase {
         let newer = SpooledTurn(sessionID: "s", mode: .review, recordedAt: 200, duration: 1, bytes: 44)
         try first.store(newer, wav: [UInt8](repeating: 1, count: 44))
         try first.store(older, wav: [UInt8](repeating: 2, count: 44))
-        // A crash in the middle of a write leaves a file in tmp/; garbage in new/ stays put.
+        // A crash in the middle of a write leaves a file in tmp/ (never told spooled: removed,
+        // and said); garbage in new/ is set aside in quarantine/, never deleted.
         _ = FileManager.default.createFile(atPath: directory + "/tmp/half.turn", contents: Data([1, 2, 3]))
         _ = FileManager.default.createFile(atPath: directory + "/new/garbage.turn", contents: Data("not a turn".utf8))
         let reopened = try TurnSpool(directory: directory)
-        let (turns, unreadable) = reopened.list()
+        let (turns, setAside, removed) = reopened.recover()
         XCTAssertEqual(turns.map(\.id), [older.id, newer.id], "oldest first")
-        XCTAssertEqual(unreadable, ["garbage.turn"])
+        XCTAssertEqual(setAside.map(\.id), ["garbage"])
+        XCTAssertEqual(removed, ["tmp/half.turn"])
         XCTAssertFalse(FileManager.default.fileExists(atPath: directory + "/tmp/half.turn"))
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: setAside[0].path + "/garbage.turn")), Data("not a turn".utf8), "kept whole")
+        XCTAssertEqual(reopened.setAside, setAside, "listed from its note after the fact")
         XCTAssertThrowsError(try reopened.load("garbage"))
     }
 

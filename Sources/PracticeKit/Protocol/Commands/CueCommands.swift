@@ -157,6 +157,18 @@ extension Command {
         public typealias Result = CueRecording
     }
 
+    public enum CueDiscard: ControlCommand {
+        public static let name = "cue.discard"
+        public static let route = CommandRoute.cue
+        public static let summary = "Deletes a spooled cue answer that is not being uploaded (a refused one, or one not to be sent); `spool.list` names them."
+        public struct Arguments: Codable, Sendable {
+            public var answerId: String
+        }
+        public struct Result: Codable, Sendable {
+            public var discarded: String
+        }
+    }
+
     public enum CuePlay: ControlCommand {
         public static let name = "cue.play"
         public static let route = CommandRoute.cue

@@ -144,12 +144,16 @@ extension Command {
 
     public enum SpoolList: ControlCommand {
         public static let name = "spool.list"
-        public static let route = CommandRoute.session
-        public static let summary = "The turns in the spool."
+        public static let route = CommandRoute.daemon
+        public static let summary = "What the spool holds: the conversation's turns, cue answers, and what was set aside in its quarantine folder."
         public typealias Arguments = NoArguments
         public struct Result: Codable, Sendable {
             public var turns: [SpoolEntry]
             public var dir: String
+            /// Cue answers waiting for upload (Chatterbox).
+            public var answers: [CueSpoolEntry]
+            /// Turns and answers that could not be sent (unreadable, damaged): kept, never sent.
+            public var setAside: [SpoolSetAside]
         }
     }
 

@@ -41,6 +41,14 @@ extension Event {
         public var message: String?
     }
 
+    public struct CueAnswerDiscarded: ProtocolEvent {
+        public static let name = "cue.answer_discarded"
+        public static let topic = EventTopic.cue
+        public static let summary = "A client discarded a spooled answer (`cue.discard`): it is deleted and never uploaded."
+        public var answerId: String
+        public var cueId: Int
+    }
+
     public struct CueSpooled: ProtocolEvent {
         public static let name = "cue.spooled"
         public static let topic = EventTopic.cue

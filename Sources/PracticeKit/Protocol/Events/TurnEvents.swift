@@ -156,6 +156,23 @@ extension Event {
         public var turns: [SpoolEntry]
     }
 
+    public struct SpoolItemSetAside: ProtocolEvent {
+        public static let name = "spool.set_aside"
+        public static let topic = EventTopic.session
+        public static let summary = "A spooled turn or cue answer that cannot be sent (its record unreadable, its audio damaged) was moved to the spool's quarantine folder, not deleted."
+        public var kind: SpoolSetAside.Kind
+        public var id: String
+        public var reason: String
+        public var path: String
+
+        public init(_ entry: SpoolSetAside) {
+            kind = entry.kind
+            id = entry.id
+            reason = entry.reason
+            path = entry.path
+        }
+    }
+
     public struct SpoolDiscarded: ProtocolEvent {
         public static let name = "spool.discarded"
         public static let topic = EventTopic.session
