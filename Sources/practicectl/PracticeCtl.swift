@@ -30,8 +30,9 @@ struct PracticeCtl {
                                ask for a correction of a segment
           finish               finish the review and wait for the summary
           close                leave the session, whatever its stage
-          spool [retry ID | discard ID]
-                               turns waiting for delivery; send one again; drop one
+          spool [retry ID | discard ID | discard-answer ID]
+                               turns and cue answers waiting for delivery, and what was set aside;
+                               send a turn again; drop a turn; drop a cue answer
           play [--mix] PATH    play a WAV file (8-192 kHz, 1-8 channels, 8/16/24/32-bit, float,
                                A-law or mu-law) through the speaker; --mix mixes it over what plays
           stop                 stop playback (barge-in on a reply)
@@ -41,6 +42,7 @@ struct PracticeCtl {
           config               the daemon's configuration
           metrics              Prometheus metrics
           call COMMAND [JSON]  any command, with its arguments as a JSON object
+        \(cueUsage)
 
         --wait-for EVENT[,EVENT...] works with every command but level: it subscribes to the
         events' topics, sends the command, then prints the events until one of those arrives
@@ -64,6 +66,7 @@ struct PracticeCtl {
         var arguments = Array(CommandLine.arguments.dropFirst())
         var json = false
         var timeout = 10.0
+        var timeoutGiven = false
         var socket = defaultSocket()
         var waitFor: [String] = []
         while let first = arguments.first, first.hasPrefix("-") {
@@ -77,6 +80,7 @@ struct PracticeCtl {
                 guard let value = arguments.first.flatMap(Double.init), value > 0 else { usageError("--timeout needs a number of seconds") }
                 arguments.removeFirst()
                 timeout = value
+                timeoutGiven = true
             case "--wait-for":
                 guard let value = arguments.first, !value.isEmpty else { usageError("--wait-for needs event names") }
                 arguments.removeFirst()
@@ -99,6 +103,9 @@ struct PracticeCtl {
         if case .level = plan, !waitFor.isEmpty {
             usageError("level follows the input level until it is interrupted; --wait-for does not apply to it")
         }
+        if case .cue = plan, !waitFor.isEmpty {
+            usageError("\(command) follows what it starts by itself; --wait-for does not apply to it")
+        }
         do {
             let client = try ControlClient(path: socket, timeout: timeout)
             switch plan {
@@ -117,6 +124,10 @@ struct PracticeCtl {
                     break
                 }
                 while true { printEvent(try client.nextEvent(timeout: 24 * 3600), json: json, numbered: true) }
+            case .cue(let script):
+                // An answer's evaluation takes the backend tens of seconds.
+                if case .answer = script, !timeoutGiven { timeout = 120 }
+                try run(script, client: client, timeout: timeout, json: json)
             case .level:
                 _ = try client.request(Command.LevelWatch.name, ["enabled": true], timeout: timeout)
                 while true {
@@ -153,11 +164,14 @@ struct PracticeCtl {
         case events([String])
         /// The live input level.
         case level
+        /// A cue practice conversation (sign-in with its code, an answer and its results).
+        case cue(CueScript)
     }
 
     /// The daemon's command for a command line (a usage error exits here).
     static func plan(_ command: String, _ rest: [String]) -> Plan {
         if let (name, args) = sessionCommand(command, rest) { return .request(name, args) }
+        if let plan = cuePlan(command, rest) { return plan }
         switch command {
         case "ping", "status", "devices", "topics", "config", "metrics":
             guard rest.isEmpty else { usageError("\(command) takes no arguments") }
@@ -282,7 +296,8 @@ struct PracticeCtl {
             case (nil, _), ("list", 1): return (Command.SpoolList.name, .object([]))
             case ("retry", 2): return (Command.SpoolRetry.name, ["turn_id": .string(rest[1])])
             case ("discard", 2): return (Command.SpoolDiscard.name, ["turn_id": .string(rest[1])])
-            default: usageError("spool takes nothing, retry ID or discard ID")
+            case ("discard-answer", 2): return (Command.CueDiscard.name, ["answer_id": .string(rest[1])])
+            default: usageError("spool takes nothing, retry ID, discard ID or discard-answer ID")
             }
         default: return nil
         }
@@ -371,7 +386,7 @@ struct PracticeCtl {
             }
             for error in result["errors"]?.arrayValue ?? [] { print("note: \(error.stringValue ?? "")") }
         default:
-            printTree(result, indent: "")
+            if !cueOutput(result, command: command) { printTree(result, indent: "") }
         }
     }
 

@@ -231,9 +231,12 @@ final class ManualPageTests: XCTestCase {
         let (commands, options) = try controlHelp()
         XCTAssertEqual(try complete("practicectl "), commands.sorted())
         XCTAssertEqual(try complete("practicectl --"), options.sorted())
-        XCTAssertEqual(try complete("practicectl --json re"), ["review", "review-mode"])
+        XCTAssertEqual(try complete("practicectl --json re"), ["results", "review", "review-mode"])
         XCTAssertEqual(try complete("practicectl events "), ProtocolCatalog.subscribableTopicNames)
-        XCTAssertEqual(try complete("practicectl spool "), ["discard", "retry"])
+        XCTAssertEqual(try complete("practicectl spool "), ["discard", "discard-answer", "retry"])
+        XCTAssertEqual(try complete("practicectl cards "), ["shuffle"])
+        XCTAssertEqual(try complete("practicectl answer 12 --"), ["--hands-free"])
+        XCTAssertEqual(try complete("practicectl signin --"), ["--link"])
 
         // play: file paths, blanks included, and --mix.
         let directory = DaemonHarness.makeDirectory()

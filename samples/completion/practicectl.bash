@@ -4,7 +4,7 @@
 # ManualPageTests.swift checks that they agree); conversation topics come from the running
 # daemon, event topics are the protocol's, `play` completes file paths.
 
-_practicectl_commands="ping status devices topics profile start review-mode session talk done cancel listen say end review correct finish close spool play stop volume level events config metrics call"
+_practicectl_commands="ping status devices topics profile start review-mode session talk done cancel listen say end review correct finish close spool play stop volume level events config metrics call signin signout learner cards card answer results history hear"
 _practicectl_options="--socket --json --timeout --wait-for --help"
 _practicectl_event_topics="level speech playback device session daemon cue"
 
@@ -82,7 +82,16 @@ _practicectl() {
             ((position == 1)) && COMPREPLY=($(compgen -W "evaluate goal" -- "$cur"))
             ;;
         spool)
-            ((position == 1)) && COMPREPLY=($(compgen -W "retry discard" -- "$cur"))
+            ((position == 1)) && COMPREPLY=($(compgen -W "retry discard discard-answer" -- "$cur"))
+            ;;
+        signin)
+            ((position == 1)) && [[ $cur == -* ]] && COMPREPLY=($(compgen -W "--link" -- "$cur"))
+            ;;
+        cards)
+            ((position == 1)) && COMPREPLY=($(compgen -W "shuffle" -- "$cur"))
+            ;;
+        answer)
+            [[ $cur == -* ]] && COMPREPLY=($(compgen -W "--hands-free" -- "$cur"))
             ;;
     esac
 }
