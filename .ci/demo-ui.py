@@ -8,7 +8,11 @@ learner's voice is played into the headless sound server's virtual microphone wi
 Prints what the page shows at each step and writes a screenshot of each screen at the two
 kiosk sizes (800x480 and 1280x800) to OUT/screenshots. Exits non-zero when a step fails.
 
-    demo-ui.py ADDRESS OUT SAMPLES_DIR MIC_SINK
+    demo-ui.py [--cues] ADDRESS OUT SAMPLES_DIR MIC_SINK
+
+With --cues, the daemon behind the bridge practises Chatterbox's cue cards: sign-in with the
+mailed code, the language, the cards, an answer held aloud, its transcript and evaluation,
+hearing it again, the history.
 """
 import base64
 import json
@@ -124,7 +128,9 @@ class Browser:
 
 
 def main():
-    address, out, samples, mic = sys.argv[1:5]
+    arguments = sys.argv[1:]
+    practising_cues = arguments[:1] == ["--cues"]
+    address, out, samples, mic = arguments[1:5] if practising_cues else arguments[0:4]
     shots = os.path.join(out, "screenshots")
     os.makedirs(shots, exist_ok=True)
     browser = Browser(1280, 800)
@@ -147,6 +153,13 @@ def main():
 
     def say(phrase):
         subprocess.run(["paplay", "-d", mic, os.path.join(samples, f"{phrase}.wav")], check=True)
+
+    if practising_cues:
+        try:
+            cue_practice(browser, address, step, shoot, say)
+        finally:
+            browser.close()
+        return
 
     try:
         step("the page, through the bridge: the topics")
@@ -253,6 +266,72 @@ def main():
         print("   the daemon refused none of the page's commands")
     finally:
         browser.close()
+
+
+def cue_practice(browser, address, step, shoot, say):
+    """The cue screens, driven as a learner would."""
+    def answer_state(name, timeout=60):
+        browser.wait(f"return window.practicedCues && window.practicedCues.answer && window.practicedCues.answer.state === '{name}'",
+                     timeout, f"the answer {name}")
+
+    step("the page on a Chatterbox daemon: sign in (in English)")
+    browser.open(address)
+    browser.wait_for("#screen-signin", 30)
+    browser.click("#language")
+    browser.wait("return document.getElementById('send-code').textContent.length > 0", 10, "the English page")
+    shoot("cue-signin")
+    email = "learner@kiosk.invalid"
+    browser.type(email, "#email")
+    browser.click("#send-code")
+    browser.wait_for("#code-form", 30)
+    print("  ", browser.run("return document.getElementById('code-sent').textContent"))
+    browser.type("123456", "#code")
+    shoot("cue-signin-code")
+    browser.click("#sign-in")
+
+    step("the cue cards, in the learner's language")
+    browser.wait_for("#screen-cards", 30)
+    browser.wait("return document.querySelectorAll('.cue-card').length > 0", 30, "the cards")
+    print("   learner:", browser.run("return document.getElementById('learner').textContent"))
+    for title in browser.run("return [...document.querySelectorAll('.cue-card .card-title')].map(e => e.textContent)"):
+        print("   card:", title)
+    shoot("cue-cards")
+    browser.click("[data-language='fr']")
+    browser.wait("return document.getElementById('learner').textContent.endsWith('FR')", 30, "French")
+    shoot("cue-cards-fr")
+    browser.click("[data-language='en']")
+    browser.wait("return document.getElementById('learner').textContent.endsWith('EN')", 30, "English again")
+
+    step("answer the first card: hold the button while the learner speaks, then let go")
+    browser.click(".cue-card")
+    browser.wait_for("#screen-answer", 30)
+    print("   card:", browser.run("return document.getElementById('cue-title').textContent"))
+    browser.pointer(True, "#cue-talk")
+    answer_state("recording", 10)
+    shoot("cue-answer-recording")
+    say("learner-1")
+    time.sleep(0.3)  # the learner lets go a moment after the last word
+    browser.pointer(False, "#cue-talk")
+    browser.wait_for("#transcript", 60)
+    browser.wait("return (document.getElementById('cue-cefr') || {}).textContent", 60, "the evaluation")
+    print("   transcript:", browser.run("return document.querySelector('#transcript .said').textContent"))
+    print("   level:", browser.run("return document.getElementById('cue-cefr').textContent"))
+    shoot("cue-results")
+    browser.click("#hear")
+
+    step("the history: the answer with its results")
+    browser.click("#back")
+    browser.wait_for("#tab-history", 30)
+    browser.click("#tab-history")
+    browser.wait("return document.querySelectorAll('.history-item').length > 0", 30, "the history")
+    shoot("cue-history")
+    browser.click(".history-item")
+    browser.wait_for("#screen-recording", 30)
+    shoot("cue-history-recording")
+    refused = browser.run("return window.practicedKiosk.messages.filter(m => m.message.ok === false).length")
+    if refused:
+        raise Failure(f"the daemon refused {refused} of the page's commands")
+    print("   the daemon refused none of the page's commands")
 
 
 if __name__ == "__main__":

@@ -146,9 +146,11 @@ extension PracticeCtl {
         case Event.CueEvaluation.name where data?["status"] == "ready":
             let evaluation = data?["evaluation"] ?? .null
             emit("evaluation: CEFR \(evaluation["cefr_level"].map(scalar) ?? "-")\n")
-            for key in ["overall_feedback", "improved_answer"] {
-                if let text = evaluation[key]?.stringValue { emit("  \(key.replacing("_", with: " ")): \(text)\n") }
+            if let summary = evaluation["summary"]?.stringValue { emit("  \(summary)\n") }
+            for mistake in evaluation["grammar_mistakes"]?.arrayValue ?? [] {
+                emit("  \(mistake["original"].map(scalar) ?? "") -> \(mistake["correction"].map(scalar) ?? "")\n")
             }
+            if let improved = evaluation["improved_version"]?.stringValue { emit("  improved: \(improved)\n") }
         case Event.CueTranscript.name, Event.CueEvaluation.name: emit("  \(name == Event.CueTranscript.name ? "transcript" : "evaluation"): \(value("status"))\n")
         default: emit("  \(name) \(data?.serialized(.compact) ?? "")\n")
         }
