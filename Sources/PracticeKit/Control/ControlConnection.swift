@@ -6,7 +6,7 @@ import Synchronization
 
 /// One client of the control socket: its reads, its queue of unsent output, its
 /// subscriptions and limits. Confined to the server's queue.
-final class ControlConnection: @unchecked Sendable {
+final class ControlConnection: ServiceClient, @unchecked Sendable {
     let id: Int
     let fd: Int32
     let credentials: PeerCredentials
@@ -24,7 +24,10 @@ final class ControlConnection: @unchecked Sendable {
     var pendingCount: Int { pending.count }
     private static let maximumPending = 32
     private var readSuspended = false
+    /// In the server's ready list (``ServiceScheduler``), or waiting for a token.
     private var serveScheduled = false
+    /// Its place in the server's order of service (``ServiceScheduler``): lower goes first.
+    var serviceKey = -Double.infinity
     /// The rate limit's token bucket.
     private var pacer = RequestPacer(now: DispatchTime.now().uptimeNanoseconds)
     private var throttleLogged = false
@@ -116,9 +119,9 @@ final class ControlConnection: @unchecked Sendable {
         }
     }
 
-    /// One read per event, its lines queued: every client is served a line at a time in
-    /// turn (``serveNext()``), so that one flooding client delays nobody else by more
-    /// than one request.
+    /// One read per event, its lines queued: every client is served a line at a time, the
+    /// least served lately first (``ServiceScheduler``), so that flooding clients delay a
+    /// client that asks now and then by about one request.
     private func readAvailable() {
         while !isClosed {
             let n = server.readBuffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
@@ -161,18 +164,22 @@ final class ControlConnection: @unchecked Sendable {
     private func scheduleServe(after delay: Double = 0) {
         guard !serveScheduled, !pending.isEmpty, !isClosed, !closing else { return }
         serveScheduled = true
-        // To the back of the queue: the other clients' lines go first.
         if delay > 0 {
+            // Held back by the rate limit: ready again when a token is there.
             server.queue.asyncAfter(deadline: .now() + delay) { [self] in
                 serveScheduled = false
-                serveNext()
+                scheduleServe()
             }
         } else {
-            server.queue.async { [self] in
-                serveScheduled = false
-                serveNext()
-            }
+            // The server's scheduler decides whose line goes next.
+            server.scheduler.add(self)
         }
+    }
+
+    /// The scheduler's turn for this client: one line, if it may.
+    func takeTurn() {
+        serveScheduled = false
+        serveNext()
     }
 
     /// Serves one pending line, if the client is within its limits.
@@ -186,6 +193,7 @@ final class ControlConnection: @unchecked Sendable {
             return scheduleServe(after: wait)
         }
         let line = pending.removeFirst()
+        server.scheduler.served(self, now: DispatchTime.now().uptimeNanoseconds)
         server.received(line, from: self)
         if pending.count < Self.maximumPending / 2 { resumeReading() }
         scheduleServe()

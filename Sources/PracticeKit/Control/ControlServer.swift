@@ -54,6 +54,8 @@ public struct ControlServerStatistics: Equatable, Sendable {
 /// never stalls the daemon: its queue grows to the limit and it is disconnected.
 public final class ControlServer: @unchecked Sendable {
     public let queue = DispatchQueue(label: "practiced.control")
+    /// Whose request line is served next (on `queue`).
+    private(set) lazy var scheduler = ServiceScheduler(queue: queue)
     private let listener: UnixListener
     private let serverVersion: String
     private let capabilities: [String]

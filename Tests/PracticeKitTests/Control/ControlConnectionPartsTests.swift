@@ -79,3 +79,90 @@ final class RequestPacerTests: XCTestCase {
         XCTAssertNotNil(pacer.take(now: 0, rate: 2))
     }
 }
+
+/// Whose line the control server serves next: the client served least lately, so that a
+/// client asking now and then is not held behind every flooding client's line.
+final class ServiceSchedulerTests: XCTestCase {
+    /// A client with `lines` waiting; each turn serves one at the test's clock.
+    private final class Client: ServiceClient {
+        let name: String
+        var lines: Int
+        var serviceKey = -Double.infinity
+        unowned let scheduler: ServiceScheduler
+        let log: (String) -> Void
+        let now: () -> UInt64
+
+        init(_ name: String, lines: Int, scheduler: ServiceScheduler, now: @escaping () -> UInt64, log: @escaping (String) -> Void) {
+            self.name = name
+            self.lines = lines
+            self.scheduler = scheduler
+            self.now = now
+            self.log = log
+        }
+
+        func takeTurn() {
+            lines -= 1
+            scheduler.served(self, now: now())
+            log(name)
+            if lines > 0 { scheduler.add(self) }
+        }
+    }
+
+    private let queue = DispatchQueue(label: "test.scheduler")
+    private var served: [String] = []
+    private var clock: UInt64 = 1_000_000_000
+
+    /// Lets the queue run its turns until `count` lines were served (at most 10 s).
+    private func waitForServed(_ count: Int) -> Bool {
+        let deadline = DispatchTime.now().uptimeNanoseconds + 10_000_000_000
+        while queue.sync(execute: { served.count }) < count {
+            if DispatchTime.now().uptimeNanoseconds > deadline { return false }
+        }
+        return true
+    }
+
+    private func client(_ name: String, lines: Int, _ scheduler: ServiceScheduler) -> Client {
+        Client(name, lines: lines, scheduler: scheduler, now: { [unowned self] in clock }) { [unowned self] in served.append($0) }
+    }
+
+    func testAClientThatAsksNowAndThenGoesBeforeFloodingClients() {
+        let scheduler = ServiceScheduler(queue: queue)
+        // Flooding for as long as the test runs.
+        let flooders = (0..<8).map { client("flood\($0)", lines: .max, scheduler) }
+        defer { queue.sync { for flooder in flooders { flooder.lines = 0 } } }
+        queue.sync { for flooder in flooders { scheduler.add(flooder) } }
+        // The flood has been served a while.
+        XCTAssertTrue(waitForServed(40))
+        // A ping arrives: it is served at the next turn (one already posted may go first),
+        // not after a line of each of the 8 flooders.
+        let ping = client("ping", lines: 1, scheduler)
+        let before = queue.sync { served.count }
+        queue.sync { scheduler.add(ping) }
+        XCTAssertTrue(waitForServed(before + 3))
+        let after = queue.sync { Array(served[before...]) }
+        XCTAssertLessThanOrEqual(after.firstIndex(of: "ping") ?? 99, 1, "the ping waited behind \(after.prefix(10))")
+    }
+
+    func testFloodingClientsShareTheServiceEvenly() {
+        let scheduler = ServiceScheduler(queue: queue)
+        let flooders = (0..<4).map { client("flood\($0)", lines: 50, scheduler) }
+        queue.sync { for flooder in flooders { scheduler.add(flooder) } }
+        XCTAssertTrue(waitForServed(200))
+        // In any window of 20 lines, each client has had its 5.
+        for start in stride(from: 0, to: 200, by: 20) {
+            let window = served[start..<start + 20]
+            for flooder in flooders { XCTAssertEqual(window.filter { $0 == flooder.name }.count, 5, "lines \(start)-\(start + 19)") }
+        }
+    }
+
+    func testServiceLongAgoCountsLessThanServiceNow() {
+        let scheduler = ServiceScheduler(queue: queue)
+        let earlier = client("earlier", lines: 1_000, scheduler)
+        let now = client("now", lines: 1_000, scheduler)
+        // `earlier` had 200 lines five seconds ago; `now` had 20 lines this second.
+        for _ in 0..<200 { scheduler.served(earlier, now: clock) }
+        clock += 5_000_000_000
+        for _ in 0..<20 { scheduler.served(now, now: clock) }
+        XCTAssertLessThan(earlier.serviceKey, now.serviceKey, "200 e^-5 = 1.3 lines now: less than 20")
+    }
+}
