@@ -260,12 +260,17 @@ def main():
         browser.click("#end")
         browser.wait_for("#screen-topics", 30)
         stage("idle")
-        refused = browser.run("return window.practicedKiosk.messages.filter(m => m.message.ok === false).length")
-        if refused:
-            raise Failure(f"the daemon refused {refused} of the page's commands")
-        print("   the daemon refused none of the page's commands")
+        none_refused(browser)
     finally:
         browser.close()
+
+
+def none_refused(browser):
+    """Every command the page sent was answered, none refused."""
+    refused = browser.run("return window.practicedKiosk.messages.filter(m => m.message.ok === false).length")
+    if refused:
+        raise Failure(f"the daemon refused {refused} of the page's commands")
+    print("   the daemon refused none of the page's commands")
 
 
 def cue_practice(browser, address, step, shoot, say):
@@ -328,10 +333,7 @@ def cue_practice(browser, address, step, shoot, say):
     browser.click(".history-item")
     browser.wait_for("#screen-recording", 30)
     shoot("cue-history-recording")
-    refused = browser.run("return window.practicedKiosk.messages.filter(m => m.message.ok === false).length")
-    if refused:
-        raise Failure(f"the daemon refused {refused} of the page's commands")
-    print("   the daemon refused none of the page's commands")
+    none_refused(browser)
 
 
 if __name__ == "__main__":
