@@ -137,7 +137,14 @@ extension PracticeCtl {
     private static func describe(_ name: String, _ data: JSONValue?) {
         let value = { (key: String) in data?[key].map(scalar) ?? "-" }
         switch name {
+        case Event.CueRecordingStarted.name: emit("recording card \(value("cue_id"))\(data?["hands_free"] == true ? ", hands-free" : "")\n")
         case Event.CueRecorded.name: emit("recorded: \(value("duration_s")) s, \(value("speech_s")) s of speech\n")
+        case Event.CueDiscarded.name:
+            let why = data?["reason"] == "no_speech" ? "no speech was heard (RMS \(value("rms")), under the gate)" : value("reason") + (data?["message"]?.stringValue.map { ": \($0)" } ?? "")
+            emit("not kept: \(why)\n")
+        case Event.CueSpoolFailed.name: emit("not kept: \(value("message"))\n")
+        case Event.CueUploadFailed.name: emit("upload failed: \(value("reason")) (\(value("error"))); the answer stays in the spool\n")
+        case Event.CueResultsFailed.name: emit("no \(value("step")) (\(value("error"))): `practicectl results \(value("recording_id"))` asks again\n")
         case Event.CueSpooled.name: emit("kept: answer \(value("answer_id")) (\(value("bytes")) bytes of AAC-LC)\n")
         case Event.CueUploadStep.name: emit("  upload: \(value("step"))\n")
         case Event.CueUploaded.name: emit("uploaded: recording \(value("recording_id"))\n")
