@@ -161,6 +161,8 @@ public final class CueSpool {
         records = [:]
         for name in names {
             let path = FilePaths.join(directory, name)
+            // Already moved aside with its record (the listing was taken before).
+            guard access(path, F_OK) == 0 else { continue }
             // Scratch names: SystemCall's `.partial`, the MPEG-4 writer's `.assembling`.
             if name.hasSuffix(".partial") || name.hasSuffix(".assembling") {
                 unlink(path)
