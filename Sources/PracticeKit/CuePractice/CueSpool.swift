@@ -117,6 +117,13 @@ public final class CueSpool {
     public func audio(_ answer: SpooledAnswer) throws(SpoolError) -> Data {
         checkOwner()
         let path = audioPath(answer.id)
+        switch SpoolFile.kind(path) {
+        case .missing: throw SpoolError(path: path, operation: "read", errno: Errno(rawValue: ENOENT))
+        case .notRegular: throw SpoolError(path: path, operation: "damaged", errno: nil, detail: "not a regular file")
+        case .regular(let size) where size != answer.bytes:
+            throw SpoolError(path: path, operation: "damaged", errno: nil, detail: "\(size) bytes where its record has \(answer.bytes)")
+        case .regular: break
+        }
         switch SystemCall.readFile(atPath: path) {
         case .success(let bytes):
             if let damage = Self.damage(bytes, answer) { throw SpoolError(path: path, operation: "damaged", errno: nil, detail: damage) }
@@ -161,8 +168,16 @@ public final class CueSpool {
         records = [:]
         for name in names {
             let path = FilePaths.join(directory, name)
-            // Already moved aside with its record (the listing was taken before).
-            guard access(path, F_OK) == 0 else { continue }
+            switch SpoolFile.kind(path) {
+            case .missing: continue  // already moved aside with its record (the listing was taken before)
+            case .notRegular:
+                // An answer's file that is a FIFO or a device: the answer goes aside whole.
+                let id = name.hasSuffix(".json") ? String(name.dropLast(5)) : name.hasSuffix(".m4a") ? String(name.dropLast(4)) : name
+                let files = id == name ? [path] : [recordPath(id), audioPath(id)]
+                setAside.append(quarantine.setAside(id: id, files: files, reason: "\(name) is not a regular file"))
+                continue
+            case .regular: break
+            }
             // Scratch names: SystemCall's `.partial`, the MPEG-4 writer's `.assembling`.
             if name.hasSuffix(".partial") || name.hasSuffix(".assembling") {
                 unlink(path)
@@ -175,19 +190,21 @@ public final class CueSpool {
             }
             guard name.hasSuffix(".json") else { continue }
             let id = String(name.dropLast(5))
-            guard let data = FileManager.default.contents(atPath: path), data.count < 64 * 1024,
+            guard let size = SpoolFile.regularSize(path), size < 64 * 1024, let data = FileManager.default.contents(atPath: path),
                   let answer = try? JSONDecoder().decode(SpooledAnswer.self, from: data), answer.id == id else {
                 setAside.append(quarantine.setAside(id: id, files: [path, audioPath(id)], reason: "its record cannot be read"))
                 continue
             }
-            guard access(audioPath(id), F_OK) == 0 else {
+            guard SpoolFile.kind(audioPath(id)) != .missing else {
                 // Written first, before the audio: an answer a crash cut short, never told spooled.
                 unlink(path)
                 removed.append(name)
                 continue
             }
-            if case .success(let bytes) = SystemCall.readFile(atPath: audioPath(id)), let damage = Self.damage(bytes, answer) {
-                setAside.append(quarantine.setAside(id: id, files: [path, audioPath(id)], reason: "its audio is damaged: \(damage)"))
+            do throws(SpoolError) {
+                _ = try audio(answer)
+            } catch {
+                setAside.append(quarantine.setAside(id: id, files: [path, audioPath(id)], reason: "its audio is damaged: \(error.detail ?? "\(error)")"))
                 continue
             }
             records[id] = answer

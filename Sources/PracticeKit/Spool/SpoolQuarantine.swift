@@ -54,7 +54,8 @@ struct SpoolQuarantine {
     func list() -> [SpoolSetAside] {
         let folders = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         return folders.compactMap { folder -> SpoolSetAside? in
-            guard let data = FileManager.default.contents(atPath: FilePaths.join(FilePaths.join(directory, folder), "set-aside.json")), data.count < 64 * 1024,
+            let note = FilePaths.join(FilePaths.join(directory, folder), "set-aside.json")
+            guard let size = SpoolFile.regularSize(note), size < 64 * 1024, let data = FileManager.default.contents(atPath: note),
                   let entry = try? JSONDecoder().decode(SpoolSetAside.self, from: data), entry.kind == kind else { return nil }
             return entry
         }.sorted { ($0.setAsideAt, $0.id) < ($1.setAsideAt, $1.id) }

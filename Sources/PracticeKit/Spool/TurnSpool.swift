@@ -115,22 +115,24 @@ public final class TurnSpool {
         var turns: [SpooledTurn] = []
         var unreadable: [String] = []
         for name in (try? FileManager.default.contentsOfDirectory(atPath: new)) ?? [] where name.hasSuffix(".turn") {
-            if let turn = try? header(of: "\(new)/\(name)") { turns.append(turn) } else { unreadable.append(name) }
+            if let (turn, _) = try? header(of: "\(new)/\(name)") { turns.append(turn) } else { unreadable.append(name) }
         }
         return (turns.sorted { ($0.recordedAt, $0.id) < ($1.recordedAt, $1.id) }, unreadable.sorted())
     }
 
     /// A turn's metadata and WAV bytes, the WAV checked against the header's size and
     /// checksum (``SpoolError/isDamaged`` when they differ: set it aside, never send it).
+    /// The file's size is checked against the header before the rest is read.
     public func load(_ id: String) throws(SpoolError) -> (turn: SpooledTurn, wav: Data) {
         let path = try path(of: id)
+        let (turn, headerBytes) = try header(of: path)
+        if let size = SpoolFile.regularSize(path), size != headerBytes + turn.bytes {
+            throw SpoolError(path: path, operation: "damaged", errno: nil, detail: "\(size - headerBytes) bytes of WAV where its record has \(turn.bytes)")
+        }
         guard let data = FileManager.default.contents(atPath: path) else {
             throw SpoolError(path: path, operation: "read", errno: Errno(rawValue: ENOENT))
         }
-        guard let newline = data.firstIndex(of: 0x0A), let turn = Self.decodeHeader(data[data.startIndex..<newline]) else {
-            throw SpoolError(path: path, operation: "parse", errno: nil)
-        }
-        let wav = data[(newline + 1)...]
+        let wav = data[(data.startIndex + headerBytes)...]
         if let damage = Self.damage(wav, turn) { throw SpoolError(path: path, operation: "damaged", errno: nil, detail: damage) }
         return (turn, wav)
     }
@@ -147,6 +149,7 @@ public final class TurnSpool {
     /// removed. Every turn file is read whole once, to check it.
     public func recover() -> (turns: [SpooledTurn], setAside: [SpoolSetAside], removed: [String]) {
         var setAside: [SpoolSetAside] = []
+        var turns: [SpooledTurn] = []
         for name in (try? FileManager.default.contentsOfDirectory(atPath: new)) ?? [] {
             let path = "\(new)/\(name)"
             guard name.hasSuffix(".turn") else {
@@ -155,7 +158,7 @@ public final class TurnSpool {
             }
             let id = String(name.dropLast(5))
             do throws(SpoolError) {
-                _ = try load(id)
+                turns.append(try load(id).turn)
             } catch {
                 let reason = error.isDamaged ? "its audio is damaged: \(error.detail ?? "")" : "it cannot be read (\(error))"
                 setAside.append(quarantine.setAside(id: id, files: [path], reason: reason))
@@ -163,7 +166,7 @@ public final class TurnSpool {
         }
         let removed = leftovers
         leftovers = []
-        return (list().turns, setAside, removed)
+        return (turns.sorted { ($0.recordedAt, $0.id) < ($1.recordedAt, $1.id) }, setAside, removed)
     }
 
     /// Moves a turn's file into the quarantine folder, with why.
@@ -208,13 +211,20 @@ public final class TurnSpool {
         return "\(new)/\(id).turn"
     }
 
-    private func header(of path: String) throws -> SpooledTurn {
+    /// A turn file's header and its length in bytes, newline included: read from a regular
+    /// file only (a FIFO would never answer), 4 KiB at most.
+    private func header(of path: String) throws(SpoolError) -> (turn: SpooledTurn, bytes: Int) {
+        switch SpoolFile.kind(path) {
+        case .missing: throw SpoolError(path: path, operation: "read", errno: Errno(rawValue: ENOENT))
+        case .notRegular: throw SpoolError(path: path, operation: "damaged", errno: nil, detail: "not a regular file")
+        case .regular: break
+        }
         let head: Data
         do { head = Data(try FileReader.read(path, upTo: 4096)) } catch { throw SpoolError(path: path, operation: "open", errno: error.errno) }
         guard let newline = head.firstIndex(of: 0x0A), let turn = Self.decodeHeader(head[head.startIndex..<newline]) else {
             throw SpoolError(path: path, operation: "parse", errno: nil)
         }
-        return turn
+        return (turn, newline - head.startIndex + 1)
     }
 
     private static func decodeHeader(_ line: Data) -> SpooledTurn? {

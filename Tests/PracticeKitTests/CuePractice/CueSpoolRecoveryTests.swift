@@ -141,4 +141,76 @@ final class CueSpoolRecoveryTests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: recovered.setAside[0].path + "/\(turn.id).turn")), bytes)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: root + "/new"), ["\(other.id).turn"])
     }
+
+    // MARK: - Hostile files: a FIFO, a 4 GiB file
+
+    /// `body` on a thread of its own, waited for at most 20 s: a spool that opened a FIFO
+    /// would block there for ever.
+    private func finishes<T>(_ body: @escaping () -> T) -> T? {
+        let done = DispatchSemaphore(value: 0)
+        let handover = Handover<T>(body)
+        Thread.detachNewThread {
+            handover.result = handover.body()
+            done.signal()
+        }
+        guard done.wait(timeout: .now() + 20) == .success else { return nil }
+        return handover.result
+    }
+
+    /// The most memory this process has held, in bytes.
+    private var peakResident: Int {
+        var usage = rusage()
+        getrusage(Int32(RUSAGE_SELF.rawValue), &usage)
+        return usage.ru_maxrss * 1_024
+    }
+
+    func testAFIFOAndA4GiBFileInTheCueSpoolAreSetAsideUnread() throws {
+        let spool = try cueSpool()
+        let (whole, _) = try spooled(spool)
+        // A FIFO where a record should be; a record whose audio is a FIFO; a record whose
+        // audio grew to 4 GiB (sparse: no disk is used).
+        let fifoRecord = "0f0e0d0c-0000-4000-8000-000000000003", fifoAudio = "0f0e0d0c-0000-4000-8000-000000000004"
+        let huge = "0f0e0d0c-0000-4000-8000-000000000005"
+        XCTAssertEqual(mkfifo(root + "/cues/\(fifoRecord).json", 0o600), 0)
+        for id in [fifoAudio, huge] {
+            let answer = SpooledAnswer(id: id, cueId: 9, profileId: 3, recordedAt: 2, durationS: 1, bytes: 1_000, crc32: 1)
+            try JSONEncoder().encode(answer).write(to: URL(fileURLWithPath: root + "/cues/\(id).json"))
+        }
+        XCTAssertEqual(mkfifo(root + "/cues/\(fifoAudio).m4a", 0o600), 0)
+        XCTAssertEqual(truncate(root + "/cues/\(huge).m4a", 0) == 0 || FileManager.default.createFile(atPath: root + "/cues/\(huge).m4a", contents: nil), true)
+        XCTAssertEqual(truncate(root + "/cues/\(huge).m4a", 1 << 32), 0)
+        let before = peakResident
+        let reopened = try cueSpool()
+        let recovered = try XCTUnwrap(finishes { self.queue.sync { reopened.recover() } }, "recovery blocked on a FIFO")
+        XCTAssertEqual(recovered.answers.map(\.id), [whole.id])
+        XCTAssertEqual(Set(recovered.setAside.map(\.id)), [fifoRecord, fifoAudio, huge])
+        XCTAssertEqual(recovered.removed, [], "no record of theirs was taken for a cut-short write")
+        XCTAssertTrue(recovered.setAside.contains { $0.id == huge && $0.reason.contains("4294967296 bytes where its record has 1000") }, "\(recovered.setAside)")
+        XCTAssertLessThan(peakResident - before, 512 << 20, "the 4 GiB file was read")
+    }
+
+    func testAFIFOAndA4GiBFileInTheTurnSpoolAreSetAsideUnread() throws {
+        let spool = try TurnSpool(directory: root)
+        let (whole, _) = try storedTurn(spool)
+        let (grown, _) = try storedTurn(spool)
+        XCTAssertEqual(truncate(root + "/new/\(grown.id).turn", 1 << 32), 0)
+        let fifo = "0f0e0d0c-0000-4000-8000-000000000006"
+        XCTAssertEqual(mkfifo(root + "/new/\(fifo).turn", 0o600), 0)
+        // Listing (spool.list, status) neither blocks nor reads them whole.
+        let listed = try XCTUnwrap(finishes { spool.list() }, "listing blocked on a FIFO")
+        XCTAssertEqual(listed.unreadable, ["\(fifo).turn"])
+        XCTAssertThrowsError(try spool.load(grown.id)) { XCTAssertTrue(($0 as? SpoolError)?.isDamaged == true, "\($0)") }
+        let before = peakResident
+        let recovered = try XCTUnwrap(finishes { try? TurnSpool(directory: self.root).recover() }, "recovery blocked on a FIFO")
+        XCTAssertEqual(recovered?.turns.map(\.id), [whole.id])
+        XCTAssertEqual(Set(recovered?.setAside.map(\.id) ?? []), [grown.id, fifo])
+        XCTAssertLessThan(peakResident - before, 512 << 20, "the 4 GiB turn was read")
+    }
+}
+
+/// A closure and its result, handed to a thread and back once, under a semaphore.
+private final class Handover<T>: @unchecked Sendable {
+    let body: () -> T
+    var result: T?
+    init(_ body: @escaping () -> T) { self.body = body }
 }
