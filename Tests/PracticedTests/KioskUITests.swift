@@ -235,6 +235,7 @@ final class KioskUITests: XCTestCase {
         XCTAssertEqual(try count(".dimension"), 3)
         try browser.click("#evaluate")
         XCTAssertTrue(try browser.wait(until: "return /^[ABC][12]$/.test(document.getElementById('cefr').textContent)", timeout: 20), "no CEFR level")
+        try assertOnOneLine("#cefr")
         try shoot("profile")
         try checkMessagesAgainstTheSchema()
 
@@ -334,6 +335,7 @@ final class KioskUITests: XCTestCase {
         try browser.pointer(false, on: "#cue-talk")
         XCTAssertNotNil(try browser.wait(for: "#transcript", timeout: 30), "no transcript")
         XCTAssertNotNil(try browser.wait(for: "#cue-cefr", timeout: 30, text: { $0 == "B1" }), "no evaluation")
+        try assertOnOneLine("#cue-cefr")
         XCTAssertEqual(try count("#grammar-mistakes li"), 2)
         XCTAssertNotNil(try browser.find("#improved"))
         XCTAssertNotNil(try browser.find("#next-steps"))
@@ -349,10 +351,27 @@ final class KioskUITests: XCTestCase {
         try shootCues("cue-history")
         try browser.click(".history-item")
         XCTAssertNotNil(try browser.wait(for: "#screen-recording #cue-cefr", timeout: 10, text: { $0 == "B1" }))
+        try assertOnOneLine("#cue-cefr")
+        try assertOnOneLine("#back")
         try shootCues("cue-history-recording")
         try browser.click("#signout")
         XCTAssertNotNil(try browser.wait(for: "#screen-signin"), "signing out did not go back to sign-in")
         try checkMessagesAgainstTheSchema(refusalsExpected: ["signin.code"])
+    }
+
+    /// The text of `selector` (a CEFR level, a button's label) is one line at both kiosk
+    /// sizes: beside a long summary or title, a flex item once shrank to "B" over "1", "Ba"
+    /// over "ck". The lines are the text's own boxes (a Range's client rectangles).
+    private func assertOnOneLine(_ selector: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        for (w, h) in [(800, 480), (1280, 800)] {
+            try browser.resize(width: w, height: h)
+            let lines = try browser.run("""
+                const range = document.createRange(); range.selectNodeContents(document.querySelector(arguments[0]));
+                return new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size;
+                """, [.string(selector)])
+            XCTAssertEqual(lines, .int(1), "\(selector) broke over lines at \(w)x\(h)", file: file, line: line)
+        }
+        try browser.resize(width: 1280, height: 800)
     }
 
     /// A cue screen at both kiosk sizes.
