@@ -27,7 +27,6 @@ extension CuePractice {
         guard uploading != id else { throw ControlError(.invalidState, "answer \(id) is being uploaded now") }
         guard let spool, let answer = pending.first(where: { $0.id == id }) else { throw ControlError(.badArguments, "no answer \(id) in the spool") }
         spool.remove(id)
-        pending.removeAll { $0.id == id }
         refused.remove(id)
         lastError[id] = nil
         logger.notice("cue spool: answer \(id) to cue \(answer.cueId) discarded by a client")

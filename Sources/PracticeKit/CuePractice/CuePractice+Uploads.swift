@@ -21,7 +21,6 @@ extension CuePractice {
             let stored = try spool.store(turn, answer: answer, bitRate: settings.bitRate)
             metrics.increment("practiced_cue_answers_total", help: "Cue answers by outcome.", labels: "outcome=\"spooled\"")
             publish(Event.CueSpooled(answerId: stored.id, cueId: cue, bytes: stored.bytes, durationS: stored.durationS))
-            pending.append(stored)
             pump()
         } catch {
             logger.error("cue answer not kept: \(error)")
@@ -89,11 +88,7 @@ extension CuePractice {
             publish(Event.CueUploadStep(answerId: answer.id, cueId: answer.cueId, step: .found))
             return .uploaded(recordingID: recording.profileCueRecordingId)
         } catch {
-            // Progress made (the PUT) is kept even when a later step failed.
-            let progressed = answer
-            if progressed != original {
-                queue.async { [self] in if let index = pending.firstIndex(where: { $0.id == progressed.id }) { pending[index] = progressed } }
-            }
+            // Progress made (the PUT) is in the spool's record already (``CueSpool/update(_:)``).
             return .failed(error)
         }
     }
@@ -104,7 +99,6 @@ extension CuePractice {
         case .uploaded(let recordingID):
             uploadAttempt = 0
             lastError[answer.id] = nil
-            pending.removeAll { $0.id == answer.id }
             spool?.remove(answer.id)
             metrics.increment("practiced_cue_answers_total", help: "Cue answers by outcome.", labels: "outcome=\"uploaded\"")
             logger.info("cue answer \(answer.id) is recording \(recordingID)")
@@ -113,7 +107,6 @@ extension CuePractice {
             pump()
         case .damaged(let error):
             uploadAttempt = 0
-            pending.removeAll { $0.id == answer.id }
             lastError[answer.id] = nil
             if let entry = spool?.setAside(answer.id, reason: "its audio is damaged: \(error.detail ?? "")") { told(entry) }
             publish(Event.CueUploadFailed(answerId: answer.id, cueId: answer.cueId, reason: "damaged", error: "\(error)"))

@@ -51,8 +51,9 @@ public final class CuePractice: @unchecked Sendable {
     var learner = LearnerState()
     var stage = CuePracticeState.Stage.ready
     var recording: (number: UInt64, cueId: Int)?
-    /// Answers spooled and not yet the backend's, oldest first; the first one uploads.
-    var pending: [SpooledAnswer] = []
+    /// Answers spooled and not yet the backend's, oldest first; the first one uploads. The
+    /// spool's own records: nothing to keep in step.
+    var pending: [SpooledAnswer] { spool?.answers ?? [] }
     var uploading: String?
     var uploadAttempt = 0
     /// Answers the backend refused in this run: left in the spool, not tried again until
@@ -100,8 +101,7 @@ public final class CuePractice: @unchecked Sendable {
     public func start() {
         queue.async { [self] in
             guard settings.enabled, let spool else { return }
-            let (answers, setAside, removed) = spool.recover()
-            pending = answers
+            let (_, setAside, removed) = spool.recover()
             if !removed.isEmpty { logger.notice("cue spool: removed what a write cut short left (never told spooled): \(removed.joined(separator: ", "))") }
             for entry in setAside { told(entry) }
             if !pending.isEmpty { logger.notice("\(pending.count) cue answers from an earlier run are waiting for upload") }

@@ -105,11 +105,12 @@ public final class CueSpool {
         return stored
     }
 
-    /// Rewrites an answer's record (its upload moved on).
+    /// Rewrites an answer's record (its upload moved on). The progress is kept in memory even
+    /// when the disk refuses it: this run then completes the upload instead of sending it again.
     public func update(_ answer: SpooledAnswer) throws(SpoolError) {
         checkOwner()
-        try write(answer)
         records[answer.id] = answer
+        try write(answer)
     }
 
     /// The answer's audio, checked against its record's size and checksum: audio that does
