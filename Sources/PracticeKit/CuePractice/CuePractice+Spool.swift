@@ -34,14 +34,8 @@ extension CuePractice {
         publish(Event.CueAnswerDiscarded(answerId: id, cueId: answer.cueId))
     }
 
-    /// An answer set aside (by recovery, or before an upload found its audio damaged):
-    /// logged, counted and told.
-    func told(_ entry: SpoolSetAside) {
-        logger.error("cue spool: answer \(entry.id) set aside in \(entry.path): \(entry.reason)")
-        metrics.increment("practiced_spool_set_aside_total", help: "Spooled turns and cue answers set aside (unreadable or damaged).",
-                          labels: "kind=\"cue_answer\"")
-        publish(Event.SpoolItemSetAside(entry))
-    }
+    /// An answer set aside (by recovery, or before an upload found its audio damaged).
+    func told(_ entry: SpoolSetAside) { entry.report(logger: logger, metrics: metrics, publish: publish) }
 
     /// Runs `body` on the queue (the spool's owner) from a task, and hands back its result.
     func onQueue<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {

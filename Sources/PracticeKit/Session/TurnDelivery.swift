@@ -206,13 +206,7 @@ final class TurnDelivery: @unchecked Sendable {
         send(Delivery(turn: loaded.turn, wav: [UInt8](loaded.wav)))
     }
 
-    /// A turn set aside: logged, counted and told.
-    private func told(_ entry: SpoolSetAside) {
-        context.logger.error("spool: turn \(entry.id) set aside in \(entry.path): \(entry.reason)")
-        context.metrics.increment("practiced_spool_set_aside_total", help: "Spooled turns and cue answers set aside (unreadable or damaged).",
-                                  labels: "kind=\"turn\"")
-        context.publish(Event.SpoolItemSetAside(entry))
-    }
+    private func told(_ entry: SpoolSetAside) { entry.report(logger: context.logger, metrics: context.metrics, publish: context.publish) }
 
     /// `spool.discard`: drops a kept turn (not the one being sent).
     func discard(_ id: String) throws(ControlError) {
