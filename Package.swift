@@ -12,6 +12,7 @@ let package = Package(
     products: [
         .library(name: "AudioKernel", targets: ["AudioKernel"]),
         .library(name: "PracticeKit", targets: ["PracticeKit"]),
+        .library(name: "SpeechModels", targets: ["SpeechModels"]),
         .executable(name: "audiokernel-demo", targets: ["audiokernel-demo"]),
         .executable(name: "practice-sim", targets: ["practice-sim"]),
         .executable(name: "practiced", targets: ["practiced"]),
@@ -34,6 +35,12 @@ let package = Package(
         // internally: no C type appears in its public API.
         .target(name: "AudioKernel", dependencies: ["CALSA", "CPulse", "CAudioShim"]),
 
+        // The learned speech models, run in Swift on the weights of their ONNX files: Silero VAD
+        // (is this frame speech?) and smart-turn v3.2 (does this pause end the turn?), with the
+        // ONNX reader, Whisper's log-mel features and the float and int8 kernels they need.
+        // Pure computation: no system library, no I/O beyond the bytes it is given.
+        .target(name: "SpeechModels"),
+
         // Everything above the audio: the SSE parser, the backends' clients (TalkCo over its
         // own HTTP/1.1 and TLS transport, Chatterbox), the conversation's session and cue
         // practice, the spool, the control socket and its typed protocol, the daemon.
@@ -49,7 +56,7 @@ let package = Package(
         .executableTarget(name: "practicectl", dependencies: ["AudioKernel", "PracticeKit"]),
 
         // The kernels on a WAV file, and WAV <-> AAC-LC .m4a conversion (README, Quick start).
-        .executableTarget(name: "audiokernel-demo", dependencies: ["AudioKernel"]),
+        .executableTarget(name: "audiokernel-demo", dependencies: ["AudioKernel", "SpeechModels"]),
 
         // Fuzz targets. Built normally they replay the inputs named on the command line;
         // built by `.ci/fuzz` (libFuzzer and AddressSanitizer) they fuzz.
@@ -99,6 +106,8 @@ let package = Package(
             dependencies: ["PracticeKit", "SimulatorKit", "TestSupport"],
             exclude: ["Fixtures"]
         ),
+        // The models beside onnxruntime (PyPI, in the environment .ci/setup builds).
+        .testTarget(name: "SpeechModelsTests", dependencies: ["SpeechModels", "TestSupport"]),
         .testTarget(name: "SimulatorKitTests", dependencies: ["SimulatorKit", "PracticeKit"]),
         // The daemon as a real process, with real clients on its socket.
         .testTarget(name: "PracticedTests", dependencies: ["PracticeKit", "SimulatorKit", "TestSupport", "AudioMeasurement"]),

@@ -9,18 +9,23 @@ import Glibc
 /// then writes a copy with a 20 ms fade-out, as the player does on `stop`.
 ///
 /// `audiokernel-demo convert IN OUT [--bitrate BPS]` converts between WAV and MPEG-4 AAC-LC
-/// (see ``Converter``).
+/// (see ``Converter``); `audiokernel-demo speech …` runs the speech models on a recording
+/// (see ``SpeechCommand``).
 @main
 struct AudioKernelDemo {
     static let usage = """
         usage: audiokernel-demo INPUT.wav [OUTPUT.wav]
                audiokernel-demo convert INPUT OUTPUT [--bitrate BPS]
+               audiokernel-demo speech vad|turn|features ... (see `audiokernel-demo speech`)
         """
 
     static func main() {
         let arguments = Array(CommandLine.arguments.dropFirst())
         if arguments.first == "convert" {
             exit(Converter.main(Array(arguments.dropFirst())))
+        }
+        if arguments.first == "speech" {
+            exit(SpeechCommand.main(Array(arguments.dropFirst())))
         }
         guard let input = arguments.first, !input.hasPrefix("-") else {
             printError(usage)

@@ -1,0 +1,109 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Whisper's log-mel features as smart-turn v3 is fed them (pipecat's
+/// `_whisper_features.py`, after transformers' WhisperFeatureExtractor with chunk_length 8):
+/// 8 s at 16 kHz normalized to zero mean and unit variance; a centred STFT (reflect padding
+/// of 200, periodic Hann window of 400, hop 160); power onto 80 Slaney mel filters from 0 to
+/// 8 kHz; log10 floored at 1e-10; the last of the 801 frames dropped; everything below the
+/// window's maximum − 8 raised to it; (x + 4) / 4. Output [80][800], bin-major.
+///
+/// In double precision, as the reference: the features agree with it to within 1e-6.
+public final class WhisperFeatures {
+    public static let sampleRate = 16_000
+    public static let windowSamples = 128_000
+    public static let bins = 80, frames = 800
+    static let fftLength = 400, hop = 160, spectrumBins = 201
+
+    private let dft = MixedRadixDFT()
+    private let window: [Double]
+    /// [mel][first, count, weights...]: each filter's nonzero span of the 201 bins.
+    private let filters: [(first: Int, weights: [Double])]
+    private var padded: [Double]
+    private var frame: [Double]
+    private var power: [Double]
+    private var logMel: [Double]
+
+    public init() {
+        window = (0..<Self.fftLength).map { 0.5 - 0.5 * cos(2 * Double.pi * Double($0) / Double(Self.fftLength)) }
+        filters = Self.melFilters()
+        padded = [Double](repeating: 0, count: Self.windowSamples + Self.fftLength)
+        frame = [Double](repeating: 0, count: Self.fftLength)
+        power = [Double](repeating: 0, count: Self.spectrumBins)
+        logMel = [Double](repeating: 0, count: Self.bins * Self.frames)
+    }
+
+    /// Slaney's mel scale: linear below 1 kHz, logarithmic above.
+    static func hertzToMel(_ f: Double) -> Double {
+        f < 1000 ? 3 * f / 200 : 15 + log(f / 1000) * 27 / log(6.4)
+    }
+
+    static func melToHertz(_ m: Double) -> Double {
+        m < 15 ? 200 * m / 3 : 1000 * exp(log(6.4) / 27 * (m - 15))
+    }
+
+    /// Triangular filters between mel-spaced edges, each scaled to unit area (Slaney's norm).
+    static func melFilters() -> [(first: Int, weights: [Double])] {
+        let low = hertzToMel(0), high = hertzToMel(8000)
+        let edges = (0..<(bins + 2)).map { melToHertz(low + (high - low) * Double($0) / Double(bins + 1)) }
+        let frequencies = (0..<spectrumBins).map { 8000 * Double($0) / Double(spectrumBins - 1) }
+        return (0..<bins).map { m in
+            let norm = 2 / (edges[m + 2] - edges[m])
+            let weights = frequencies.map { f -> Double in
+                let down = (f - edges[m]) / (edges[m + 1] - edges[m])
+                let up = (edges[m + 2] - f) / (edges[m + 2] - edges[m + 1])
+                return max(0, min(down, up)) * norm
+            }
+            let first = weights.firstIndex { $0 > 0 } ?? 0
+            let last = weights.lastIndex { $0 > 0 } ?? 0
+            return (first, Array(weights[first...max(first, last)]))
+        }
+    }
+
+    /// The features of exactly 8 s of audio (`samples.count == 128_000`; pad with zeros at the
+    /// front, as pipecat does, for less), written to `output` ([80][800] floats).
+    public func compute(_ samples: UnsafeBufferPointer<Float>, into output: UnsafeMutablePointer<Float>) {
+        precondition(samples.count == Self.windowSamples, "Whisper's features take 8 s at 16 kHz")
+        let n = Self.windowSamples, pad = Self.fftLength / 2
+        var sum = 0.0
+        for x in samples { sum += Double(x) }
+        let mean = sum / Double(n)
+        var squares = 0.0
+        for x in samples { squares += (Double(x) - mean) * (Double(x) - mean) }
+        let scale = 1 / (squares / Double(n) + 1e-7).squareRoot()
+        padded.withUnsafeMutableBufferPointer { padded in
+            for i in 0..<n { padded[pad + i] = (Double(samples[i]) - mean) * scale }
+            for i in 0..<pad {
+                padded[pad - 1 - i] = padded[pad + 1 + i]
+                padded[pad + n + i] = padded[pad + n - 2 - i]
+            }
+        }
+        var maximum = -Double.infinity
+        padded.withUnsafeBufferPointer { padded in
+            frame.withUnsafeMutableBufferPointer { frame in
+                power.withUnsafeMutableBufferPointer { power in
+                    logMel.withUnsafeMutableBufferPointer { logMel in
+                        for t in 0..<Self.frames {
+                            for i in 0..<Self.fftLength { frame[i] = padded[t * Self.hop + i] * window[i] }
+                            dft.powerSpectrum(frame.baseAddress!, into: power.baseAddress!)
+                            for (m, filter) in filters.enumerated() {
+                                var energy = 0.0
+                                for (j, weight) in filter.weights.enumerated() { energy += weight * power[filter.first + j] }
+                                let value = log10(max(energy, 1e-10))
+                                logMel[m * Self.frames + t] = value
+                                maximum = max(maximum, value)
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let floor = maximum - 8
+        for i in 0..<(Self.bins * Self.frames) {
+            output[i] = Float((max(logMel[i], floor) + 4) / 4)
+        }
+    }
+}

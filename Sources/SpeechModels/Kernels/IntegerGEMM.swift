@@ -1,0 +1,92 @@
+/// `C[m][n] = Σ_k A[m][k] · B[n][k]` with Int16 `A`, Int8 or Int16 `B` and Int32 `C`: every
+/// matrix product of the quantized transformer (weights are Int8; both operands of attention
+/// are activations). Values are centred 8-bit quantities (|a| ≤ 255, |b| ≤ 255), so a pair of
+/// products fits Int32 many times over and the sums are exact: the result does not depend
+/// on the order of the additions.
+///
+/// The inner step multiplies eight Int16 lanes and adds them into accumulators that are only
+/// ever summed whole, which LLVM lowers to `pmaddwd` (SSE2, so baseline x86-64: eight
+/// multiply-adds an instruction) or NEON's widening multiply-adds.
+enum IntegerGEMM {
+    static func multiply(_ a: UnsafePointer<Int16>, rows: Int, depth: Int, strideA: Int,
+                         _ b: UnsafePointer<Int8>, columns: Int, strideB: Int,
+                         into c: UnsafeMutablePointer<Int32>, strideC: Int) {
+        kernel(a, rows: rows, depth: depth, strideA: strideA, b, columns: columns, strideB: strideB, into: c, strideC: strideC)
+    }
+
+    static func multiply(_ a: UnsafePointer<Int16>, rows: Int, depth: Int, strideA: Int,
+                         _ b: UnsafePointer<Int16>, columns: Int, strideB: Int,
+                         into c: UnsafeMutablePointer<Int32>, strideC: Int) {
+        kernel(a, rows: rows, depth: depth, strideA: strideA, b, columns: columns, strideB: strideB, into: c, strideC: strideC)
+    }
+
+    /// Three rows of A by three of B at a time: nine accumulators, three weight vectors and
+    /// one row vector fit x86-64's sixteen vector registers with the copies `pmaddwd`'s two-
+    /// operand form needs (four rows by three spilled). Depth must be a multiple of 8.
+    @inline(__always)
+    private static func kernel<B: IntegerOperand>(_ a: UnsafePointer<Int16>, rows: Int, depth: Int, strideA: Int,
+                                                  _ b: UnsafePointer<B>, columns: Int, strideB: Int,
+                                                  into c: UnsafeMutablePointer<Int32>, strideC: Int) {
+        precondition(depth % 8 == 0, "depth a multiple of 8")
+        var m = 0
+        while m < rows {
+            let mr = min(3, rows - m)
+            let a0 = a + m * strideA
+            let a1 = a0 + (mr > 1 ? strideA : 0), a2 = a0 + (mr > 2 ? 2 * strideA : 0)
+            var n = 0
+            while n < columns {
+                let nr = min(3, columns - n)
+                let b0 = b + n * strideB
+                let b1 = b0 + (nr > 1 ? strideB : 0), b2 = b0 + (nr > 2 ? 2 * strideB : 0)
+                // Products of Int16 lanes widened to Int32 and only ever summed: LLVM turns
+                // each `x &* w` with its accumulation into one pmaddwd.
+                var c00 = SIMD8<Int32>(), c01 = SIMD8<Int32>(), c02 = SIMD8<Int32>()
+                var c10 = SIMD8<Int32>(), c11 = SIMD8<Int32>(), c12 = SIMD8<Int32>()
+                var c20 = SIMD8<Int32>(), c21 = SIMD8<Int32>(), c22 = SIMD8<Int32>()
+                var k = 0
+                while k < depth {
+                    let w0 = B.load8(b0 + k), w1 = B.load8(b1 + k), w2 = B.load8(b2 + k)
+                    let x0 = Int16.load8(a0 + k)
+                    c00 &+= x0 &* w0; c01 &+= x0 &* w1; c02 &+= x0 &* w2
+                    let x1 = Int16.load8(a1 + k)
+                    c10 &+= x1 &* w0; c11 &+= x1 &* w1; c12 &+= x1 &* w2
+                    let x2 = Int16.load8(a2 + k)
+                    c20 &+= x2 &* w0; c21 &+= x2 &* w1; c22 &+= x2 &* w2
+                    k += 8
+                }
+                let r0 = c + m * strideC + n
+                store(c00, c01, c02, nr, r0)
+                if mr > 1 { store(c10, c11, c12, nr, r0 + strideC) }
+                if mr > 2 { store(c20, c21, c22, nr, r0 + 2 * strideC) }
+                n += 3
+            }
+            m += 3
+        }
+    }
+
+    @inline(__always)
+    private static func store(_ s0: SIMD8<Int32>, _ s1: SIMD8<Int32>, _ s2: SIMD8<Int32>, _ count: Int, _ c: UnsafeMutablePointer<Int32>) {
+        c[0] = s0.wrappedSum()
+        if count > 1 { c[1] = s1.wrappedSum() }
+        if count > 2 { c[2] = s2.wrappedSum() }
+    }
+}
+
+/// The operand types of ``IntegerGEMM``: eight lanes loaded and widened to Int32.
+protocol IntegerOperand {
+    static func load8(_ p: UnsafePointer<Self>) -> SIMD8<Int32>
+}
+
+extension Int8: IntegerOperand {
+    @inline(__always)
+    static func load8(_ p: UnsafePointer<Int8>) -> SIMD8<Int32> {
+        SIMD8<Int32>(truncatingIfNeeded: SIMD8<Int16>(truncatingIfNeeded: UnsafeRawPointer(p).loadUnaligned(as: SIMD8<Int8>.self)))
+    }
+}
+
+extension Int16: IntegerOperand {
+    @inline(__always)
+    static func load8(_ p: UnsafePointer<Int16>) -> SIMD8<Int32> {
+        SIMD8<Int32>(truncatingIfNeeded: UnsafeRawPointer(p).loadUnaligned(as: SIMD8<Int16>.self))
+    }
+}

@@ -1,0 +1,54 @@
+/// One activation's 8-bit quantization in the model's QDQ graph (QuantizeLinear then
+/// DequantizeLinear): `q = clamp(round(x / scale) + zeroPoint, 0, 255)`, rounding half to
+/// even as ONNX specifies. Values are kept *centred*, `q − zeroPoint`, as Int16, so that the
+/// integer matrix products need no zero-point correction, and read back as `centred · scale`.
+struct Quantization: Equatable {
+    let scale: Float
+    let zeroPoint: Int32
+
+    init(scale: Float, zeroPoint: Int32) {
+        self.scale = scale
+        self.zeroPoint = zeroPoint
+    }
+
+    /// Adding and subtracting 1.5 · 2²³ rounds a float of magnitude below 2²² to an integer,
+    /// half to even, in the default rounding mode: `rounded(.toNearestOrEven)` without the
+    /// libm call baseline x86-64 needs for it (no SSE4.1 `roundss`).
+    static let roundingMagic: Float = 12_582_912
+
+    /// QuantizeLinear as onnxruntime's kernel computes it: divide, clamp to the range the
+    /// zero point leaves, round half to even.
+    @inline(__always)
+    func centred(_ x: Float) -> Int16 {
+        rounded(x / scale)
+    }
+
+    /// A fused kernel's requantization of Int32 `sum` (MLAS's): `sum · multiplier`, clamped,
+    /// rounded half to even.
+    @inline(__always)
+    func centred(sum: Int32, multiplier: Float) -> Int16 {
+        rounded(Float(sum) * multiplier)
+    }
+
+    @inline(__always)
+    private func rounded(_ x: Float) -> Int16 {
+        // Compared so that NaN takes the lower bound, as SSE's maxps gives it.
+        let low = Float(-zeroPoint), high = Float(255 - zeroPoint)
+        let raised = x > low ? x : low
+        let bounded = raised < high ? raised : high
+        return Int16((bounded + Self.roundingMagic) - Self.roundingMagic)
+    }
+
+    /// The value after a quantize–dequantize round trip.
+    @inline(__always)
+    func roundTrip(_ x: Float) -> Float { Float(centred(x)) * scale }
+}
+
+/// A weight matrix of the QDQ graph: int8 values stored one row per output ([N][K]) with a
+/// scale per output (per-channel, zero points all 0 in this model), as the kernels read it.
+struct QuantizedMatrix {
+    let values: [Int8]
+    let scales: [Float]
+    let outputs: Int
+    let inputs: Int
+}

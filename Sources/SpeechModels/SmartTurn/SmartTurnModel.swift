@@ -1,0 +1,309 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// smart-turn v3.2 (BSD-2, pipecat-ai/smart-turn) in Swift: given Whisper log-mel features of
+/// the last 8 s, the probability that the speaker has finished their turn.
+///
+/// The network: Whisper-tiny's encoder (two convolutions with GELU, 400 positions of 384, four
+/// pre-norm transformer layers of six heads with a 1536-wide feed-forward, a final norm),
+/// attention pooling over time (384 → 256 → tanh → 1, softmax) and a classifier (384 → 256,
+/// norm, GELU → 64, GELU → 1, sigmoid). It runs as the int8 QDQ export defines it: every
+/// product takes 8-bit operands (``IntegerGEMM``: exact integer sums) and every quantization
+/// point of the graph rounds its activation onto the same grid onnxruntime uses.
+///
+/// Buffers are allocated once: ``probability(features:)`` allocates nothing.
+public final class SmartTurnModel {
+    private let weights: SmartTurnWeights
+    private static let width = SmartTurnWeights.width, positions = SmartTurnWeights.positionsCount
+    private static let heads = SmartTurnWeights.heads, headWidth = SmartTurnWeights.headWidth
+    private static let expanded = SmartTurnWeights.expanded
+    private static let frames = WhisperFeatures.frames, bins = WhisperFeatures.bins
+
+    private let residual: UnsafeMutablePointer<Float>  // [400][384]
+    private let row: UnsafeMutablePointer<Float>  // one row of up to 1536
+    private let activations: UnsafeMutablePointer<Int16>  // centred operands, up to [400][1536]
+    private let columns: UnsafeMutablePointer<Int16>  // the convolutions' input windows
+    private let sums: UnsafeMutablePointer<Int32>  // products, up to [400][1536]
+    private let queries: UnsafeMutablePointer<Int16>, keys: UnsafeMutablePointer<Int16>  // [head][400][64]
+    private let values: UnsafeMutablePointer<Int16>  // [head][64][400]
+    private let attention: UnsafeMutablePointer<Int16>  // one head's [400][400]
+    private let pooled: UnsafeMutablePointer<Float>  // [400][384] final, dequantized
+    private let timeWeights: UnsafeMutablePointer<Float>  // the pooling's softmax over the 400 positions
+
+    /// Called with each quantized activation as it is computed (its graph's QuantizeLinear
+    /// output name and the uint8 values, in the graph's layout where it is [t][c]-ordered):
+    /// for comparing a run with onnxruntime's, stage by stage. Nil in the daemon.
+    public var inspect: ((String, [UInt8]) -> Void)?
+
+    private func report(_ name: String, _ values: UnsafePointer<Int16>, count: Int, zeroPoint: Int32) {
+        guard let inspect else { return }
+        inspect(name, (0..<count).map { UInt8(Int32(values[$0]) + zeroPoint) })
+    }
+
+    public convenience init(onnx bytes: [UInt8]) throws(ModelError) {
+        try self.init(weights: SmartTurnWeights(graph: ONNXModel(bytes: bytes).graph))
+    }
+
+    init(weights: SmartTurnWeights) {
+        self.weights = weights
+        let area = Self.positions * Self.width
+        residual = .allocate(capacity: area)
+        row = .allocate(capacity: Self.expanded)
+        activations = .allocate(capacity: Self.positions * Self.expanded)
+        columns = .allocate(capacity: max(Self.frames * Self.bins * 3, Self.positions * Self.width * 3))
+        sums = .allocate(capacity: Self.positions * Self.expanded)
+        queries = .allocate(capacity: area)
+        keys = .allocate(capacity: area)
+        values = .allocate(capacity: area)
+        attention = .allocate(capacity: Self.positions * Self.positions)
+        pooled = .allocate(capacity: area)
+        timeWeights = .allocate(capacity: Self.positions)
+    }
+
+    deinit {
+        residual.deallocate(); row.deallocate(); activations.deallocate(); columns.deallocate(); sums.deallocate()
+        queries.deallocate(); keys.deallocate(); values.deallocate(); attention.deallocate(); pooled.deallocate(); timeWeights.deallocate()
+    }
+
+    /// `sums[m][n]` for `rows` rows of centred `input` (stride `depth`) by `linear`'s weight.
+    private func product(_ input: UnsafePointer<Int16>, rows: Int, _ linear: SmartTurnWeights.Linear) {
+        linear.matrix.values.withUnsafeBufferPointer { w in
+            IntegerGEMM.multiply(input, rows: rows, depth: linear.matrix.inputs, strideA: linear.matrix.inputs,
+                                 w.baseAddress!, columns: linear.matrix.outputs, strideB: linear.matrix.inputs,
+                                 into: sums, strideC: linear.matrix.outputs)
+        }
+    }
+
+    /// Row `m` of the last product requantized as `linear`'s fused kernel does it (its Int32
+    /// bias included), then dequantized into `row`; a MatMul's float bias is the caller's.
+    @inline(__always)
+    private func result(_ m: Int, of linear: SmartTurnWeights.Linear) {
+        let n = linear.matrix.outputs
+        let s = sums + m * n
+        let output = linear.output
+        linear.multipliers.withUnsafeBufferPointer { multipliers in
+            if let integerBias = linear.integerBias {
+                integerBias.withUnsafeBufferPointer { bias in
+                    for j in 0..<n { row[j] = Float(output.centred(sum: s[j] &+ bias[j], multiplier: multipliers[j])) * output.scale }
+                }
+            } else {
+                for j in 0..<n { row[j] = Float(output.centred(sum: s[j], multiplier: multipliers[j])) * output.scale }
+            }
+        }
+    }
+
+    /// The probability that the turn is finished, from features [80][800] (``WhisperFeatures``).
+    public func probability(features: UnsafePointer<Float>) -> Float {
+        let w = weights
+        let width = Self.width, positions = Self.positions, frames = Self.frames, bins = Self.bins
+
+        // Convolution 1 (80 → 384, width 3, stride 1) on the quantized features.
+        let input = w.input
+        for t in 0..<frames {
+            let window = columns + t * bins * 3
+            for c in 0..<bins {
+                for k in 0..<3 {
+                    let s = t + k - 1
+                    window[c * 3 + k] = s >= 0 && s < frames ? input.centred(features[c * frames + s]) : 0
+                }
+            }
+        }
+        product(columns, rows: frames, w.convolution1)
+        for t in 0..<frames {
+            result(t, of: w.convolution1)
+            for c in 0..<width { activations[t * width + c] = w.gelu1.centred(FloatKernels.gelu(row[c])) }
+        }
+        report("gelu_QuantizeLinear_Output", activations, count: frames * width, zeroPoint: w.gelu1.zeroPoint)
+        // Convolution 2 (384 → 384, width 3, stride 2), GELU, positions.
+        for t in 0..<positions {
+            let window = columns + t * width * 3
+            for k in 0..<3 {
+                let s = 2 * t + k - 1
+                for c in 0..<width { window[c * 3 + k] = s >= 0 && s < frames ? activations[s * width + c] : 0 }
+            }
+        }
+        product(columns, rows: positions, w.convolution2)
+        w.positions.withUnsafeBufferPointer { positionsTable in
+            for t in 0..<positions {
+                result(t, of: w.convolution2)
+                for c in 0..<width { residual[t * width + c] = FloatKernels.gelu(row[c]) + positionsTable[t * width + c] }
+            }
+        }
+
+        for (index, layer) in w.layers.enumerated() { run(layer, last: index == w.layers.count - 1) }
+
+        // The final norm, attention pooling over time, the classifier.
+        normalize(w.finalNorm, quantization: w.finalOutput)
+        for i in 0..<(positions * width) { pooled[i] = Float(activations[i]) * w.finalOutput.scale }
+        product(activations, rows: positions, w.poolProjection)
+        let tanhScores = columns  // [400][256]
+        for t in 0..<positions {
+            result(t, of: w.poolProjection)
+            w.poolProjection.bias.withUnsafeBufferPointer { bias in
+                for j in 0..<256 { tanhScores[t * 256 + j] = w.poolTanh.centred(tanhf(row[j] + bias[j])) }
+            }
+        }
+        product(tanhScores, rows: positions, w.poolScore)
+        let weightsOverTime = timeWeights
+        for t in 0..<positions {
+            result(t, of: w.poolScore)
+            weightsOverTime[t] = row[0] + w.poolScore.bias[0]
+        }
+        FloatKernels.softmax(weightsOverTime, count: positions)
+        let pooledVector = activations
+        for c in 0..<width {
+            var sum: Float = 0
+            for t in 0..<positions { sum += pooled[t * width + c] * weightsOverTime[t] }
+            pooledVector[c] = w.pooled.centred(sum)
+        }
+        product(pooledVector, rows: 1, w.classifier1)
+        result(0, of: w.classifier1)
+        let normalized = residual  // free now
+        w.classifierNorm.weight.withUnsafeBufferPointer { g in
+            w.classifierNorm.bias.withUnsafeBufferPointer { b in
+                FloatKernels.layerNorm(row, count: 256, weight: g.baseAddress!, bias: b.baseAddress!, into: normalized)
+            }
+        }
+        for j in 0..<256 { activations[j] = w.classifierGELU1.centred(FloatKernels.gelu(normalized[j])) }
+        product(activations, rows: 1, w.classifier2)
+        result(0, of: w.classifier2)
+        for j in 0..<64 { activations[j] = w.classifierGELU2.centred(FloatKernels.gelu(row[j])) }
+        product(activations, rows: 1, w.classifier3)
+        result(0, of: w.classifier3)
+        return FloatKernels.sigmoid(row[0])
+    }
+
+    /// Layer norm of every row of the residual stream, quantized into `activations`.
+    private func normalize(_ norm: SmartTurnWeights.Norm, quantization: Quantization) {
+        let width = Self.width
+        norm.weight.withUnsafeBufferPointer { g in
+            norm.bias.withUnsafeBufferPointer { b in
+                for t in 0..<Self.positions {
+                    FloatKernels.layerNorm(residual + t * width, count: width, weight: g.baseAddress!, bias: b.baseAddress!, into: row)
+                    for c in 0..<width { activations[t * width + c] = quantization.centred(row[c]) }
+                }
+            }
+        }
+    }
+
+    /// One pre-norm transformer layer on the residual stream. The last layer's feed-forward
+    /// output is added as onnxruntime's SkipLayerNormalization adds it before the final norm:
+    /// (residual + product) + bias, not residual + (product + bias).
+    private func run(_ layer: SmartTurnWeights.Layer, last: Bool) {
+        let width = Self.width, positions = Self.positions, heads = Self.heads, dh = Self.headWidth
+        normalize(layer.attentionNorm, quantization: layer.attentionInput)
+        report("attention_input", activations, count: positions * width, zeroPoint: layer.attentionInput.zeroPoint)
+
+        // q, k and v, each split into heads: q and k [head][t][d], v transposed [head][d][t].
+        product(activations, rows: positions, layer.query)
+        layer.query.bias.withUnsafeBufferPointer { bias in
+            for t in 0..<positions {
+                result(t, of: layer.query)
+                for c in 0..<width {
+                    queries[(c / dh) * positions * dh + t * dh + c % dh] = layer.scaledQuery.centred((row[c] + bias[c]) * layer.headScale)
+                }
+            }
+        }
+        product(activations, rows: positions, layer.key)
+        for t in 0..<positions {
+            result(t, of: layer.key)
+            for c in 0..<width {
+                keys[(c / dh) * positions * dh + t * dh + c % dh] = layer.scaledKey.centred(row[c] * layer.headScale)
+            }
+        }
+        product(activations, rows: positions, layer.value)
+        layer.value.bias.withUnsafeBufferPointer { bias in
+            for t in 0..<positions {
+                result(t, of: layer.value)
+                for c in 0..<width {
+                    values[(c / dh) * positions * dh + (c % dh) * positions + t] = layer.valueHeads.centred(row[c] + bias[c])
+                }
+            }
+        }
+
+        // Per head, as onnxruntime's QLinearMatMul, QLinearSoftmax and QLinearMatMul: scores,
+        // their softmax, the weighted values, joined into [t][384] in `activations`.
+        let scoreMultiplier = layer.scaledQuery.scale * layer.scaledKey.scale / layer.scores.scale
+        let contextMultiplier = layer.probabilities.scale * layer.valueHeads.scale / layer.context.scale
+        let scoreZero = layer.scores.zeroPoint, probabilityZero = layer.probabilities.zeroPoint
+        layer.softmax.table.withUnsafeBufferPointer { table in
+            for h in 0..<heads {
+                IntegerGEMM.multiply(queries + h * positions * dh, rows: positions, depth: dh, strideA: dh,
+                                     keys + h * positions * dh, columns: positions, strideB: dh, into: sums, strideC: positions)
+                for t in 0..<positions {
+                    let s = sums + t * positions
+                    // The scores as uint8 steps, then the kernel's table lookups.
+                    var maximum: Int32 = 0
+                    for j in 0..<positions {
+                        let q = Int32(layer.scores.centred(sum: s[j], multiplier: scoreMultiplier)) + scoreZero
+                        s[j] = q
+                        maximum = max(maximum, q)
+                    }
+                    let shifted = 255 - Int(maximum)
+                    var total: Float = 0
+                    for j in 0..<positions { total += table[shifted + Int(s[j])] }
+                    if h == 0 && t == 0, inspect != nil {
+                        inspect?("scores_head0_row0", (0..<positions).map { UInt8(s[$0]) })
+                    }
+                    let probabilities = attention + t * positions
+                    for j in 0..<positions {
+                        let q = ((table[shifted + Int(s[j])] * layer.softmax.outputSteps) / total + Quantization.roundingMagic) - Quantization.roundingMagic
+                        probabilities[j] = Int16(min(q + Float(probabilityZero), 255)) &- Int16(probabilityZero)
+                    }
+                }
+                IntegerGEMM.multiply(attention, rows: positions, depth: positions, strideA: positions,
+                                     values + h * positions * dh, columns: dh, strideB: positions, into: sums, strideC: dh)
+                for t in 0..<positions {
+                    for d in 0..<dh {
+                        activations[t * width + h * dh + d] = layer.context.centred(sum: sums[t * dh + d], multiplier: contextMultiplier)
+                    }
+                }
+            }
+        }
+        report("context", activations, count: positions * width, zeroPoint: layer.context.zeroPoint)
+        product(activations, rows: positions, layer.outputProjection)
+        layer.outputProjection.bias.withUnsafeBufferPointer { bias in
+            for t in 0..<positions {
+                result(t, of: layer.outputProjection)
+                for c in 0..<width { residual[t * width + c] += row[c] + bias[c] }
+            }
+        }
+
+        // The feed-forward block.
+        normalize(layer.feedForwardNorm, quantization: layer.feedForwardInput)
+        report("feed_forward_input", activations, count: positions * width, zeroPoint: layer.feedForwardInput.zeroPoint)
+        product(activations, rows: positions, layer.expand)
+        // Row t of the product is read from `sums`, so `activations` is free to take [t][1536].
+        layer.expand.bias.withUnsafeBufferPointer { bias in
+            for t in 0..<positions {
+                result(t, of: layer.expand)
+                for j in 0..<Self.expanded {
+                    activations[t * Self.expanded + j] = layer.expandedGELU.centred(FloatKernels.gelu(row[j] + bias[j]))
+                }
+            }
+        }
+        report("expanded_gelu", activations, count: positions * Self.expanded, zeroPoint: layer.expandedGELU.zeroPoint)
+        product(activations, rows: positions, layer.contract)
+        if inspect != nil {
+            var q = [UInt8](repeating: 0, count: positions * width)
+            for i in 0..<(positions * width) {
+                q[i] = UInt8(Int32(layer.contract.output.centred(sum: sums[i], multiplier: layer.contract.multipliers[i % width])) + layer.contract.output.zeroPoint)
+            }
+            inspect?("contract", q)
+        }
+        layer.contract.bias.withUnsafeBufferPointer { bias in
+            for t in 0..<positions {
+                result(t, of: layer.contract)
+                let r = residual + t * width
+                if last {
+                    for c in 0..<width { r[c] = (r[c] + row[c]) + bias[c] }
+                } else {
+                    for c in 0..<width { r[c] += row[c] + bias[c] }
+                }
+            }
+        }
+    }
+}

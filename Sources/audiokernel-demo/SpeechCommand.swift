@@ -1,0 +1,163 @@
+import AudioKernel
+import SpeechModels
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `audiokernel-demo speech …`: how the recorder's models hear a recording, and the hooks the
+/// conformance tests drive the shipped build through.
+///
+///     speech vad MODEL INPUT              Silero VAD's probability per 32 ms frame
+///     speech turn MODEL INPUT             smart-turn's probability that INPUT's end (its
+///                                         last 8 s) is a finished turn
+///     speech turn MODEL --features F.f32  ... of each [80][800] float32 feature window
+///     speech features AUDIO.f32 OUT.f32   Whisper features of each 8 s window (128000 float32)
+///
+/// INPUT is a WAV file (brought to 16 kHz by the project's resampler) or raw float32 mono at
+/// 16 kHz (`.f32`). Probabilities print one a line, with 9 decimals.
+enum SpeechCommand {
+    static let usage = """
+        usage: audiokernel-demo speech vad MODEL.onnx INPUT.{wav,f32}
+               audiokernel-demo speech turn MODEL.onnx INPUT.{wav,f32}
+               audiokernel-demo speech turn MODEL.onnx --features FEATURES.f32 [--dump DIR]
+               audiokernel-demo speech features AUDIO.f32 OUTPUT.f32
+        """
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    static func main(_ arguments: [String]) -> Int32 {
+        do {
+            switch (arguments.first, arguments.count) {
+            case ("vad", 3): try vad(model: arguments[1], input: arguments[2])
+            case ("turn", 3): try turn(model: arguments[1], input: arguments[2])
+            case ("turn", 4) where arguments[2] == "--features": try turn(model: arguments[1], features: arguments[3])
+            case ("turn", 6) where arguments[2] == "--features" && arguments[4] == "--dump":
+                try turn(model: arguments[1], features: arguments[3], dump: arguments[5])
+            case ("features", 3): try features(input: arguments[1], output: arguments[2])
+            default:
+                printError(usage)
+                return 2
+            }
+            return 0
+        } catch {
+            printError("audiokernel-demo speech: \(error)")
+            return 1
+        }
+    }
+
+    static func readFile(_ path: String) throws -> [UInt8] {
+        guard let file = fopen(path, "rb") else { throw Failure(description: "\(path): \(String(cString: strerror(errno)))") }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = fread(&chunk, 1, chunk.count, file)
+            if count <= 0 { break }
+            bytes += chunk[0..<count]
+        }
+        return bytes
+    }
+
+    static func floats(_ path: String) throws -> [Float] {
+        let bytes = try readFile(path)
+        guard bytes.count % 4 == 0 else { throw Failure(description: "\(path): not whole float32 samples") }
+        return bytes.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+    }
+
+    /// 16 kHz mono float: a `.f32` file as it is, a WAV through the resampler.
+    static func audio(_ path: String) throws -> [Float] {
+        if path.hasSuffix(".f32") { return try floats(path) }
+        let wav = try WAVDecoder.decode(contentsOfFile: path)
+        let channels = wav.format.channels
+        var mono = [Float](repeating: 0, count: wav.samples.count / channels)
+        for i in mono.indices {
+            var sum: Float = 0
+            for c in 0..<channels { sum += Float(wav.samples[i * channels + c]) / 32_768 }
+            mono[i] = sum / Float(channels)
+        }
+        guard wav.format.sampleRate != 16_000 else { return mono }
+        let resampler = try Resampler(inputRate: wav.format.sampleRate, outputRate: 16_000, quality: .high, maximumInputFrames: 4_096)
+        var out: [Float] = []
+        var buffer = [Float](repeating: 0, count: resampler.maximumOutputFrames(forInputFrames: 4_096))
+        var start = 0
+        while start < mono.count {
+            let end = min(mono.count, start + 4_096)
+            let made = mono[start..<end].withUnsafeBufferPointer { input in
+                buffer.withUnsafeMutableBufferPointer { resampler.process(input, into: $0) }
+            }
+            out += buffer[0..<made]
+            start = end
+        }
+        return out
+    }
+
+    static func vad(model: String, input: String) throws {
+        let vad = try SileroVAD(onnx: readFile(model))
+        let samples = try audio(input)
+        samples.withUnsafeBufferPointer { samples in
+            var start = 0
+            while start + SileroVAD.frameLength <= samples.count {
+                let p = vad.probability(of: UnsafeBufferPointer(rebasing: samples[start..<start + SileroVAD.frameLength]))
+                print(AudioKernelDemo.format(Double(p), 9))
+                start += SileroVAD.frameLength
+            }
+        }
+    }
+
+    static func turn(model: String, input: String) throws {
+        let model = try SmartTurnModel(onnx: readFile(model))
+        var samples = try audio(input).suffix(WhisperFeatures.windowSamples)
+        samples = ArraySlice(repeating: 0, count: WhisperFeatures.windowSamples - samples.count) + samples
+        var features = [Float](repeating: 0, count: WhisperFeatures.bins * WhisperFeatures.frames)
+        Array(samples).withUnsafeBufferPointer { samples in
+            features.withUnsafeMutableBufferPointer { WhisperFeatures().compute(samples, into: $0.baseAddress!) }
+        }
+        print(AudioKernelDemo.format(Double(features.withUnsafeBufferPointer { model.probability(features: $0.baseAddress!) }), 9))
+    }
+
+    static func turn(model: String, features path: String, dump: String? = nil) throws {
+        let model = try SmartTurnModel(onnx: readFile(model))
+        if let dump {
+            // Each quantized activation to DIR/NAME.u8, appended window after window.
+            var seen: [String: Int] = [:]
+            model.inspect = { name, values in
+                let index = seen[name, default: 0]
+                seen[name] = index + 1
+                guard let file = fopen("\(dump)/\(name).u8", "ab") else { return }
+                _ = values.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, file) }
+                fclose(file)
+            }
+        }
+        let all = try floats(path)
+        let size = WhisperFeatures.bins * WhisperFeatures.frames
+        guard all.count % size == 0 else { throw Failure(description: "\(path): not whole [80][800] windows") }
+        all.withUnsafeBufferPointer { all in
+            for start in stride(from: 0, to: all.count, by: size) {
+                print(AudioKernelDemo.format(Double(model.probability(features: all.baseAddress! + start)), 9))
+            }
+        }
+    }
+
+    static func features(input: String, output: String) throws {
+        let all = try floats(input)
+        guard all.count % WhisperFeatures.windowSamples == 0 else { throw Failure(description: "\(input): not whole 8 s windows") }
+        let extractor = WhisperFeatures()
+        var out = [Float](repeating: 0, count: all.count / WhisperFeatures.windowSamples * WhisperFeatures.bins * WhisperFeatures.frames)
+        all.withUnsafeBufferPointer { all in
+            out.withUnsafeMutableBufferPointer { out in
+                for w in 0..<(all.count / WhisperFeatures.windowSamples) {
+                    extractor.compute(UnsafeBufferPointer(rebasing: all[w * WhisperFeatures.windowSamples..<(w + 1) * WhisperFeatures.windowSamples]),
+                                      into: out.baseAddress! + w * WhisperFeatures.bins * WhisperFeatures.frames)
+                }
+            }
+        }
+        guard let file = fopen(output, "wb") else { throw Failure(description: "\(output): \(String(cString: strerror(errno)))") }
+        defer { fclose(file) }
+        guard out.withUnsafeBytes({ fwrite($0.baseAddress, 1, $0.count, file) }) == out.count * 4 else {
+            throw Failure(description: "\(output): write failed")
+        }
+    }
+}

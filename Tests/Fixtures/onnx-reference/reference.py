@@ -1,0 +1,64 @@
+"""The reference the Swift models are checked against: onnxruntime (PyPI) running the same
+ONNX files, fed as their upstream wrappers feed them.
+
+  reference.py silero MODEL FRAMES.f32        one stream of 512-sample frames at 16 kHz, with
+                                              silero-vad's OnnxWrapper's 64-sample context and
+                                              state: one probability per line
+  reference.py features FEATURES_PY AUDIO.f32 WINDOWS
+                                              pipecat's Whisper log-mel features of each 8 s
+                                              window (128000 samples): float32 80x800 to stdout
+  reference.py smart-turn MODEL FEATURES.f32 [unoptimized]
+                                              the model on each 80x800 window, as pipecat's
+                                              LocalSmartTurnAnalyzerV3 runs it (or with
+                                              onnxruntime's graph optimizations off): one
+                                              probability per line
+
+All with one thread, as the benchmark measures it.
+"""
+import sys
+import numpy as np
+import onnxruntime as ort
+
+
+def session(path, optimized=True):
+    options = ort.SessionOptions()
+    options.inter_op_num_threads = 1
+    options.intra_op_num_threads = 1
+    options.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimized
+                                        else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
+    return ort.InferenceSession(path, sess_options=options, providers=["CPUExecutionProvider"])
+
+
+def silero(model, frames_path):
+    frames = np.fromfile(frames_path, dtype=np.float32).reshape(-1, 512)
+    s = session(model)
+    state = np.zeros((2, 1, 128), dtype=np.float32)
+    context = np.zeros((1, 64), dtype=np.float32)
+    sr = np.array(16000, dtype=np.int64)
+    for frame in frames:
+        x = np.concatenate([context, frame[None, :]], axis=1)
+        out, state = s.run(None, {"input": x, "state": state, "sr": sr})
+        context = x[:, -64:]
+        print("%.9f" % out[0, 0])
+
+
+def features(features_py, audio_path, count):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("whisper_features", features_py)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    audio = np.fromfile(audio_path, dtype=np.float32).reshape(int(count), 128000)
+    out = sys.stdout.buffer
+    for window in audio:
+        out.write(module.compute_whisper_log_mel_features(window, do_normalize=True).astype(np.float32).tobytes())
+
+
+def smart_turn(model, features_path, optimization="optimized"):
+    windows = np.fromfile(features_path, dtype=np.float32).reshape(-1, 1, 80, 800)
+    s = session(model, optimization == "optimized")
+    for window in windows:
+        print("%.9f" % s.run(None, {"input_features": window})[0][0].item())
+
+
+if __name__ == "__main__":
+    {"silero": silero, "features": features, "smart-turn": smart_turn}[sys.argv[1]](*sys.argv[2:])

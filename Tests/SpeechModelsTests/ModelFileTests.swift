@@ -1,0 +1,50 @@
+import Foundation
+@testable import SpeechModels
+import XCTest
+
+/// What a damaged, foreign or hostile model file does: a clear error naming what is wrong,
+/// never a crash or a read past the buffer.
+final class ModelFileTests: XCTestCase {
+    func testTruncatedFilesAreRefusedAtEveryLength() throws {
+        let bytes = try ONNXReference.bytes(ONNXReference.silero)
+        XCTAssertNoThrow(try SileroVAD(onnx: bytes))
+        for length in [0, 1, 7, 100, 1_000, bytes.count / 3, bytes.count / 2, bytes.count - 1] {
+            XCTAssertThrowsError(try SileroVAD(onnx: Array(bytes.prefix(length))), "\(length) bytes") { error in
+                XCTAssertTrue(error is ModelError, "\(error)")
+            }
+        }
+    }
+
+    func testGarbageAndHostileLengthsAreMalformed() {
+        // A field claiming 2^62 bytes, a varint that never ends, an unknown wire type.
+        for bytes: [UInt8] in [[0x3A, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x3F],
+                               [0x08] + [UInt8](repeating: 0xFF, count: 20),
+                               [0x0F, 0x00], Array("<html>not a model</html>".utf8)] {
+            XCTAssertThrowsError(try ONNXModel(bytes: bytes)) { error in
+                guard case .malformed = error as? ModelError else { return XCTFail("\(error)") }
+            }
+        }
+    }
+
+    func testEachModelRefusesTheOthersFile() throws {
+        let silero = try ONNXReference.bytes(ONNXReference.silero)
+        let smartTurn = try ONNXReference.bytes(ONNXReference.smartTurn)
+        XCTAssertThrowsError(try SmartTurnModel(onnx: silero)) { print("smart-turn on Silero's file: \($0)") }
+        XCTAssertThrowsError(try SileroVAD(onnx: smartTurn)) { print("Silero on smart-turn's file: \($0)") }
+    }
+
+    func testATensorOfTheWrongShapeIsNamed() throws {
+        // The LSTM's input weight, [512, 128] float, as its TensorProto begins: dims 512 and
+        // 128 (field 1), data type 1 (field 2), then its name (field 8). 512 becomes 511 in
+        // place (0x80 0x04 -> 0xFF 0x03: the same length, so the file still parses).
+        var bytes = try ONNXReference.bytes(ONNXReference.silero)
+        let name = Array("model.decoder.rnn.weight_ih".utf8)
+        let header: [UInt8] = [0x08, 0x80, 0x04, 0x08, 0x80, 0x01, 0x10, 0x01, 0x42, UInt8(name.count)] + name
+        let at = try XCTUnwrap((0..<(bytes.count - header.count)).first { Array(bytes[$0..<$0 + header.count]) == header })
+        bytes[at + 1] = 0xFF
+        bytes[at + 2] = 0x03
+        XCTAssertThrowsError(try SileroVAD(onnx: bytes)) { error in
+            XCTAssertTrue("\(error)".contains("model.decoder.rnn.weight_ih"), "names the tensor: \(error)")
+        }
+    }
+}

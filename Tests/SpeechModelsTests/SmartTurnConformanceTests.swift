@@ -1,0 +1,69 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// smart-turn v3.2 and its Whisper features in Swift (the shipped build, through
+/// `audiokernel-demo speech`) beside pipecat's own feature code and onnxruntime, on 200 windows
+/// of 8 s ending in speech, hesitation pauses, finished sentences, speech in noise, noise,
+/// chords, clicks and silence.
+final class SmartTurnConformanceTests: XCTestCase {
+    static let windowCount = 200
+
+    func testFeaturesAndProbabilitiesMatchPipecatAndOnnxruntime() throws {
+        let windows = ConformanceCorpus.windows(try ConformanceCorpus.stream(), count: Self.windowCount)
+        let audio = ONNXReference.temporaryFile("windows.f32")
+        let ourFeatures = ONNXReference.temporaryFile("ours.f32")
+        let theirFeatures = ONNXReference.temporaryFile("theirs.f32")
+        defer {
+            // PRACTICED_KEEP_CONFORMANCE=DIR keeps the inputs, to look at a disagreement.
+            for file in [audio, ourFeatures, theirFeatures] {
+                if let keep = ProcessInfo.processInfo.environment["PRACTICED_KEEP_CONFORMANCE"] {
+                    try? FileManager.default.moveItem(at: file, to: URL(fileURLWithPath: keep).appendingPathComponent(file.lastPathComponent.components(separatedBy: "-").last!))
+                } else {
+                    try? FileManager.default.removeItem(at: file)
+                }
+            }
+        }
+        try ONNXReference.write(windows, to: audio)
+
+        // The features, against pipecat's Python.
+        _ = try ONNXReference.ours(["features", audio.path, ourFeatures.path])
+        let reference = try ONNXReference.runBinary(["features", ONNXReference.pipecatFeatures, audio.path, "\(Self.windowCount)"])
+        try ONNXReference.write(reference, to: theirFeatures)
+        let ours = try Data(contentsOf: ourFeatures).withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+        XCTAssertEqual(ours.count, Self.windowCount * 80 * 800)
+        XCTAssertEqual(ours.count, reference.count)
+        let featureError = zip(ours, reference).map { abs($0 - $1) }.max() ?? .infinity
+        XCTAssertLessThan(featureError, 1e-3, "features")
+
+        // The model on the same (pipecat's) features, against onnxruntime as pipecat runs it
+        // (all graph optimizations) and against onnxruntime unoptimized: the quantized model
+        // turns last-bit differences into different roundings, so onnxruntime disagrees with
+        // itself across optimization levels; ours must agree with it far more closely.
+        let expected = try ONNXReference.run(["smart-turn", ONNXReference.smartTurn, theirFeatures.path])
+        let unoptimized = try ONNXReference.run(["smart-turn", ONNXReference.smartTurn, theirFeatures.path, "unoptimized"])
+        let probabilities = try ONNXReference.ours(["turn", ONNXReference.smartTurn, "--features", theirFeatures.path])
+        XCTAssertEqual(expected.count, Self.windowCount)
+        XCTAssertEqual(unoptimized.count, Self.windowCount)
+        XCTAssertEqual(probabilities.count, Self.windowCount)
+        func compare(_ a: [Float], _ b: [Float]) -> (identical: Int, close: Int, flips: Int, mean: Float, worst: Float) {
+            let errors = zip(a, b).map { abs($0 - $1) }
+            return (errors.filter { $0 < 1e-6 }.count, errors.filter { $0 <= 0.01 }.count,
+                    zip(a, b).filter { ($0 > 0.5) != ($1 > 0.5) }.count,
+                    errors.reduce(0, +) / Float(errors.count), errors.max() ?? .infinity)
+        }
+        let swift = compare(probabilities, expected), itself = compare(unoptimized, expected)
+        let finished = expected.filter { $0 > 0.5 }.count
+        print("smart-turn: \(Self.windowCount) windows, \(finished) finished by onnxruntime; features within \(featureError)")
+        print("smart-turn: ours vs onnxruntime: \(swift.identical) identical, \(swift.close) within 0.01, \(swift.flips) decisions differ, "
+              + "mean |Δ| \(swift.mean), worst \(swift.worst)")
+        print("smart-turn: onnxruntime unoptimized vs optimized: \(itself.identical) identical, \(itself.close) within 0.01, "
+              + "\(itself.flips) decisions differ, mean |Δ| \(itself.mean), worst \(itself.worst)")
+        XCTAssertGreaterThan(finished, 10, "the windows include finished turns")
+        XCTAssertLessThan(finished, Self.windowCount - 10, "and unfinished ones")
+        XCTAssertGreaterThanOrEqual(swift.identical, Self.windowCount * 7 / 10, "bit for bit on most windows")
+        XCTAssertGreaterThanOrEqual(swift.close, Self.windowCount * 85 / 100, "within 0.01")
+        XCTAssertLessThanOrEqual(swift.flips, Self.windowCount / 50, "the same decision at 0.5")
+        XCTAssertLessThan(swift.mean, itself.mean / 3, "closer to onnxruntime than onnxruntime is to itself")
+    }
+}
