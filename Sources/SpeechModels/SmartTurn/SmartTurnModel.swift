@@ -31,7 +31,10 @@ public final class SmartTurnModel {
     private let values: UnsafeMutablePointer<Int16>  // [head][64][400]
     private let attention: UnsafeMutablePointer<Int16>  // one head's [400][400]
     private let pooled: UnsafeMutablePointer<Float>  // [400][384] final, dequantized
-    private let timeWeights: UnsafeMutablePointer<Float>  // the pooling's softmax over the 400 positions
+    private let timeWeights: UnsafeMutablePointer<Float>
+    /// The GELUs after the first convolution and each feed-forward expansion, as tables.
+    private let convolutionGELU: [Int16]
+    private let expandedGELU: [[Int16]]  // the pooling's softmax over the 400 positions
 
     /// Called with each quantized activation as it is computed (its graph's QuantizeLinear
     /// output name and the uint8 values, in the graph's layout where it is [t][c]-ordered):
@@ -49,6 +52,8 @@ public final class SmartTurnModel {
 
     init(weights: SmartTurnWeights) {
         self.weights = weights
+        convolutionGELU = Self.geluTable(weights.convolution1, bias: nil, then: weights.gelu1)
+        expandedGELU = weights.layers.map { Self.geluTable($0.expand, bias: $0.expand.bias, then: $0.expandedGELU) }
         let area = Self.positions * Self.width
         residual = .allocate(capacity: area)
         row = .allocate(capacity: Self.expanded)
@@ -84,13 +89,81 @@ public final class SmartTurnModel {
         let n = linear.matrix.outputs
         let s = sums + m * n
         let output = linear.output
+        let scale = SIMD4<Float>(repeating: output.scale)
         linear.multipliers.withUnsafeBufferPointer { multipliers in
+            let multipliers = multipliers.baseAddress!
+            var j = 0
             if let integerBias = linear.integerBias {
                 integerBias.withUnsafeBufferPointer { bias in
-                    for j in 0..<n { row[j] = Float(output.centred(sum: s[j] &+ bias[j], multiplier: multipliers[j])) * output.scale }
+                    while j + 4 <= n {
+                        let sum = Self.load4(s + j) &+ Self.load4(bias.baseAddress! + j)
+                        FloatKernels.store4(SIMD4<Float>(output.centred(sums: sum, multipliers: FloatKernels.load4(multipliers + j))) * scale, row + j)
+                        j += 4
+                    }
+                    while j < n {
+                        row[j] = Float(output.centred(sum: s[j] &+ bias[j], multiplier: multipliers[j])) * output.scale
+                        j += 1
+                    }
                 }
             } else {
-                for j in 0..<n { row[j] = Float(output.centred(sum: s[j], multiplier: multipliers[j])) * output.scale }
+                while j + 4 <= n {
+                    FloatKernels.store4(SIMD4<Float>(output.centred(sums: Self.load4(s + j), multipliers: FloatKernels.load4(multipliers + j))) * scale, row + j)
+                    j += 4
+                }
+                while j < n {
+                    row[j] = Float(output.centred(sum: s[j], multiplier: multipliers[j])) * output.scale
+                    j += 1
+                }
+            }
+        }
+    }
+
+    @inline(__always)
+    private static func load4(_ p: UnsafePointer<Int32>) -> SIMD4<Int32> {
+        UnsafeRawPointer(p).loadUnaligned(as: SIMD4<Int32>.self)
+    }
+
+    /// A GELU between two quantizations as a table: its input is a product's requantized
+    /// result (256 steps) plus, for a MatMul, a bias per column, so for each column the
+    /// quantized output of every input step can be computed once, when the model loads
+    /// (`[column][step]`, 256 entries a column). The same arithmetic as computing it each
+    /// time, so the same results.
+    static func geluTable(_ product: SmartTurnWeights.Linear, bias: [Float]?, then output: Quantization) -> [Int16] {
+        let columns = bias?.count ?? 1
+        var table = [Int16](repeating: 0, count: columns * 256)
+        let zero = product.output.zeroPoint
+        for column in 0..<columns {
+            for step in 0..<256 {
+                let value = Float(Int32(step) - zero) * product.output.scale + (bias?[column] ?? 0)
+                table[column * 256 + step] = output.centred(FloatKernels.gelu(value))
+            }
+        }
+        return table
+    }
+
+    /// Row `m` of the last product through a GELU table: requantized (Int32 bias included),
+    /// then looked up, into `out`.
+    @inline(__always)
+    private func geluThroughTable(_ m: Int, of linear: SmartTurnWeights.Linear, table: [Int16], perColumn: Bool, into out: UnsafeMutablePointer<Int16>) {
+        let n = linear.matrix.outputs
+        let s = sums + m * n
+        let output = linear.output
+        let zero = output.zeroPoint
+        let noBias = [Int32](repeating: 0, count: 0)
+        linear.multipliers.withUnsafeBufferPointer { multipliers in
+            (linear.integerBias ?? noBias).withUnsafeBufferPointer { bias in
+            table.withUnsafeBufferPointer { table in
+                var j = 0
+                while j < n {
+                    var sum = Self.load4(s + j)
+                    if bias.count == n { sum &+= Self.load4(bias.baseAddress! + j) }
+                    let steps = output.centred(sums: sum, multipliers: FloatKernels.load4(multipliers.baseAddress! + j)) &+ zero
+                    for lane in 0..<4 {
+                        out[j + lane] = table[(perColumn ? (j + lane) * 256 : 0) + Int(steps[lane])]
+                    }
+                    j += 4
+                }
+            }
             }
         }
     }
@@ -113,8 +186,7 @@ public final class SmartTurnModel {
         }
         product(columns, rows: frames, w.convolution1)
         for t in 0..<frames {
-            result(t, of: w.convolution1)
-            for c in 0..<width { activations[t * width + c] = w.gelu1.centred(FloatKernels.gelu(row[c])) }
+            geluThroughTable(t, of: w.convolution1, table: convolutionGELU, perColumn: false, into: activations + t * width)
         }
         report("gelu_QuantizeLinear_Output", activations, count: frames * width, zeroPoint: w.gelu1.zeroPoint)
         // Convolution 2 (384 → 384, width 3, stride 2), GELU, positions.
@@ -133,7 +205,7 @@ public final class SmartTurnModel {
             }
         }
 
-        for (index, layer) in w.layers.enumerated() { run(layer, last: index == w.layers.count - 1) }
+        for (index, layer) in w.layers.enumerated() { run(layer, index: index, last: index == w.layers.count - 1) }
 
         // The final norm, attention pooling over time, the classifier.
         normalize(w.finalNorm, quantization: w.finalOutput)
@@ -183,7 +255,11 @@ public final class SmartTurnModel {
             norm.bias.withUnsafeBufferPointer { b in
                 for t in 0..<Self.positions {
                     FloatKernels.layerNorm(residual + t * width, count: width, weight: g.baseAddress!, bias: b.baseAddress!, into: row)
-                    for c in 0..<width { activations[t * width + c] = quantization.centred(row[c]) }
+                    var c = 0
+                    while c < width {
+                        FloatKernels.store4(quantization.centred(FloatKernels.load4(row + c)), activations + t * width + c)
+                        c += 4
+                    }
                 }
             }
         }
@@ -192,7 +268,7 @@ public final class SmartTurnModel {
     /// One pre-norm transformer layer on the residual stream. The last layer's feed-forward
     /// output is added as onnxruntime's SkipLayerNormalization adds it before the final norm:
     /// (residual + product) + bias, not residual + (product + bias).
-    private func run(_ layer: SmartTurnWeights.Layer, last: Bool) {
+    private func run(_ layer: SmartTurnWeights.Layer, index: Int, last: Bool) {
         let width = Self.width, positions = Self.positions, heads = Self.heads, dh = Self.headWidth
         normalize(layer.attentionNorm, quantization: layer.attentionInput)
         report("attention_input", activations, count: positions * width, zeroPoint: layer.attentionInput.zeroPoint)
@@ -202,24 +278,34 @@ public final class SmartTurnModel {
         layer.query.bias.withUnsafeBufferPointer { bias in
             for t in 0..<positions {
                 result(t, of: layer.query)
-                for c in 0..<width {
-                    queries[(c / dh) * positions * dh + t * dh + c % dh] = layer.scaledQuery.centred((row[c] + bias[c]) * layer.headScale)
+                var c = 0
+                while c < width {
+                    let v = (FloatKernels.load4(row + c) + FloatKernels.load4(bias.baseAddress! + c)) * layer.headScale
+                    FloatKernels.store4(layer.scaledQuery.centred(v), queries + (c / dh) * positions * dh + t * dh + c % dh)
+                    c += 4
                 }
             }
         }
         product(activations, rows: positions, layer.key)
         for t in 0..<positions {
             result(t, of: layer.key)
-            for c in 0..<width {
-                keys[(c / dh) * positions * dh + t * dh + c % dh] = layer.scaledKey.centred(row[c] * layer.headScale)
+            var c = 0
+            while c < width {
+                FloatKernels.store4(layer.scaledKey.centred(FloatKernels.load4(row + c) * layer.headScale), keys + (c / dh) * positions * dh + t * dh + c % dh)
+                c += 4
             }
         }
         product(activations, rows: positions, layer.value)
         layer.value.bias.withUnsafeBufferPointer { bias in
             for t in 0..<positions {
                 result(t, of: layer.value)
-                for c in 0..<width {
-                    values[(c / dh) * positions * dh + (c % dh) * positions + t] = layer.valueHeads.centred(row[c] + bias[c])
+                var c = 0
+                while c < width {
+                    let q = layer.valueHeads.centred(FloatKernels.load4(row + c) + FloatKernels.load4(bias.baseAddress! + c))
+                    let base = values + (c / dh) * positions * dh + (c % dh) * positions + t
+                    base[0] = Int16(truncatingIfNeeded: q[0]); base[positions] = Int16(truncatingIfNeeded: q[1])
+                    base[2 * positions] = Int16(truncatingIfNeeded: q[2]); base[3 * positions] = Int16(truncatingIfNeeded: q[3])
+                    c += 4
                 }
             }
         }
@@ -236,12 +322,15 @@ public final class SmartTurnModel {
                 for t in 0..<positions {
                     let s = sums + t * positions
                     // The scores as uint8 steps, then the kernel's table lookups.
-                    var maximum: Int32 = 0
-                    for j in 0..<positions {
-                        let q = Int32(layer.scores.centred(sum: s[j], multiplier: scoreMultiplier)) + scoreZero
-                        s[j] = q
-                        maximum = max(maximum, q)
+                    var top = SIMD4<Int32>(repeating: 0)
+                    var j = 0
+                    while j < positions {
+                        let q = layer.scores.centred(sums: Self.load4(s + j), multipliers: SIMD4(repeating: scoreMultiplier)) &+ scoreZero
+                        UnsafeMutableRawPointer(s + j).storeBytes(of: q, as: SIMD4<Int32>.self)
+                        top = top.replacing(with: q, where: q .> top)
+                        j += 4
                     }
+                    let maximum = max(max(top[0], top[1]), max(top[2], top[3]))
                     let shifted = 255 - Int(maximum)
                     var total: Float = 0
                     for j in 0..<positions { total += table[shifted + Int(s[j])] }
@@ -257,8 +346,11 @@ public final class SmartTurnModel {
                 IntegerGEMM.multiply(attention, rows: positions, depth: positions, strideA: positions,
                                      values + h * positions * dh, columns: dh, strideB: positions, into: sums, strideC: dh)
                 for t in 0..<positions {
-                    for d in 0..<dh {
-                        activations[t * width + h * dh + d] = layer.context.centred(sum: sums[t * dh + d], multiplier: contextMultiplier)
+                    var d = 0
+                    while d < dh {
+                        let q = layer.context.centred(sums: Self.load4(sums + t * dh + d), multipliers: SIMD4(repeating: contextMultiplier))
+                        FloatKernels.store4(q, activations + t * width + h * dh + d)
+                        d += 4
                     }
                 }
             }
@@ -277,13 +369,8 @@ public final class SmartTurnModel {
         report("feed_forward_input", activations, count: positions * width, zeroPoint: layer.feedForwardInput.zeroPoint)
         product(activations, rows: positions, layer.expand)
         // Row t of the product is read from `sums`, so `activations` is free to take [t][1536].
-        layer.expand.bias.withUnsafeBufferPointer { bias in
-            for t in 0..<positions {
-                result(t, of: layer.expand)
-                for j in 0..<Self.expanded {
-                    activations[t * Self.expanded + j] = layer.expandedGELU.centred(FloatKernels.gelu(row[j] + bias[j]))
-                }
-            }
+        for t in 0..<positions {
+            geluThroughTable(t, of: layer.expand, table: expandedGELU[index], perColumn: true, into: activations + t * Self.expanded)
         }
         report("expanded_gelu", activations, count: positions * Self.expanded, zeroPoint: layer.expandedGELU.zeroPoint)
         product(activations, rows: positions, layer.contract)
