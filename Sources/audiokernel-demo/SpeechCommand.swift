@@ -22,13 +22,22 @@ enum SpeechCommand {
                audiokernel-demo speech turn MODEL.onnx INPUT.{wav,f32}
                audiokernel-demo speech turn MODEL.onnx --features FEATURES.f32 [--dump DIR]
                audiokernel-demo speech features AUDIO.f32 OUTPUT.f32
+               (turn takes --threads 2: the model's products on two threads)
         """
+
+    nonisolated(unsafe) static var threads = 1
 
     struct Failure: Error, CustomStringConvertible {
         let description: String
     }
 
     static func main(_ arguments: [String]) -> Int32 {
+        // --threads N (smart-turn's products on N threads, 1 or 2), anywhere.
+        var arguments = arguments
+        if let at = arguments.firstIndex(of: "--threads"), at + 1 < arguments.count, let n = Int(arguments[at + 1]), (1...2).contains(n) {
+            threads = n
+            arguments.removeSubrange(at...at + 1)
+        }
         do {
             switch (arguments.first, arguments.count) {
             case ("vad", 3): try vad(model: arguments[1], input: arguments[2])
@@ -108,7 +117,7 @@ enum SpeechCommand {
     }
 
     static func turn(model: String, input: String) throws {
-        let model = try SmartTurnModel(onnx: readFile(model))
+        let model = try SmartTurnModel(onnx: readFile(model), threads: threads)
         var samples = try audio(input).suffix(WhisperFeatures.windowSamples)
         samples = ArraySlice(repeating: 0, count: WhisperFeatures.windowSamples - samples.count) + samples
         var features = [Float](repeating: 0, count: WhisperFeatures.bins * WhisperFeatures.frames)
@@ -119,7 +128,7 @@ enum SpeechCommand {
     }
 
     static func turn(model: String, features path: String, dump: String? = nil) throws {
-        let model = try SmartTurnModel(onnx: readFile(model))
+        let model = try SmartTurnModel(onnx: readFile(model), threads: threads)
         if let dump {
             // Each quantized activation to DIR/NAME.u8, appended window after window.
             var seen: [String: Int] = [:]

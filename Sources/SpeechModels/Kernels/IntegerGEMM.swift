@@ -8,12 +8,16 @@
 /// ever summed whole, which LLVM lowers to `pmaddwd` (SSE2, so baseline x86-64: eight
 /// multiply-adds an instruction) or NEON's widening multiply-adds.
 enum IntegerGEMM {
+    // Never inlined: each variant is compiled once, as a whole (inlined into a caller with
+    // more live values, the widening loads were left as calls).
+    @inline(never)
     static func multiply(_ a: UnsafePointer<Int16>, rows: Int, depth: Int, strideA: Int,
                          _ b: UnsafePointer<Int8>, columns: Int, strideB: Int,
                          into c: UnsafeMutablePointer<Int32>, strideC: Int) {
         kernel(a, rows: rows, depth: depth, strideA: strideA, b, columns: columns, strideB: strideB, into: c, strideC: strideC)
     }
 
+    @inline(never)
     static func multiply(_ a: UnsafePointer<Int16>, rows: Int, depth: Int, strideA: Int,
                          _ b: UnsafePointer<Int16>, columns: Int, strideB: Int,
                          into c: UnsafeMutablePointer<Int32>, strideC: Int) {

@@ -46,12 +46,17 @@ public final class SmartTurnModel {
         inspect(name, (0..<count).map { UInt8(Int32(values[$0]) + zeroPoint) })
     }
 
-    public convenience init(onnx bytes: [UInt8]) throws(ModelError) {
-        try self.init(weights: SmartTurnWeights(graph: ONNXModel(bytes: bytes).graph))
+    /// Loads the model from its ONNX file's bytes. With `threads: 2` the large products are
+    /// shared with a second thread (a kiosk board's second core): about half the latency.
+    public convenience init(onnx bytes: [UInt8], threads: Int = 1) throws(ModelError) {
+        try self.init(weights: SmartTurnWeights(graph: ONNXModel(bytes: bytes).graph), threads: threads)
     }
 
-    init(weights: SmartTurnWeights) {
+    private let helper: ProductHelper?
+
+    init(weights: SmartTurnWeights, threads: Int = 1) {
         self.weights = weights
+        helper = threads > 1 ? ProductHelper() : nil
         convolutionGELU = Self.geluTable(weights.convolution1, bias: nil, then: weights.gelu1)
         expandedGELU = weights.layers.map { Self.geluTable($0.expand, bias: $0.expand.bias, then: $0.expandedGELU) }
         let area = Self.positions * Self.width
@@ -69,6 +74,7 @@ public final class SmartTurnModel {
     }
 
     deinit {
+        helper?.stop()
         residual.deallocate(); row.deallocate(); activations.deallocate(); columns.deallocate(); sums.deallocate()
         queries.deallocate(); keys.deallocate(); values.deallocate(); attention.deallocate(); pooled.deallocate(); timeWeights.deallocate()
     }
@@ -76,9 +82,25 @@ public final class SmartTurnModel {
     /// `sums[m][n]` for `rows` rows of centred `input` (stride `depth`) by `linear`'s weight.
     private func product(_ input: UnsafePointer<Int16>, rows: Int, _ linear: SmartTurnWeights.Linear) {
         linear.matrix.values.withUnsafeBufferPointer { w in
-            IntegerGEMM.multiply(input, rows: rows, depth: linear.matrix.inputs, strideA: linear.matrix.inputs,
-                                 w.baseAddress!, columns: linear.matrix.outputs, strideB: linear.matrix.inputs,
-                                 into: sums, strideC: linear.matrix.outputs)
+            if let helper {
+                helper.multiply(input, rows: rows, depth: linear.matrix.inputs, strideA: linear.matrix.inputs,
+                                b8: w.baseAddress!, b16: nil, columns: linear.matrix.outputs, strideB: linear.matrix.inputs,
+                                into: sums, strideC: linear.matrix.outputs)
+            } else {
+                IntegerGEMM.multiply(input, rows: rows, depth: linear.matrix.inputs, strideA: linear.matrix.inputs,
+                                     w.baseAddress!, columns: linear.matrix.outputs, strideB: linear.matrix.inputs,
+                                     into: sums, strideC: linear.matrix.outputs)
+            }
+        }
+    }
+
+    /// A product of two activations (attention), shared with the helper thread if there is one.
+    private func attentionProduct(_ a: UnsafePointer<Int16>, rows: Int, depth: Int, _ b: UnsafePointer<Int16>, columns: Int,
+                                  into c: UnsafeMutablePointer<Int32>) {
+        if let helper {
+            helper.multiply(a, rows: rows, depth: depth, strideA: depth, b8: nil, b16: b, columns: columns, strideB: depth, into: c, strideC: columns)
+        } else {
+            IntegerGEMM.multiply(a, rows: rows, depth: depth, strideA: depth, b, columns: columns, strideB: depth, into: c, strideC: columns)
         }
     }
 
@@ -317,8 +339,8 @@ public final class SmartTurnModel {
         let scoreZero = layer.scores.zeroPoint, probabilityZero = layer.probabilities.zeroPoint
         layer.softmax.table.withUnsafeBufferPointer { table in
             for h in 0..<heads {
-                IntegerGEMM.multiply(queries + h * positions * dh, rows: positions, depth: dh, strideA: dh,
-                                     keys + h * positions * dh, columns: positions, strideB: dh, into: sums, strideC: positions)
+                attentionProduct(queries + h * positions * dh, rows: positions, depth: dh,
+                                 keys + h * positions * dh, columns: positions, into: sums)
                 for t in 0..<positions {
                     let s = sums + t * positions
                     // The scores as uint8 steps, then the kernel's table lookups.
@@ -343,8 +365,8 @@ public final class SmartTurnModel {
                         probabilities[j] = Int16(min(q + Float(probabilityZero), 255)) &- Int16(probabilityZero)
                     }
                 }
-                IntegerGEMM.multiply(attention, rows: positions, depth: positions, strideA: positions,
-                                     values + h * positions * dh, columns: dh, strideB: positions, into: sums, strideC: dh)
+                attentionProduct(attention, rows: positions, depth: positions,
+                                 values + h * positions * dh, columns: dh, into: sums)
                 for t in 0..<positions {
                     var d = 0
                     while d < dh {

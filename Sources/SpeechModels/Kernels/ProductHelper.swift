@@ -1,0 +1,100 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A second thread for the large integer products: it takes the lower part of the rows
+/// while the caller computes the upper, so that a product on two cores takes about half as
+/// long. One thread made once, woken through a condition variable with the product's
+/// parameters in fields: nothing is allocated per product.
+final class ProductHelper: @unchecked Sendable {
+    private struct Job {
+        var a: UnsafePointer<Int16>
+        var rows: Int, depth: Int, strideA: Int
+        var b8: UnsafePointer<Int8>?, b16: UnsafePointer<Int16>?
+        var columns: Int, strideB: Int
+        var c: UnsafeMutablePointer<Int32>, strideC: Int
+    }
+
+    private var mutex = pthread_mutex_t()
+    private var condition = pthread_cond_t()
+    private var job: Job?
+    private var finished = true
+    private var stopping = false
+    private var thread = pthread_t()
+
+    init() {
+        pthread_mutex_init(&mutex, nil)
+        pthread_cond_init(&condition, nil)
+        let unmanaged = Unmanaged.passRetained(self)
+        pthread_create(&thread, nil, { context in
+            let helper = Unmanaged<ProductHelper>.fromOpaque(context!).takeRetainedValue()
+            helper.loop()
+            return nil
+        }, unmanaged.toOpaque())
+    }
+
+    /// Ends the thread (the model's deinit calls it: the thread holds a reference until then).
+    func stop() {
+        pthread_mutex_lock(&mutex)
+        stopping = true
+        pthread_cond_broadcast(&condition)
+        pthread_mutex_unlock(&mutex)
+        pthread_join(thread, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(&condition)
+        pthread_mutex_destroy(&mutex)
+    }
+
+    private func loop() {
+        pthread_mutex_lock(&mutex)
+        while true {
+            while job == nil && !stopping { pthread_cond_wait(&condition, &mutex) }
+            if stopping { break }
+            let work = job!
+            pthread_mutex_unlock(&mutex)
+            Self.run(work)
+            pthread_mutex_lock(&mutex)
+            job = nil
+            finished = true
+            pthread_cond_broadcast(&condition)
+        }
+        pthread_mutex_unlock(&mutex)
+    }
+
+    private static func run(_ job: Job) {
+        if let b8 = job.b8 {
+            IntegerGEMM.multiply(job.a, rows: job.rows, depth: job.depth, strideA: job.strideA,
+                                 b8, columns: job.columns, strideB: job.strideB, into: job.c, strideC: job.strideC)
+        } else if let b16 = job.b16 {
+            IntegerGEMM.multiply(job.a, rows: job.rows, depth: job.depth, strideA: job.strideA,
+                                 b16, columns: job.columns, strideB: job.strideB, into: job.c, strideC: job.strideC)
+        }
+    }
+
+    /// `IntegerGEMM.multiply` with the rows shared between this thread and the helper.
+    func multiply(_ a: UnsafePointer<Int16>, rows: Int, depth: Int, strideA: Int,
+                  b8: UnsafePointer<Int8>?, b16: UnsafePointer<Int16>?, columns: Int, strideB: Int,
+                  into c: UnsafeMutablePointer<Int32>, strideC: Int) {
+        // Split on a multiple of the kernel's three rows; small products stay on this thread.
+        let split = rows >= 24 ? (rows / 2) / 3 * 3 : 0
+        if split > 0 {
+            pthread_mutex_lock(&mutex)
+            job = Job(a: a + split * strideA, rows: rows - split, depth: depth, strideA: strideA, b8: b8, b16: b16,
+                      columns: columns, strideB: strideB, c: c + split * strideC, strideC: strideC)
+            finished = false
+            pthread_cond_broadcast(&condition)
+            pthread_mutex_unlock(&mutex)
+        }
+        Self.run(Job(a: a, rows: split > 0 ? split : rows, depth: depth, strideA: strideA, b8: b8, b16: b16,
+                     columns: columns, strideB: strideB, c: c, strideC: strideC))
+        if split > 0 {
+            pthread_mutex_lock(&mutex)
+            while !finished { pthread_cond_wait(&condition, &mutex) }
+            pthread_mutex_unlock(&mutex)
+        }
+    }
+}
