@@ -73,6 +73,15 @@ let package = Package(
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
         .executableTarget(
+            name: "SpeechModelBenchmarks",
+            dependencies: [
+                .product(name: "SpeechModels", package: "practiced"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/SpeechModelBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .executableTarget(
             name: "SSEBenchmarks",
             dependencies: [
                 .product(name: "PracticeKit", package: "practiced"),

@@ -13,7 +13,14 @@ ONNX files, fed as their upstream wrappers feed them.
                                               onnxruntime's graph optimizations off): one
                                               probability per line
 
-All with one thread, as the benchmark measures it.
+  reference.py speed SILERO SMART_TURN FEATURES_PY AUDIO.f32 [THREADS]
+                                              onnxruntime's times on 8 s of 16 kHz audio: per
+                                              Silero frame and per smart-turn window (median
+                                              and p90 in microseconds), beside which
+                                              SpeechModelBenchmarks runs the Swift models on the
+                                              same recording
+
+All with one thread unless told, as the benchmark measures it.
 """
 import sys
 import numpy as np
@@ -60,5 +67,42 @@ def smart_turn(model, features_path, optimization="optimized"):
         print("%.9f" % s.run(None, {"input_features": window})[0][0].item())
 
 
+def speed(silero_model, smart_turn_model, features_py, audio_path, threads="1"):
+    import importlib.util, time
+    spec = importlib.util.spec_from_file_location("whisper_features", features_py)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    audio = np.fromfile(audio_path, dtype=np.float32)[:128000]
+
+    def timed(run, count):
+        times = []
+        for _ in range(count):
+            start = time.perf_counter()
+            run()
+            times.append((time.perf_counter() - start) * 1e6)
+        times.sort()
+        return times[len(times) // 2], times[int(len(times) * 0.9)]
+
+    options = ort.SessionOptions()
+    options.inter_op_num_threads = 1
+    options.intra_op_num_threads = int(threads)
+    s = ort.InferenceSession(silero_model, sess_options=options, providers=["CPUExecutionProvider"])
+    state = np.zeros((2, 1, 128), dtype=np.float32)
+    sr = np.array(16000, dtype=np.int64)
+    frames = [np.concatenate([audio[i - 64:i] if i else np.zeros(64, np.float32), audio[i:i + 512]])[None, :]
+              for i in range(0, 128000 - 512, 512)]
+    position = [0]
+
+    def frame():
+        nonlocal state
+        out, state = s.run(None, {"input": frames[position[0] % len(frames)], "state": state, "sr": sr})
+        position[0] += 1
+    print("silero frame: median %.1f us, p90 %.1f us" % timed(frame, 2000))
+    t = ort.InferenceSession(smart_turn_model, sess_options=options, providers=["CPUExecutionProvider"])
+    window = module.compute_whisper_log_mel_features(audio, do_normalize=True)[None, :, :]
+    print("smart-turn window (%s thread): median %.0f us, p90 %.0f us" % ((threads,) + timed(lambda: t.run(None, {"input_features": window}), 30)))
+    print("pipecat features: median %.0f us, p90 %.0f us" % timed(lambda: module.compute_whisper_log_mel_features(audio, do_normalize=True), 20))
+
+
 if __name__ == "__main__":
-    {"silero": silero, "features": features, "smart-turn": smart_turn}[sys.argv[1]](*sys.argv[2:])
+    {"silero": silero, "features": features, "smart-turn": smart_turn, "speed": speed}[sys.argv[1]](*sys.argv[2:])
