@@ -1,7 +1,7 @@
 // swift-tools-version: 6.1
 //
 // practiced: the audio engine and daemon of a speaking-practice kiosk.
-// Dependencies point one way: executables -> PracticeKit -> AudioKernel -> C modules.
+// Dependencies point one way: executables -> PracticeKit -> AudioKernel -> SpeechModels, C modules.
 // The shipped targets depend on nothing beyond the toolchain and the system's ALSA,
 // PulseAudio and OpenSSL libraries; benchmarks live in their own package under Benchmarks/.
 import PackageDescription
@@ -33,7 +33,7 @@ let package = Package(
         // detection, ring buffers, the capture and playback devices (ALSA, PulseAudio, WAV
         // file, null), the recorder and the streaming player. The C modules are imported
         // internally: no C type appears in its public API.
-        .target(name: "AudioKernel", dependencies: ["CALSA", "CPulse", "CAudioShim"]),
+        .target(name: "AudioKernel", dependencies: ["CALSA", "CPulse", "CAudioShim", "SpeechModels"]),
 
         // The learned speech models, run in Swift on the weights of their ONNX files: Silero VAD
         // (is this frame speech?) and smart-turn v3.2 (does this pause end the turn?), with the
@@ -107,7 +107,7 @@ let package = Package(
             exclude: ["Fixtures"]
         ),
         // The models beside onnxruntime (PyPI, in the environment .ci/setup builds).
-        .testTarget(name: "SpeechModelsTests", dependencies: ["SpeechModels", "TestSupport"]),
+        .testTarget(name: "SpeechModelsTests", dependencies: ["SpeechModels", "AudioKernel", "TestSupport"]),
         .testTarget(name: "SimulatorKitTests", dependencies: ["SimulatorKit", "PracticeKit"]),
         // The daemon as a real process, with real clients on its socket.
         .testTarget(name: "PracticedTests", dependencies: ["PracticeKit", "SimulatorKit", "TestSupport", "AudioMeasurement"]),

@@ -13,6 +13,11 @@ import Glibc
 ///                                         last 8 s) is a finished turn
 ///     speech turn MODEL --features F.f32  ... of each [80][800] float32 feature window
 ///     speech features AUDIO.f32 OUT.f32   Whisper features of each 8 s window (128000 float32)
+///     speech endpoint SILERO SMART INPUT  where the hands-free recorder's two rules would start
+///                                         and end turns in a 24 kHz PCM16 WAV: the learned one
+///                                         (``TurnEndpointer``, smart-turn answering at once) and
+///                                         the level hangover (``SpeechDetector``), one event a
+///                                         line: RULE EVENT SECONDS [PROBABILITY]
 ///
 /// INPUT is a WAV file (brought to 16 kHz by the project's resampler) or raw float32 mono at
 /// 16 kHz (`.f32`). Probabilities print one a line, with 9 decimals.
@@ -22,6 +27,7 @@ enum SpeechCommand {
                audiokernel-demo speech turn MODEL.onnx INPUT.{wav,f32}
                audiokernel-demo speech turn MODEL.onnx --features FEATURES.f32 [--dump DIR]
                audiokernel-demo speech features AUDIO.f32 OUTPUT.f32
+               audiokernel-demo speech endpoint SILERO.onnx SMART_TURN.onnx INPUT.wav
                (turn takes --threads 2: the model's products on two threads)
         """
 
@@ -46,6 +52,7 @@ enum SpeechCommand {
             case ("turn", 6) where arguments[2] == "--features" && arguments[4] == "--dump":
                 try turn(model: arguments[1], features: arguments[3], dump: arguments[5])
             case ("features", 3): try features(input: arguments[1], output: arguments[2])
+            case ("endpoint", 4): try endpoint(silero: arguments[1], smartTurn: arguments[2], input: arguments[3])
             default:
                 printError(usage)
                 return 2
@@ -167,6 +174,60 @@ enum SpeechCommand {
         defer { fclose(file) }
         guard out.withUnsafeBytes({ fwrite($0.baseAddress, 1, $0.count, file) }) == out.count * 4 else {
             throw Failure(description: "\(output): write failed")
+        }
+    }
+
+    static func endpoint(silero: String, smartTurn: String, input: String) throws {
+        let wav = try WAVDecoder.decode(contentsOfFile: input)
+        guard wav.format.sampleRate == 24_000, wav.format.channels == 1 else {
+            throw Failure(description: "\(input): the recorder's format, 24 kHz mono PCM16, please")
+        }
+        let seconds = { (position: Int) in AudioKernelDemo.format(Double(position) / 24_000, 3) }
+        // The learned rule, period by period (10 ms), smart-turn answering as soon as asked.
+        let stream = try VoiceActivityStream(model: SileroVAD(onnx: readFile(silero)))
+        let model = try SmartTurnModel(onnx: readFile(smartTurn), threads: threads)
+        let extractor = WhisperFeatures()
+        var window = [Float](repeating: 0, count: WhisperFeatures.windowSamples)
+        var features = [Float](repeating: 0, count: WhisperFeatures.bins * WhisperFeatures.frames)
+        var endpointer = TurnEndpointer()
+        func report(_ decision: TurnEndpointer.Decision) {
+            switch decision {
+            case .none: break
+            case .speechStarted(let onset): print("model started \(seconds(onset))")
+            case .askModel(let pause):
+                window.withUnsafeMutableBufferPointer { stream.copyRecent(into: $0) }
+                window.withUnsafeBufferPointer { w in features.withUnsafeMutableBufferPointer { extractor.compute(w, into: $0.baseAddress!) } }
+                let p = features.withUnsafeBufferPointer { model.probability(features: $0.baseAddress!) }
+                print("model asked \(seconds(pause)) \(AudioKernelDemo.format(Double(p), 3))")
+                report(endpointer.answer(p))
+            case .stillListening: break
+            case .resumed: print("model resumed \(seconds(stream.position))")
+            case .ended(let end, let ending):
+                switch ending {
+                case .finished(let p): print("model finished \(seconds(end)) \(AudioKernelDemo.format(Double(p), 3)) decided \(seconds(stream.position))")
+                case .pauseCeiling: print("model pause_ceiling \(seconds(end)) decided \(seconds(stream.position))")
+                case .maximumLength: print("model maximumLength \(seconds(end))")
+                }
+            }
+        }
+        var detector = SpeechDetector()
+        wav.samples.withUnsafeBufferPointer { samples in
+            var start = 0
+            while start < samples.count {
+                let period = UnsafeBufferPointer(rebasing: samples[start..<min(samples.count, start + 240)])
+                stream.process(period) { p, end in
+                    let from = max(0, end - 768)
+                    let level = SignalLevel(measuring: UnsafeBufferPointer(rebasing: samples[from..<min(end, samples.count)])).rms
+                    report(endpointer.frame(probability: p, end: end, level: level))
+                }
+                switch detector.process(SignalLevel(measuring: period)) {
+                case .speechStarted(let onset): print("hangover started \(seconds(onset))")
+                case .speechEnded(let end): print("hangover ended \(seconds(end)) decided \(seconds(detector.position))")
+                case .maximumReached(let end): print("hangover maximumLength \(seconds(end))")
+                case .none: break
+                }
+                start += 240
+            }
         }
     }
 }

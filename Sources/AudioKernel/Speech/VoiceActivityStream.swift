@@ -1,0 +1,92 @@
+import SpeechModels
+
+/// Silero VAD on the recorder's stream: PCM16 at 24 kHz brought to 16 kHz by the project's
+/// resampler, cut into Silero's 512-sample frames (32 ms), each frame's speech probability
+/// reported with the stream position (in input samples) where the frame ends. It keeps the
+/// last 8 s at 16 kHz, which smart-turn is asked about at a pause.
+///
+/// Per period nothing is allocated: the resampler, the frame and the ring are made once.
+public final class VoiceActivityStream {
+    public let model: SileroVAD
+    public let inputRate: Int
+    private let resampler: Resampler?
+    private let maximumPeriod = 4_096
+    private var input: [Float]
+    private var resampled: [Float]
+    private var frame: [Float]
+    private var frameFill = 0
+    /// The last 8 s at 16 kHz, a ring; `recentEnd` counts every 16 kHz sample written.
+    private var recent: [Float]
+    private var recentEnd = 0
+    /// Input samples consumed so far.
+    public private(set) var position = 0
+
+    public init(model: SileroVAD, inputRate: Int = 24_000) throws(Resampler.Failure) {
+        self.model = model
+        self.inputRate = inputRate
+        resampler = inputRate == SileroVAD.sampleRate
+            ? nil
+            : try Resampler(inputRate: inputRate, outputRate: SileroVAD.sampleRate, quality: .medium, maximumInputFrames: maximumPeriod)
+        input = [Float](repeating: 0, count: maximumPeriod)
+        resampled = [Float](repeating: 0, count: resampler?.maximumOutputFrames(forInputFrames: maximumPeriod) ?? maximumPeriod)
+        frame = [Float](repeating: 0, count: SileroVAD.frameLength)
+        recent = [Float](repeating: 0, count: WhisperFeatures.windowSamples)
+    }
+
+    /// Forgets the stream: the model's state, a partial frame, the recent audio.
+    public func reset() {
+        model.reset()
+        resampler?.reset()
+        frameFill = 0
+        recentEnd = 0
+        for i in recent.indices { recent[i] = 0 }
+    }
+
+    /// Feeds a period; `onFrame(probability, position)` for each frame it completes.
+    public func process(_ period: UnsafeBufferPointer<Int16>, onFrame: (Float, Int) -> Void) {
+        var start = 0
+        while start < period.count {
+            let count = min(maximumPeriod, period.count - start)
+            for i in 0..<count { input[i] = Float(period[start + i]) / 32_768 }
+            position += count
+            let made: Int
+            if let resampler {
+                made = input.withUnsafeBufferPointer { input in
+                    resampled.withUnsafeMutableBufferPointer { out in
+                        resampler.process(UnsafeBufferPointer(rebasing: input[0..<count]), into: out)
+                    }
+                }
+            } else {
+                for i in 0..<count { resampled[i] = input[i] }
+                made = count
+            }
+            for i in 0..<made {
+                let sample = resampled[i]
+                recent[recentEnd % recent.count] = sample
+                recentEnd += 1
+                frame[frameFill] = sample
+                frameFill += 1
+                if frameFill == SileroVAD.frameLength {
+                    frameFill = 0
+                    let p = frame.withUnsafeBufferPointer { model.probability(of: $0) }
+                    // The frame ended (made − 1 − i) resampled samples before this chunk's end.
+                    let behind = (made - 1 - i) * inputRate / SileroVAD.sampleRate
+                    onFrame(p, position - behind)
+                }
+            }
+            start += count
+        }
+    }
+
+    /// The last 8 s at 16 kHz, oldest first, zeros where the stream is shorter (as pipecat
+    /// pads a short turn), into `window` (128,000 samples). `dropping` leaves out the newest
+    /// samples (to ask about the audio up to an earlier moment).
+    public func copyRecent(into window: UnsafeMutableBufferPointer<Float>, dropping newest: Int = 0) {
+        precondition(window.count == recent.count)
+        let end = max(0, recentEnd - newest)
+        let available = min(end, recent.count)
+        let zeros = recent.count - available
+        for i in 0..<zeros { window[i] = 0 }
+        for i in 0..<available { window[zeros + i] = recent[(end - available + i) % recent.count] }
+    }
+}

@@ -1,0 +1,81 @@
+import AudioKernel
+import XCTest
+
+/// The learned endpointing rule as a state machine, on VAD probabilities and smart-turn
+/// answers given by hand (the models' own tests are in SpeechModelsTests).
+final class TurnEndpointerTests: XCTestCase {
+    /// Frames of 32 ms at 24 kHz (768 samples); `speech` frames at RMS 3000, then `pause`.
+    private func feed(_ endpointer: inout TurnEndpointer, from: inout Int, frames: Int, probability: Float, level: Double = 3_000) -> [TurnEndpointer.Decision] {
+        var decisions: [TurnEndpointer.Decision] = []
+        for _ in 0..<frames {
+            from += 768
+            let d = endpointer.frame(probability: probability, end: from, level: level)
+            if d != .none { decisions.append(d) }
+        }
+        return decisions
+    }
+
+    func testSpeechStartsAfterThreeFramesWithItsFirstFrameAsOnset() {
+        var e = TurnEndpointer(), at = 24_000
+        XCTAssertEqual(feed(&e, from: &at, frames: 2, probability: 0.9), [])
+        XCTAssertEqual(feed(&e, from: &at, frames: 1, probability: 0.9), [.speechStarted(onset: 24_000)])
+    }
+
+    func testSpeechQuieterThanTheMinimumLevelNeverStarts() {
+        var e = TurnEndpointer(), at = 0
+        XCTAssertEqual(feed(&e, from: &at, frames: 100, probability: 0.99, level: 200), [], "babble far below the learner")
+        XCTAssertFalse(e.inSpeech)
+    }
+
+    func testAFinishedSoundingPauseEndsTheTurnAtTheModelsAnswer() {
+        var e = TurnEndpointer(), at = 0
+        _ = feed(&e, from: &at, frames: 30, probability: 0.9)
+        let speechEnd = at
+        // 200 ms of pause is 7 frames of 32 ms (224 ms): the model is asked once.
+        XCTAssertEqual(feed(&e, from: &at, frames: 7, probability: 0.05), [.askModel(pauseStart: speechEnd)])
+        XCTAssertEqual(feed(&e, from: &at, frames: 3, probability: 0.05), [], "asked once a pause")
+        XCTAssertEqual(e.answer(0.8), .ended(end: speechEnd, ending: .finished(probability: 0.8)))
+        XCTAssertFalse(e.inSpeech)
+    }
+
+    func testAnUnfinishedPauseWaitsAndTheNextPauseIsAskedAgain() {
+        var e = TurnEndpointer(), at = 0
+        _ = feed(&e, from: &at, frames: 30, probability: 0.9)
+        _ = feed(&e, from: &at, frames: 7, probability: 0.05)
+        XCTAssertEqual(e.answer(0.2), .stillListening(probability: 0.2))
+        XCTAssertEqual(feed(&e, from: &at, frames: 20, probability: 0.05), [], "a hesitation: still listening")
+        XCTAssertEqual(feed(&e, from: &at, frames: 5, probability: 0.9), [.resumed])
+        let end = at
+        XCTAssertEqual(feed(&e, from: &at, frames: 7, probability: 0.05), [.askModel(pauseStart: end)])
+    }
+
+    func testAPauseAtItsCeilingEndsTheTurnWhateverTheModelSaid() {
+        var e = TurnEndpointer(), at = 0
+        _ = feed(&e, from: &at, frames: 30, probability: 0.9)
+        let end = at
+        _ = feed(&e, from: &at, frames: 7, probability: 0.05)
+        _ = e.answer(0.1)
+        // 3 s is 93.75 frames: the 94th frame of pause ends it.
+        XCTAssertEqual(feed(&e, from: &at, frames: 86, probability: 0.05), [])
+        XCTAssertEqual(feed(&e, from: &at, frames: 1, probability: 0.05), [.ended(end: end, ending: .pauseCeiling)])
+    }
+
+    func testALateAnswerAfterSpeechResumedIsIgnored() {
+        var e = TurnEndpointer(), at = 0
+        _ = feed(&e, from: &at, frames: 30, probability: 0.9)
+        _ = feed(&e, from: &at, frames: 7, probability: 0.05)
+        _ = feed(&e, from: &at, frames: 3, probability: 0.9)
+        XCTAssertEqual(e.answer(0.99), .none)
+        XCTAssertTrue(e.inSpeech)
+    }
+
+    func testTheMaximumLengthEndsATurnThatNeverPauses() {
+        var configuration = TurnEndpointerConfiguration()
+        configuration.maximumTurnMilliseconds = 2_000
+        var e = TurnEndpointer(configuration: configuration), at = 0
+        let decisions = feed(&e, from: &at, frames: 70, probability: 0.9)
+        XCTAssertEqual(decisions.first, .speechStarted(onset: 0))
+        // 2 s is 62.5 frames: the 63rd ends the turn (and the speech going on starts the next).
+        XCTAssertEqual(decisions.dropFirst().first, .ended(end: 63 * 768, ending: .maximumLength))
+    }
+}
