@@ -1,83 +1,5 @@
+import SpeechModels
 import Synchronization
-
-/// Settings of the ``Recorder``.
-public struct RecorderConfiguration: Hashable, Sendable {
-    public var detector = SpeechDetectorConfiguration()
-    /// Audio kept from before the speech onset (or before push-to-talk), so the first
-    /// syllable is never clipped.
-    public var preRollMilliseconds: Int = 300
-    /// How often a level event is sent (about 15 times a second).
-    public var levelIntervalMilliseconds: Int = 66
-    /// Whether the input is echo-cancelled, so that speech may start while the kiosk is
-    /// speaking (voice barge-in, above the detector's barge-in threshold); otherwise the
-    /// recorder is half-duplex. nil asks the device (``CaptureDevice/inputIsEchoCancelled``:
-    /// PulseAudio's and PipeWire's echo-cancel sources are recognised); true declares it (a
-    /// speakerphone that cancels in hardware); false keeps half-duplex whatever the device.
-    public var echoCancelledInput: Bool? = nil
-
-    public init() {}
-}
-
-/// A finished turn.
-public struct RecordedTurn: Sendable {
-    /// Why the turn ended.
-    public enum EndReason: String, Sendable {
-        /// Push-to-talk released (`endTurn`).
-        case released
-        /// Hands-free: the learner stopped talking (hangover elapsed).
-        case endOfSpeech
-        /// The maximum turn length was reached.
-        case maximumLength
-    }
-
-    /// The turn as a WAV file: the 44-byte header and the samples, written into the recorder's
-    /// buffer as they were captured and copied out once, at the turn's own size.
-    public var wav: [UInt8]
-    public var format: WAVFormat
-    public var endReason: EndReason
-    /// The whole turn's level (exact RMS and peak of its samples, header excluded).
-    public var level: SignalLevel
-    /// The time the detector heard speech, in seconds.
-    public var speechDuration: Double
-    /// The iOS client's gate verdict: RMS above 300.
-    public var holdsSpeech: Bool
-    /// The recording this turn answers: the number ``Recorder/beginTurn()`` or
-    /// ``Recorder/listen()`` returned. A turn can finish on the capture thread just as its
-    /// recording is cancelled and a new one begun; the number tells the late one apart.
-    public var recording: UInt64
-
-    /// The turn's duration in seconds.
-    public var duration: Double { format.duration(ofSamples: (wav.count - WAVEncoder.headerSize) / 2) }
-}
-
-extension RecordedTurn {
-    /// A turn of `samples` (24 kHz mono speech) as the recorder would hand it over, through
-    /// the same gate: for replaying recordings and for the tests of what consumes turns.
-    public init(samples: [Int16], recording: UInt64, endReason: EndReason = .released, speechDuration: Double? = nil,
-                gate: SpeechGate = SpeechGate()) {
-        format = .speech
-        wav = (try? samples.withUnsafeBufferPointer { try WAVEncoder.encode($0, format: .speech) }) ?? []
-        level = SignalLevel(measuring: samples)
-        self.endReason = endReason
-        self.speechDuration = speechDuration ?? Double(samples.count) / 24_000
-        holdsSpeech = gate.holdsSpeech(level)
-        self.recording = recording
-    }
-}
-
-/// What the recorder reports, on the capture thread.
-public enum RecorderEvent: Sendable {
-    /// The input level over the last interval, in dBFS.
-    case level(rmsDBFS: Double, peakDBFS: Double)
-    /// The detector heard speech start (whether or not a turn is recording), with the number
-    /// of the recording listening for it (nil when none is). `again`: the speech began
-    /// earlier and was reported then (`recording` nil); a `listen` has just taken it as its turn.
-    case speechStarted(recording: UInt64?, again: Bool = false)
-    /// The detector heard speech stop.
-    case speechStopped
-    /// A turn is complete.
-    case turn(RecordedTurn)
-}
 
 /// Records spoken turns from a capture device: push-to-talk (`beginTurn`/`endTurn`) and
 /// hands-free (`listen`: the turn starts when speech starts, with the pre-roll before it,
@@ -98,7 +20,7 @@ public final class Recorder: @unchecked Sendable {
     public let configuration: RecorderConfiguration
     public let format: WAVFormat
     private let device: CaptureDevice?
-    private let onEvent: @Sendable (RecorderEvent) -> Void
+    let onEvent: @Sendable (RecorderEvent) -> Void
 
     private enum Command { case begin(UInt64), end, cancel, listen(UInt64) }
     /// Numbers recordings across every recorder of the process (a recorder reopened on a
@@ -111,22 +33,31 @@ public final class Recorder: @unchecked Sendable {
 
     // Capture-thread state.
     private var detector: SpeechDetector
+    /// Learned endpointing (nil: the level rule, ``SpeechDetector``'s hangover).
+    let endpointing: LearnedEndpointing?
+    let vadStream: VoiceActivityStream?
+    var endpointer: TurnEndpointer
+    /// The number of the last question put to smart-turn (a late answer carries an older one).
+    var question = 0
+    var lastFinishedProbability: Float?
+    /// VAD speech in the turn being recorded, in samples: a turn with less holds no speech.
+    var turnVADSpeechSamples = 0
     private var preRoll: [Int16]
     private var preRollEnd = 0  // absolute position of the sample after the newest
     /// The oldest absolute position the pre-roll may hand to a turn: where the input
     /// resumed after its last rest (what came before is another moment).
     private var preRollValidFrom = 0
-    private let preRollSamples: Int
+    let preRollSamples: Int
     private var pending: [Command] = []
-    private enum Mode { case idle, listening, recording(handsFree: Bool) }
-    private var mode = Mode.idle
+    enum Mode { case idle, listening, recording(handsFree: Bool) }
+    var mode = Mode.idle
     /// The number of the recording the current (or next hands-free) turn answers.
-    private var recordingNumber: UInt64 = 0
+    var recordingNumber: UInt64 = 0
     private var turn: PagedBytes
     private var turnLevel = SignalLevel.zero
-    private var turnSpeechOnset: Int?
-    private var turnSpeechSamples = 0
-    private var turnStartPosition = 0
+    var turnSpeechOnset: Int?
+    var turnSpeechSamples = 0
+    var turnStartPosition = 0
     /// The absolute position after the last turn's last sample: no later turn's pre-roll
     /// reaches back before it (the same audio is never in two turns).
     private var lastTurnEnd = 0
@@ -137,22 +68,30 @@ public final class Recorder: @unchecked Sendable {
     /// A recorder on a capture device; call ``start()`` to open it.
     public convenience init(
         device name: AudioDeviceName, stream: AudioStreamConfiguration = AudioStreamConfiguration(),
-        configuration: RecorderConfiguration = RecorderConfiguration(),
+        configuration: RecorderConfiguration = RecorderConfiguration(), endpointing: LearnedEndpointing? = nil,
         onEvent: @escaping @Sendable (RecorderEvent) -> Void
     ) throws(AudioError) {
         try self.init(device: CaptureDevice(name: name, configuration: stream), format: stream.format,
-                      configuration: configuration, onEvent: onEvent)
+                      configuration: configuration, endpointing: endpointing, onEvent: onEvent)
     }
 
     /// A recorder fed by ``process(_:)`` directly (tests, offline processing).
     public convenience init(format: WAVFormat = .speech, configuration: RecorderConfiguration = RecorderConfiguration(),
-                            onEvent: @escaping @Sendable (RecorderEvent) -> Void) {
-        self.init(device: nil, format: format, configuration: configuration, onEvent: onEvent)
+                            endpointing: LearnedEndpointing? = nil, onEvent: @escaping @Sendable (RecorderEvent) -> Void) {
+        self.init(device: nil, format: format, configuration: configuration, endpointing: endpointing, onEvent: onEvent)
     }
 
     private init(device: CaptureDevice?, format: WAVFormat, configuration: RecorderConfiguration,
-                 onEvent: @escaping @Sendable (RecorderEvent) -> Void) {
+                 endpointing: LearnedEndpointing?, onEvent: @escaping @Sendable (RecorderEvent) -> Void) {
         self.device = device
+        self.endpointing = endpointing
+        // The learned rule needs the recorder's speech format (24 kHz mono); another format
+        // keeps the level rule.
+        vadStream = endpointing.flatMap { e in
+            format.channels == 1 ? try? VoiceActivityStream(model: e.vad, inputRate: format.sampleRate) : nil
+        }
+        endpointer = TurnEndpointer(configuration: endpointing?.configuration ?? TurnEndpointerConfiguration(),
+                                    sampleRate: format.sampleRate)
         self.format = format
         self.configuration = configuration
         self.onEvent = onEvent
@@ -247,12 +186,15 @@ public final class Recorder: @unchecked Sendable {
     /// kiosk speaks half-duplex, and never with a turn recording, speech going on (it may
     /// still become a turn) or a command waiting.
     private var restIsDue: Bool {
-        guard !detector.inSpeech else { return false }
+        guard !speechInProgress else { return false }
         if case .recording = mode { return false }
         guard playbackActive.load(ordering: .acquiring) || followedPlayer.withLock({ $0?.isActive ?? false }),
               !inputIsEchoCancelled else { return false }
         return mailbox.withLock { $0.isEmpty }
     }
+
+    /// Whether speech is going on by the rule in use.
+    private var speechInProgress: Bool { vadStream == nil ? detector.inSpeech : endpointer.inSpeech }
 
     /// On the capture thread, after a rest: the pre-roll starts again here, and the level
     /// meter's partial interval is dropped.
@@ -297,6 +239,19 @@ public final class Recorder: @unchecked Sendable {
         if case .recording = mode {
             appendToTurn(period, level: level)
         }
+        if let vadStream {
+            processLearned(period, stream: vadStream, level: level, playing: playing)
+        } else {
+            apply(decision)
+        }
+        // The maximum also cuts a push-to-talk turn.
+        if case .recording = mode, (turn.count - WAVEncoder.headerSize) / 2 >= maximumTurnSamples {
+            finishTurn(.maximumLength)
+        }
+    }
+
+    /// The level rule's decision (``SpeechDetector``).
+    private func apply(_ decision: SpeechDetector.Decision) {
         switch decision {
         case .none:
             break
@@ -319,10 +274,6 @@ public final class Recorder: @unchecked Sendable {
                 if case .maximumReached = decision { finishTurn(.maximumLength) } else { finishTurn(.endOfSpeech) }
             }
         }
-        // The maximum also cuts a push-to-talk turn.
-        if case .recording = mode, (turn.count - WAVEncoder.headerSize) / 2 >= maximumTurnSamples {
-            finishTurn(.maximumLength)
-        }
     }
 
     /// Whether the kiosk is playing (read on the capture thread).
@@ -340,7 +291,7 @@ public final class Recorder: @unchecked Sendable {
         case (.begin(let number), _):
             recordingNumber = number
             startTurn(from: detector.position - preRollSamples, handsFree: false)
-            if detector.inSpeech { turnSpeechOnset = detector.position }
+            if speechInProgress { turnSpeechOnset = detector.position }
         case (.listen(let number), _):
             recordingNumber = number
             mode = .listening
@@ -351,7 +302,8 @@ public final class Recorder: @unchecked Sendable {
             // Not while the kiosk speaks: that speech was heard under the quiet kiosk's rule,
             // and a listen under a reply (barge-in over an echo-cancelled input) must hear
             // speech start under the barge-in's stricter one.
-            if !kioskIsPlaying, let onset = detector.onsetOfSpeechInProgress, onset >= oldestHeldPosition {
+            let onsetInProgress = vadStream == nil ? detector.onsetOfSpeechInProgress : endpointer.onsetOfSpeechInProgress
+            if !kioskIsPlaying, let onset = onsetInProgress, onset >= oldestHeldPosition {
                 onEvent(.speechStarted(recording: number, again: true))
                 startTurn(from: onset - preRollSamples, handsFree: true)
                 turnSpeechOnset = onset
@@ -362,6 +314,7 @@ public final class Recorder: @unchecked Sendable {
             mode = .idle
             turn.removeAll()
             detector.reset()
+            endpointer.reset()
         }
     }
 
@@ -388,12 +341,13 @@ public final class Recorder: @unchecked Sendable {
 
     /// Starts a turn whose first sample is at absolute position `from` (clamped to what the
     /// pre-roll ring still holds); the samples up to now come from the ring.
-    private func startTurn(from: Int, handsFree: Bool) {
+    func startTurn(from: Int, handsFree: Bool) {
         let first = max(from, oldestHeldPosition)
         turn.removeAll()
         turn.appendZeros(WAVEncoder.headerSize)
         turnLevel = .zero
         turnSpeechSamples = 0
+        turnVADSpeechSamples = 0
         turnSpeechOnset = nil
         turnStartPosition = first
         mode = .recording(handsFree: handsFree)
@@ -419,7 +373,7 @@ public final class Recorder: @unchecked Sendable {
         #endif
     }
 
-    private func finishTurn(_ reason: RecordedTurn.EndReason) {
+    func finishTurn(_ reason: RecordedTurn.EndReason) {
         if let onset = turnSpeechOnset {
             turnSpeechSamples += detector.position - max(onset, turnStartPosition)
             turnSpeechOnset = nil
@@ -432,12 +386,18 @@ public final class Recorder: @unchecked Sendable {
         let wav = [UInt8](unsafeUninitializedCapacity: turn.count) { copy, count in
             count = turn.withUnsafeBytes { copy.initialize(fromContentsOf: $0) }
         }
-        let result = RecordedTurn(
+        // The seed's gate (RMS above 300) and, with the learned rule, Silero's: noise or music
+        // loud enough for the gate but with no speech in it is not an answer.
+        let gate = SpeechGate(threshold: configuration.detector.gateThreshold).holdsSpeech(turnLevel)
+        let vadHeardSpeech = vadStream == nil
+            || turnVADSpeechSamples >= endpointer.configuration.minimumSpeechMilliseconds * format.sampleRate / 1000
+        var result = RecordedTurn(
             wav: wav, format: format, endReason: reason, level: turnLevel,
             speechDuration: Double(turnSpeechSamples) / Double(format.sampleRate * format.channels),
-            holdsSpeech: SpeechGate(threshold: configuration.detector.gateThreshold).holdsSpeech(turnLevel),
+            holdsSpeech: gate && vadHeardSpeech,
             recording: recordingNumber
         )
+        result.finishedProbability = lastFinishedProbability
         turn.removeAll()
         lastTurnEnd = preRollEnd
         mode = .idle

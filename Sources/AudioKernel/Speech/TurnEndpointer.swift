@@ -62,6 +62,8 @@ public struct TurnEndpointer: Sendable {
     public private(set) var inSpeech = false
     /// VAD speech heard in the turn, in samples.
     public private(set) var speechSamples = 0
+    /// Where the speech in progress began, nil when none is.
+    public var onsetOfSpeechInProgress: Int? { inSpeech ? onset : nil }
 
     private var candidateOnset: Int?
     private var candidateSpeech = 0

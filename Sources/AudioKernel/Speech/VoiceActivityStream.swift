@@ -31,6 +31,7 @@ public final class VoiceActivityStream {
         resampled = [Float](repeating: 0, count: resampler?.maximumOutputFrames(forInputFrames: maximumPeriod) ?? maximumPeriod)
         frame = [Float](repeating: 0, count: SileroVAD.frameLength)
         recent = [Float](repeating: 0, count: WhisperFeatures.windowSamples)
+        model.reset()  // a new stream (a recorder reopened) starts the model afresh
     }
 
     /// Forgets the stream: the model's state, a partial frame, the recent audio.

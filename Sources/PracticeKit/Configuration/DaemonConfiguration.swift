@@ -50,6 +50,17 @@ public struct DaemonConfiguration: Equatable, Sendable {
     /// in hardware), false keeps the half-duplex rule.
     public var captureEchoCancelled: Bool?
     public var speechHangoverMilliseconds = 700
+    /// How a hands-free turn ends: `hangover` (a fixed silence after the last loud block) or
+    /// `model` (Silero VAD hears the pauses and smart-turn whether they end the turn).
+    public var speechEndpoint = SpeechEndpoint.hangover
+    /// `model`: a pause this long is put to smart-turn...
+    public var speechPauseMilliseconds = 200
+    /// ...and one this long ends the turn whatever it said.
+    public var speechMaxPauseMilliseconds = 3_000
+    /// `model`: where the model files are (the package installs them here).
+    public var speechModelsDirectory = "/usr/share/practiced/models"
+    /// `model`: smart-turn's products on this many threads (2 halves its latency on two cores).
+    public var speechModelThreads = 2
     public var minimumSpeechMilliseconds = 250
     public var maximumTurnSeconds = 60
     public var levelIntervalMilliseconds = 66
@@ -144,6 +155,16 @@ public struct DaemonConfiguration: Equatable, Sendable {
         recorder.detector.maximumTurnMilliseconds = maximumTurnSeconds * 1000
         recorder.levelIntervalMilliseconds = levelIntervalMilliseconds
         return recorder
+    }
+
+    /// The learned endpointing's settings.
+    public var endpointer: TurnEndpointerConfiguration {
+        var endpointer = TurnEndpointerConfiguration()
+        endpointer.pauseMilliseconds = speechPauseMilliseconds
+        endpointer.maximumPauseMilliseconds = max(speechMaxPauseMilliseconds, speechPauseMilliseconds)
+        endpointer.maximumTurnMilliseconds = maximumTurnSeconds * 1000
+        endpointer.minimumLevel = speechThreshold * SpeechDetectorConfiguration().startFactor
+        return endpointer
     }
 
     public var player: StreamingPlayerConfiguration {
@@ -290,6 +311,19 @@ struct ConfigurationKey: Sendable {
         .level("speech.barge_in_threshold", help: "what speech must pass to interrupt the tutor over an echo-cancelled microphone", \.bargeInThreshold),
         .integer("speech.hangover_ms", 100...10_000, unit: "milliseconds", help: "silence that ends a turn", \.speechHangoverMilliseconds),
         .integer("speech.min_speech_ms", 0...5_000, unit: "milliseconds", help: "speech shorter than this is noise", \.minimumSpeechMilliseconds),
+        ConfigurationKey(name: "speech.endpoint", allowed: "model or hangover",
+                         help: "how a hands-free turn ends: smart-turn at a pause (model) or a fixed silence (hangover, speech.hangover_ms)",
+                         apply: { configuration, text in
+                             guard let value = SpeechEndpoint(rawValue: text.lowercased()) else { return false }
+                             configuration.speechEndpoint = value
+                             return true
+                         }, current: { $0.speechEndpoint.rawValue }),
+        .integer("speech.pause_ms", 100...2_000, unit: "milliseconds", help: "speech.endpoint = model: a pause this long is put to smart-turn",
+                 \.speechPauseMilliseconds),
+        .integer("speech.max_pause_ms", 200...10_000, unit: "milliseconds",
+                 help: "speech.endpoint = model: a pause this long ends the turn whatever smart-turn said", \.speechMaxPauseMilliseconds),
+        .path("speech.models_dir", help: "speech.endpoint = model: the directory of the model files (sha256-checked at start)", \.speechModelsDirectory),
+        .integer("speech.model_threads", 1...2, unit: "threads", help: "speech.endpoint = model: threads smart-turn runs on", \.speechModelThreads),
         .integer("speech.max_turn_s", 1...600, unit: "seconds", help: "the longest turn", \.maximumTurnSeconds),
         .integer("audio.level_interval_ms", 10...1_000, unit: "milliseconds", help: "input level events", \.levelIntervalMilliseconds),
         .path("socket.path", help: "the control socket", \.socketPath),
@@ -353,4 +387,12 @@ public struct ConfigurationError: Error, Equatable, CustomStringConvertible {
     public var description: String {
         allowed.isEmpty ? "\(source): \(key)" : "invalid \(key) = '\(value)' (\(source)): allowed is \(allowed)"
     }
+}
+
+/// How a hands-free turn ends (`speech.endpoint`).
+public enum SpeechEndpoint: String, Sendable, CaseIterable {
+    /// Silero VAD hears the pauses and smart-turn whether each ends the turn.
+    case model
+    /// A fixed silence after the last loud block (`speech.hangover_ms`).
+    case hangover
 }

@@ -70,6 +70,10 @@ final class DeviceKeeper: @unchecked Sendable {
         self.handlers = handlers
     }
 
+    /// The learned endpointing's models, loaded at start when `speech.endpoint = model`; each
+    /// recorder opened uses them (set before the devices open, read on `queue`).
+    nonisolated(unsafe) var endpointing: LearnedEndpointing?
+
     var recorder: Recorder? { lock.withLock { openRecorder } }
     var player: StreamingPlayer? { lock.withLock { openPlayer } }
     var states: (capture: State, playback: State) { lock.withLock { (captureState, playbackState) } }
@@ -128,8 +132,11 @@ final class DeviceKeeper: @unchecked Sendable {
     private func openCapture(_ configuration: DaemonConfiguration) {
         let handlers = handlers
         do {
+            // `speech.endpoint` may change at a reload: the models loaded at start serve `model`.
+            var learned = configuration.speechEndpoint == .model ? endpointing : nil
+            learned?.configuration = configuration.endpointer
             let recorder = try Recorder(device: configuration.captureDevice.name, stream: configuration.stream(for: configuration.captureDevice),
-                                        configuration: configuration.recorder) { event in handlers.recorder(event) }
+                                        configuration: configuration.recorder, endpointing: learned) { event in handlers.recorder(event) }
             try recorder.start { event in handlers.device(event, .capture) }
             lock.withLock { openRecorder = recorder }
             audio.attach(recorder: recorder)

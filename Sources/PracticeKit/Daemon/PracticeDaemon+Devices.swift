@@ -39,6 +39,11 @@ extension PracticeDaemon {
             cue?.speechStarted(recording: recording)
         case .speechStopped:
             server?.publish(Event.SpeechStopped())
+        case .speechPaused(let probability, let waiting, let after):
+            metrics.observe("practiced_turn_model_seconds", help: "How long smart-turn took to answer at a pause.", seconds: after)
+            metrics.increment("practiced_turn_model_answers_total", help: "smart-turn's answers at pauses, by what the recorder did.",
+                              labels: "decision=\"\(waiting ? "wait" : "end")\"")
+            server?.publish(Event.SpeechPaused(probability: (Double(probability) * 1000).rounded() / 1000, waiting: waiting))
         case .turn(let turn):
             // The recorder serves one recording at a time: a cue answer's number says whose it is.
             if cue?.owns(recording: turn.recording) == true { cue?.recorded(turn) } else { session?.recorded(turn) }

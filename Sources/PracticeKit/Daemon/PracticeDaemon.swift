@@ -112,6 +112,19 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
                                          allowed: "a directory practiced can create and write (\(error)); spool.required = false runs without one")
             }
         }
+        if configuration.speechEndpoint == .model {
+            // Before the socket, like the spool: a daemon told to hear with models it cannot
+            // load does not start, and says which file is wrong.
+            do {
+                devices.endpointing = try SpeechModelFiles.load(directory: configuration.speechModelsDirectory,
+                                                                threads: configuration.speechModelThreads,
+                                                                configuration: configuration.endpointer)
+                logger.info("learned endpointing: Silero VAD and smart-turn v3.2 from \(configuration.speechModelsDirectory) (sha256 checked)")
+            } catch {
+                throw ConfigurationError(key: "speech.models_dir", value: configuration.speechModelsDirectory, source: "configuration",
+                                         allowed: "a directory holding the model files (\(error))")
+            }
+        }
         let listener = try UnixListener.activated() ?? UnixListener.bind(path: configuration.socketPath, group: group)
         self.listener = listener
         let server = ControlServer(listener: listener, serverVersion: Self.version, capabilities: ["events", "play", "level", "metrics", "devices", "session", "spool"],

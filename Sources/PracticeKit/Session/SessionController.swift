@@ -277,7 +277,8 @@ public final class SessionController: SessionContext, @unchecked Sendable {
             }
             recording = nil
             publish(Event.TurnRecorded(durationS: rounded(turn.duration), speechS: rounded(turn.speechDuration),
-                                       rms: turn.level.rms.rounded(), endReason: TurnEndReason(turn.endReason)))
+                                       rms: turn.level.rms.rounded(), endReason: TurnEndReason(turn.endReason),
+                                       finishedProbability: turn.finishedProbability.map { (Double($0) * 1000).rounded() / 1000 }))
             guard turn.holdsSpeech else {
                 // The iOS client's gate: nothing is sent.
                 countTurn("no_speech")

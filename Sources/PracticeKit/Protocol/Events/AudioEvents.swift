@@ -30,6 +30,19 @@ extension Event {
         public init() {}
     }
 
+    public struct SpeechPaused: ProtocolEvent {
+        public static let name = "speech.paused"
+        public static let topic = EventTopic.speech
+        public static let summary = "Learned endpointing: at a pause, smart-turn heard the turn as unfinished (`probability` that it is finished) and the recorder waits for more (`waiting`), up to `speech.max_pause_ms`."
+        public var probability: Double
+        public var waiting: Bool
+
+        public init(probability: Double, waiting: Bool) {
+            self.probability = probability
+            self.waiting = waiting
+        }
+    }
+
     public struct PlaybackStarted: ProtocolEvent {
         public static let name = "playback.started"
         public static let topic = EventTopic.playback

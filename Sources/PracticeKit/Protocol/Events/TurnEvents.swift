@@ -19,11 +19,20 @@ extension Event {
     public struct TurnRecorded: ProtocolEvent {
         public static let name = "turn.recorded"
         public static let topic = EventTopic.session
-        public static let summary = "The recorder ended the turn (`end_reason`: released, endOfSpeech or maximumLength)."
+        public static let summary = "The recorder ended the turn (`end_reason`: released, endOfSpeech, maximumLength, finished or pause_ceiling; `finished_probability`: smart-turn's last answer, when it was asked)."
         public var durationS: Double
         public var speechS: Double
         public var rms: Double
         public var endReason: TurnEndReason
+        public var finishedProbability: Double?
+
+        public init(durationS: Double, speechS: Double, rms: Double, endReason: TurnEndReason, finishedProbability: Double? = nil) {
+            self.durationS = durationS
+            self.speechS = speechS
+            self.rms = rms
+            self.endReason = endReason
+            self.finishedProbability = finishedProbability
+        }
     }
 
     public struct TurnDiscarded: ProtocolEvent {

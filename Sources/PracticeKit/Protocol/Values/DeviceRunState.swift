@@ -16,16 +16,22 @@ public enum DeviceRunState: String, Codable, Sendable, CaseIterable, WireEnumera
 public enum TurnEndReason: String, Codable, Sendable, CaseIterable, WireEnumerable {
     /// Push-to-talk released (`turn.stop`, `cue.stop`).
     case released
-    /// Hands-free: the learner stopped talking (the hangover elapsed).
+    /// Hands-free: the learner stopped talking (the hangover elapsed: `speech.endpoint = hangover`).
     case endOfSpeech
     /// The longest turn (`speech.max_turn_s`) was reached.
     case maximumLength
+    /// Hands-free, learned endpointing: smart-turn heard a finished turn at a pause.
+    case finished
+    /// Hands-free, learned endpointing: a pause reached `speech.max_pause_ms`.
+    case pauseCeiling = "pause_ceiling"
 
     public init(_ reason: RecordedTurn.EndReason) {
         switch reason {
         case .released: self = .released
         case .endOfSpeech: self = .endOfSpeech
         case .maximumLength: self = .maximumLength
+        case .finished: self = .finished
+        case .pauseCeiling: self = .pauseCeiling
         }
     }
 }

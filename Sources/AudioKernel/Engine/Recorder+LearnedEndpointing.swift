@@ -1,0 +1,72 @@
+import SpeechModels
+
+/// The learned end-of-turn rule in the recorder (``TurnEndpointer``): Silero VAD on each
+/// period, smart-turn's answers from its worker, and what their decisions do to the turn.
+extension Recorder {
+    /// The learned rule: smart-turn's answer if one came, then Silero on the period's frames.
+    /// While the kiosk speaks half-duplex no speech may start (its frames count as quiet);
+    /// over an echo-cancelled input only speech above the barge-in level may.
+    func processLearned(_ period: UnsafeBufferPointer<Int16>, stream: VoiceActivityStream, level: SignalLevel, playing: Bool) {
+        if let answer = endpointing?.worker.takeAnswer(), answer.token == question {
+            lastFinishedProbability = answer.probability
+            let decision = endpointer.answer(answer.probability)
+            switch decision {
+            case .stillListening(let p):
+                onEvent(.speechPaused(probability: p, waiting: true, after: Double(answer.nanoseconds) / 1e9))
+            case .ended(_, .finished(let p)):
+                onEvent(.speechPaused(probability: p, waiting: false, after: Double(answer.nanoseconds) / 1e9))
+            default:
+                break
+            }
+            apply(decision)
+        }
+        let frameLevel: Double
+        if !playing {
+            frameLevel = level.rms
+        } else if inputIsEchoCancelled {
+            frameLevel = level.rms >= configuration.detector.bargeInThreshold ? level.rms : 0
+        } else {
+            frameLevel = endpointer.inSpeech ? level.rms : 0
+        }
+        stream.process(period) { probability, end in
+            if case .recording = mode, probability >= endpointer.configuration.speechProbability {
+                turnVADSpeechSamples += 768 * format.sampleRate / 24_000
+            }
+            apply(endpointer.frame(probability: probability, end: end, level: frameLevel))
+        }
+    }
+
+    /// The learned rule's decision (``TurnEndpointer``).
+    func apply(_ decision: TurnEndpointer.Decision) {
+        switch decision {
+        case .none, .resumed, .stillListening:
+            break
+        case .speechStarted(let onset):
+            lastFinishedProbability = nil
+            switch mode {
+            case .idle: onEvent(.speechStarted(recording: nil))
+            case .listening, .recording: onEvent(.speechStarted(recording: recordingNumber))
+            }
+            if case .listening = mode {
+                startTurn(from: onset - preRollSamples, handsFree: true)
+            }
+            if case .recording = mode, turnSpeechOnset == nil { turnSpeechOnset = onset }
+        case .askModel:
+            question += 1
+            if let stream = vadStream { endpointing?.worker.ask(stream, token: question) }
+        case .ended(let end, let ending):
+            onEvent(.speechStopped)
+            if case .recording = mode, let onset = turnSpeechOnset {
+                turnSpeechSamples += end - max(onset, turnStartPosition)
+                turnSpeechOnset = nil
+            }
+            if case .recording(let handsFree) = mode, handsFree {
+                switch ending {
+                case .finished: finishTurn(.finished)
+                case .pauseCeiling: finishTurn(.pauseCeiling)
+                case .maximumLength: finishTurn(.maximumLength)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import AudioKernel
+import Foundation
+import PracticeKit
+import TestSupport
+import XCTest
+
+/// `speech.endpoint = model` in the daemon as it ships: PulseAudio's microphone fed with a
+/// recorded human voice that hesitates mid-phrase (``HesitantSpeech``), practice-sim on TCP,
+/// Silero VAD and smart-turn loaded from the files .ci/setup takes out of their pinned wheels.
+final class LearnedEndpointingTests: XCTestCase {
+    static let models = ProcessInfo.processInfo.environment["PRACTICED_MODELS_DIR"] ?? "/opt/practiced-ci/models"
+    var rig: KioskRig!
+
+    override func tearDown() {
+        rig?.stop()
+        rig = nil
+    }
+
+    /// June (Canadian French) stops 1.2 s inside her first phrase: smart-turn hears the
+    /// hesitation as unfinished (`speech.paused`, waiting) and the end of the phrase as
+    /// finished: one turn, ended by the model, holding the whole phrase.
+    func testAHesitationMidPhraseIsWaitedThroughAndTheFinishedPhraseEndsTheTurn() throws {
+        let stimulus = try XCTUnwrap(HesitantSpeech.stimuli(pauses: [1.2], readers: ["fr_CA_f_June"]).first)
+        rig = try KioskRig(arguments: ["--speech-endpoint", "model", "--speech-models-dir", Self.models])
+        let watcher = try rig.watcher(topics: ["session", "playback", "speech"])
+        let control = try rig.daemon.client()
+        _ = try control.request("session.start", ["topic_id": "travel"])
+        XCTAssertNotNil(watcher.waitForStage("ready"))
+        XCTAssertNotNil(watcher.wait(for: "playback.finished"))
+        let mark = watcher.count
+        _ = try control.request("listen")
+        rig.microphone.say(stimulus.samples)
+        guard let paused = watcher.wait(for: "speech.paused", after: mark) else { return XCTFail("no speech.paused at the hesitation") }
+        XCTAssertEqual(paused["data"]?["waiting"], true)
+        guard let recorded = watcher.wait(for: "turn.recorded", after: mark, timeout: 30) else { return XCTFail("no turn") }
+        let duration = try XCTUnwrap(recorded["data"]?["duration_s"]?.doubleValue)
+        let probability = recorded["data"]?["finished_probability"]?.doubleValue
+        print("figures: learned endpointing: hesitation answered \(paused["data"]?["probability"] ?? .null); turn \(duration) s "
+              + "(phrase and hesitation \(String(format: "%.2f", stimulus.end - 1)) s), \(recorded["data"]?["end_reason"] ?? .null) at \(probability ?? -1)")
+        XCTAssertEqual(recorded["data"]?["end_reason"], "finished")
+        XCTAssertGreaterThanOrEqual(probability ?? 0, 0.5)
+        // The turn holds the phrase from before its first syllable (pre-roll) to past its end,
+        // and ends within a second of it.
+        XCTAssertGreaterThan(duration, stimulus.end - 1, "the turn was cut before the phrase ended")
+        XCTAssertLessThan(duration, stimulus.end - 1 + 1.3)
+        XCTAssertEqual(watcher.all("turn.recorded", after: mark).count, 1)
+    }
+
+    /// A models directory without the files: the daemon does not start, and says which file.
+    func testAMissingModelStopsTheStartNamingTheFile() throws {
+        let empty = DaemonHarness.makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: empty) }
+        let daemon = try DaemonHarness(arguments: ["--speech-endpoint", "model", "--speech-models-dir", empty], waitReady: false)
+        let status = try XCTUnwrap(daemon.process.waitForExit(timeout: 20), "the daemon started without its models")
+        XCTAssertEqual(status, 78)
+        XCTAssertTrue(daemon.log.contains("\(empty)/silero_vad_op18_ifless.onnx: missing"), daemon.log)
+        XCTAssertTrue(daemon.log.contains("speech.endpoint = hangover"), daemon.log)
+    }
+
+    /// A truncated smart-turn file: refused by its digest, named.
+    func testATruncatedModelIsRefusedByItsDigest() throws {
+        let directory = DaemonHarness.makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.copyItem(atPath: "\(Self.models)/silero_vad_op18_ifless.onnx", toPath: "\(directory)/silero_vad_op18_ifless.onnx")
+        let whole = try Data(contentsOf: URL(fileURLWithPath: "\(Self.models)/smart-turn-v3.2-cpu.onnx"))
+        try whole.prefix(whole.count / 2).write(to: URL(fileURLWithPath: "\(directory)/smart-turn-v3.2-cpu.onnx"))
+        let daemon = try DaemonHarness(arguments: ["--speech-endpoint", "model", "--speech-models-dir", directory], waitReady: false)
+        let status = try XCTUnwrap(daemon.process.waitForExit(timeout: 20), "the daemon started with half a model")
+        XCTAssertEqual(status, 78)
+        XCTAssertTrue(daemon.log.contains("smart-turn-v3.2-cpu.onnx: sha256"), daemon.log)
+    }
+}
