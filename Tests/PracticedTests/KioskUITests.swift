@@ -47,8 +47,9 @@ final class KioskUITests: XCTestCase {
     }
 
     /// The rig, the bridge as the launcher starts it, and a browser on the page.
-    private func start(width: Int = 1280, height: Int = 800, browsing: Bool = true, _ configure: (inout SimulatorConfiguration) -> Void = { _ in }) throws {
-        rig = try KioskRig(configure)
+    private func start(width: Int = 1280, height: Int = 800, browsing: Bool = true, arguments: [String] = [],
+                       _ configure: (inout SimulatorConfiguration) -> Void = { _ in }) throws {
+        rig = try KioskRig(arguments: arguments, configure)
         try openPage(socket: rig.daemon.socketPath, directory: rig.directory, width: width, height: height, browsing: browsing)
     }
 
@@ -258,6 +259,35 @@ final class KioskUITests: XCTestCase {
         let directory = (bridgeOutput as NSString).deletingLastPathComponent
         XCTAssertEqual(KioskPageChecks.files(under: directory, holding: token, except: [launch]), [], "files holding the token", file: file, line: line)
         XCTAssertEqual(try browser.run("return location.href.includes(arguments[0])", [.string(token)]), .bool(false), "the page's address holds the token")
+    }
+
+    /// Learned endpointing (`speech.endpoint = model`) as the learner sees it: hands-free, a
+    /// recorded voice (June, Canadian French) stops mid-phrase; the daemon waits through the
+    /// pause and the page says it is still listening; "done" ends the turn at once.
+    func testAHesitationShowsStillListeningAndDoneEndsTheTurn() throws {
+        try start(arguments: ["--speech-endpoint", "model", "--speech-models-dir", LearnedEndpointingTests.models])
+        let stimulus = try XCTUnwrap(HesitantSpeech.stimuli(pauses: [2.0], readers: ["fr_CA_f_June"]).first)
+        let watcher = try rig.watcher(topics: ["session", "speech"])
+        try browser.click("[data-topic='travel']")
+        try waitForStage("ready")
+        try browser.click("#hands-free")
+        try waitForStage("listening")
+        let mark = watcher.count
+        // The phrase up to its hesitation, and the hesitation (2 s of room tone) after it.
+        let upToPause = Int((stimulus.cut + stimulus.pause) * 24_000)
+        rig.microphone.say(Array(stimulus.samples[..<upToPause]))
+        XCTAssertTrue(try browser.wait(until: "return window.practicedKiosk.store.stillListening === true", timeout: 20), "never showed still listening")
+        XCTAssertEqual(try browser.text(try XCTUnwrap(try browser.find("#stage"))), "還在聽，慢慢說")
+        try browser.screenshot(to: "\(Self.screenshots)/conversation-still-listening-1280x800.png")
+        try browser.resize(width: 800, height: 480)
+        XCTAssertEqual(try browser.layoutProblems(), [], "still listening at 800x480")
+        try browser.screenshot(to: "\(Self.screenshots)/conversation-still-listening-800x480.png")
+        try browser.resize(width: 1280, height: 800)
+        try browser.click("#done-speaking")
+        guard let recorded = watcher.wait(for: "turn.recorded", after: mark, timeout: 10) else { return XCTFail("done did not end the turn") }
+        XCTAssertEqual(recorded["data"]?["end_reason"], "released", "the learner's done ends the turn, not the pause")
+        XCTAssertTrue(try browser.wait(until: "return document.querySelectorAll('.line.you').length >= 1", timeout: 30), "the turn's transcript")
+        XCTAssertFalse(try browser.run("return window.practicedKiosk.store.stillListening").boolValue ?? true)
     }
 
     func testReviewModeEndsAtHomeAndTheEnglishToggle() throws {

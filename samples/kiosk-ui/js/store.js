@@ -13,6 +13,8 @@ export class Store {
     this.notices = [];        // {kind, key, detail, turnId, id}
     this.level = null;        // dBFS
     this.speaking = false;
+    /** The recorder waits through the learner's pause (`speech.paused`, waiting). */
+    this.stillListening = false;
     this.handsFree = false;
     this.review = null;       // the review object (segments, summary)
     this.reviewProgress = null;
@@ -26,6 +28,12 @@ export class Store {
   }
 
   subscribe(listener) { this.listeners.push(listener); }
+
+  setStillListening(on) {
+    if (this.stillListening === on) return;
+    this.stillListening = on;
+    this.changed("stage");
+  }
 
   changed(what) { for (const listener of this.listeners) listener(what); }
 
@@ -76,6 +84,8 @@ export class Store {
         const before = this.screen;
         this.setSession(data);
         if (data.stage === "idle") this.startedHere = false;
+        // A pause is waited through only while recording.
+        if (data.stage !== "recording") this.stillListening = false;
         // The talk's notices stay with the talk.
         if (before !== this.screen) this.notices = [];
         this.changed(before === this.screen ? "stage" : "screen");
@@ -118,8 +128,10 @@ export class Store {
         this.level = data.rms_dbfs;
         this.changed("level");
         break;
-      case "speech.started": this.speaking = true; this.changed("level"); break;
-      case "speech.stopped": this.speaking = false; this.changed("level"); break;
+      case "speech.started": this.speaking = true; this.setStillListening(false); this.changed("level"); break;
+      case "speech.stopped": this.speaking = false; this.setStillListening(false); this.changed("level"); break;
+      // Learned endpointing: the learner paused and smart-turn heard more to come.
+      case "speech.paused": this.setStillListening(data.waiting === true); break;
       case "review.progress": this.reviewProgress = data; this.changed("review"); break;
       // Copies: corrections asked later are added to the segments here.
       case "review.ready": this.review = structuredClone(data); this.changed("review"); break;

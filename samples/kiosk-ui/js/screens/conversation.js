@@ -1,7 +1,9 @@
 // The conversation (and weak-point review mode): the stage, what was said, every outcome
 // the daemon reports as a notice of its own kind, the live input level, and the controls:
 // a big push-to-talk button (held: `turn.start`, released: `turn.stop`), the hands-free
-// toggle (`listen` whenever the session is ready), stop (`playback.stop`: barge-in), a
+// toggle (`listen` whenever the session is ready; while it records, "done" sends
+// `turn.stop`, and a pause the daemon waits through shows as still listening), stop
+// (`playback.stop`: barge-in), a
 // typed turn (`say`) and the end (結束對話 → review; 結束複習 → home).
 
 import { el } from "../dom.js";
@@ -75,6 +77,10 @@ export function renderConversation(app) {
     ? [el("button", { class: "primary", id: "home", text: t("done"), on: { click: () => app.act("session.close") } })]
     : [
       talk,
+      // Hands-free, the learner may end the turn at once instead of waiting for the pause.
+      ...(store.handsFree && stage === "recording"
+        ? [el("button", { class: "primary", id: "done-speaking", text: t("doneSpeaking"), attrs: { disabled: !linked }, on: { click: () => app.act("turn.stop") } })]
+        : []),
       el("div", { class: "row" }, [
         handsFree,
         el("button", { class: "secondary", id: "stop", text: t("stop"), attrs: { disabled: !canStop }, on: { click: () => app.act("playback.stop") } }),
@@ -88,7 +94,8 @@ export function renderConversation(app) {
   return el("section", { class: "screen conversation", id: "screen-conversation", data: { stage, mode: store.session.mode ?? "" } }, [
     el("header", { class: "stage-bar" }, [
       el("span", { class: "session-title", id: "session-title", text: sessionTitle(store) }),
-      el("span", { class: `stage stage-${stage}`, id: "stage", text: t(STAGE_KEYS[stage] ?? "stageIdle") }),
+      el("span", { class: `stage stage-${stage}`, id: "stage",
+        text: t(stage === "recording" && store.handsFree && store.stillListening ? "stageStillListening" : STAGE_KEYS[stage] ?? "stageIdle") }),
       levelBar(store),
     ]),
     el("div", { class: "notices", id: "notices" }, store.notices.map((item) => notice(app, item))),
