@@ -2,16 +2,17 @@ import Foundation
 
 /// Read speech with a learner's hesitation put in: four readers of asterisk's prompts
 /// (``HumanSpeech``), each phrase (speech between pauses of 140 ms or more) of 1.5 s or longer
-/// from the first two of `demo-congrats`, in room tone at about −60 dBFS, at 24 kHz; the
+/// from the first `phrases` of each prompt, in room tone at about −60 dBFS, at 24 kHz; the
 /// hesitation (`pause` seconds of room tone) goes at the quietest 10 ms of the phrase's
 /// middle third, where a speaker stops to find a word. One second of room tone before the
-/// phrase, three after.
+/// phrase, three after; with `snr`, pink noise at that many dB below the phrase throughout.
 public enum HesitantSpeech {
     public struct Stimulus: Sendable {
         public let samples: [Int16]
         public let cut: Double  // where the hesitation starts, in seconds
         public let pause: Double
         public let end: Double  // the phrase's last sample
+        public let reader: String
     }
 
     public static func phrases(_ x: [Float]) -> [(Int, Int)] {
@@ -35,13 +36,15 @@ public enum HesitantSpeech {
         return phrases.filter { $0.1 - $0.0 > 36_000 }
     }
 
-    public static func stimuli(pauses: [Double], readers: [String] = HumanSpeech.readers) throws -> [Stimulus] {
+    public static func stimuli(pauses: [Double], readers: [String] = HumanSpeech.readers, prompts: [String] = ["demo-congrats"],
+                                phrases count: Int = 2, snr: Float? = nil) throws -> [Stimulus] {
         var generator = HumanSpeech.SplitMix(1)
         func tone(_ n: Int) -> [Float] { (0..<n).map { _ in generator.nextSigned() * 50 / 32_768 } }
         var out: [Stimulus] = []
         for reader in readers {
-            let x = try HumanSpeech.prompt(reader, "demo-congrats", sampleRate: 24_000)
-            for (s, t) in phrases(x).prefix(2) {
+            for prompt in prompts {
+            let x = try HumanSpeech.prompt(reader, prompt, sampleRate: 24_000)
+            for (s, t) in phrases(x).prefix(count) {
                 let phrase = Array(x[s..<t])
                 let blocks = phrase.count / 240
                 let middle = (blocks / 3)..<(2 * blocks / 3)
@@ -50,12 +53,50 @@ public enum HesitantSpeech {
                 }!
                 let cut = quietest * 240
                 for pause in pauses {
-                    let audio = tone(24_000) + phrase[..<cut] + tone(Int(pause * 24_000)) + phrase[cut...] + tone(72_000)
+                    var audio = tone(24_000) + phrase[..<cut] + tone(Int(pause * 24_000)) + phrase[cut...] + tone(72_000)
+                    if let snr {
+                        let noise = HumanSpeech.pinkNoise(count: audio.count, rms: HumanSpeech.rms(phrase) / powf(10, snr / 20), seed: UInt64(s + 1))
+                        for i in audio.indices { audio[i] += noise[i] }
+                    }
                     out.append(Stimulus(samples: audio.map { Int16(max(-32_768, min(32_767, $0 * 32_768))) },
-                                        cut: 1 + Double(cut) / 24_000, pause: pause, end: 1 + Double(phrase.count) / 24_000 + pause))
+                                        cut: 1 + Double(cut) / 24_000, pause: pause, end: 1 + Double(phrase.count) / 24_000 + pause,
+                                        reader: reader))
                 }
+            }
             }
         }
         return out
+    }
+}
+
+extension HesitantSpeech {
+    /// Non-speech a kiosk hears, each starting after 2 s of quiet and lasting `seconds`: pink
+    /// noise at −40 and −30 dBFS, the same noise looped every 0.5 s, music-like chords, keyboard
+    /// clicks, and five-voice babble (four readers and the pyannote conversation mixed) at
+    /// −35 dBFS. 24 kHz PCM16.
+    public static func nonSpeech(seconds: Int) throws -> [(name: String, samples: [Int16])] {
+        let rate = 24_000, n = seconds * rate
+        func dBFS(_ d: Float) -> Float { powf(10, d / 20) }
+        var looped = HumanSpeech.pinkNoise(count: rate / 2, rms: dBFS(-30), seed: 11)
+        while looped.count < n { looped += looped.prefix(min(rate / 2, n - looped.count)) }
+        var voices = try HumanSpeech.readers.map { try HumanSpeech.prompt($0, "demo-instruct", sampleRate: rate) }
+        voices.append(try HumanSpeech.conversation(sampleRate: rate))
+        var babble = [Float](repeating: 0, count: n)
+        for (k, voice) in voices.enumerated() where !voice.isEmpty {
+            for i in 0..<n { babble[i] += voice[(i + k * 7 * rate) % voice.count] }
+        }
+        let sounds: [(String, [Float])] = [
+            ("pink noise -40 dBFS", HumanSpeech.pinkNoise(count: n, rms: dBFS(-40), seed: 21)),
+            ("pink noise -30 dBFS", HumanSpeech.pinkNoise(count: n, rms: dBFS(-30), seed: 22)),
+            ("looped noise -30 dBFS", Array(looped.prefix(n))),
+            ("chords -30 dBFS", HumanSpeech.chords(count: n, rms: dBFS(-30), sampleRate: rate)),
+            ("keyboard clicks", HumanSpeech.keyboardClicks(count: n, peak: 0.3, sampleRate: rate)),
+            ("babble -35 dBFS", HumanSpeech.scaled(babble, toRMS: dBFS(-35))),
+        ]
+        var generator = HumanSpeech.SplitMix(5)
+        return sounds.map { name, sound in
+            let quiet = (0..<(2 * rate)).map { _ in generator.nextSigned() * 50 / 32_768 }
+            return (name, (quiet + sound).map { Int16(max(-32_768, min(32_767, $0 * 32_768))) })
+        }
     }
 }
