@@ -32,14 +32,20 @@ enum SpeechCommand {
         """
 
     nonisolated(unsafe) static var threads = 1
+    nonisolated(unsafe) static var finishedProbability = TurnEndpointerConfiguration().finishedProbability
 
     struct Failure: Error, CustomStringConvertible {
         let description: String
     }
 
     static func main(_ arguments: [String]) -> Int32 {
-        // --threads N (smart-turn's products on N threads, 1 or 2), anywhere.
+        // --threads N (smart-turn's products on N threads, 1 or 2), anywhere; --finished P
+        // (endpoint: smart-turn's probability that ends a turn).
         var arguments = arguments
+        if let at = arguments.firstIndex(of: "--finished"), at + 1 < arguments.count, let p = Float(arguments[at + 1]), (0...1).contains(p) {
+            finishedProbability = p
+            arguments.removeSubrange(at...at + 1)
+        }
         if let at = arguments.firstIndex(of: "--threads"), at + 1 < arguments.count, let n = Int(arguments[at + 1]), (1...2).contains(n) {
             threads = n
             arguments.removeSubrange(at...at + 1)
@@ -189,7 +195,9 @@ enum SpeechCommand {
         let extractor = WhisperFeatures()
         var window = [Float](repeating: 0, count: WhisperFeatures.windowSamples)
         var features = [Float](repeating: 0, count: WhisperFeatures.bins * WhisperFeatures.frames)
-        var endpointer = TurnEndpointer()
+        var configuration = TurnEndpointerConfiguration()
+        configuration.finishedProbability = finishedProbability
+        var endpointer = TurnEndpointer(configuration: configuration)
         func report(_ decision: TurnEndpointer.Decision) {
             switch decision {
             case .none: break

@@ -29,7 +29,8 @@ final class TurnTakingProofTests: XCTestCase {
         try writer.write(samples)
         try writer.close(sync: false)
         let output = try runTool(ShippedBinaries.path(of: "audiokernel-demo"),
-                                 ["speech", "endpoint", ONNXReference.silero, ONNXReference.smartTurn, wav.path])
+                                 ["speech", "endpoint", ONNXReference.silero, ONNXReference.smartTurn, wav.path]
+                                    + (ProcessInfo.processInfo.environment["PRACTICED_TURN_TAKING_FINISHED"].map { ["--finished", $0] } ?? []))
         return output.split(separator: "\n").compactMap { line in
             let f = line.split(separator: " ").map(String.init)
             guard f.count >= 3, let at = Double(f[2]) else { return nil }

@@ -29,7 +29,11 @@ final class EndToEndBenchmark: XCTestCase {
         // PRACTICED_E2E_DEVICES=usb48k (`bash .ci/proof e2e-usb`): the 48 kHz stereo speaker
         // and microphone the demo runs, so that every period is resampled both ways.
         let hardware: KioskRig.Hardware = ProcessInfo.processInfo.environment["PRACTICED_E2E_DEVICES"] == "usb48k" ? .usb48kStereo : .speech
-        rig = try KioskRig(arguments: ["--audio-idle-close-s", "2", "--log-level", "info"], hardware: hardware, tls: tls) { $0.pace = 1 }
+        // PRACTICED_E2E_ENDPOINT=model (`bash .ci/proof e2e-model`): hands-free turns end by
+        // Silero VAD and smart-turn, whose CPU and memory the figures then include.
+        let learned = ProcessInfo.processInfo.environment["PRACTICED_E2E_ENDPOINT"] == "model"
+            ? ["--speech-endpoint", "model", "--speech-models-dir", LearnedEndpointingTests.models] : []
+        rig = try KioskRig(arguments: ["--audio-idle-close-s", "2", "--log-level", "info"] + learned, hardware: hardware, tls: tls) { $0.pace = 1 }
         // A kiosk-sized CPU (`bash .ci/proof e2e-kiosk`): the daemon limited to a share of
         // one core by the kernel's CFS quota, as `systemd-run -p CPUQuota=25%` would.
         let kioskCPU = ProcessInfo.processInfo.environment["PRACTICED_E2E_CPU_PERCENT"].flatMap(Int.init)
