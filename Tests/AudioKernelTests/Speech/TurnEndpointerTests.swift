@@ -34,8 +34,23 @@ final class TurnEndpointerTests: XCTestCase {
         // 200 ms of pause is 7 frames of 32 ms (224 ms): the model is asked once.
         XCTAssertEqual(feed(&e, from: &at, frames: 7, probability: 0.05), [.askModel(pauseStart: speechEnd)])
         XCTAssertEqual(feed(&e, from: &at, frames: 3, probability: 0.05), [], "asked once a pause")
-        XCTAssertEqual(e.answer(0.8), .ended(end: speechEnd, ending: .finished(probability: 0.8)))
+        XCTAssertEqual(e.answer(0.95), .ended(end: speechEnd, ending: .finished(probability: 0.95)))
         XCTAssertFalse(e.inSpeech)
+    }
+
+    func testTheThresholdIsTheConfigurations() {
+        var configuration = TurnEndpointerConfiguration()
+        XCTAssertEqual(configuration.finishedProbability, 0.9)
+        var e = TurnEndpointer(configuration: configuration), at = 0
+        _ = feed(&e, from: &at, frames: 30, probability: 0.9)
+        _ = feed(&e, from: &at, frames: 7, probability: 0.05)
+        XCTAssertEqual(e.answer(0.8), .stillListening(probability: 0.8), "0.8 is not finished at 0.9")
+        configuration.finishedProbability = 0.5
+        e = TurnEndpointer(configuration: configuration)
+        _ = feed(&e, from: &at, frames: 30, probability: 0.9)
+        let end = at
+        _ = feed(&e, from: &at, frames: 7, probability: 0.05)
+        XCTAssertEqual(e.answer(0.8), .ended(end: end, ending: .finished(probability: 0.8)), "pipecat's 0.5")
     }
 
     func testAnUnfinishedPauseWaitsAndTheNextPauseIsAskedAgain() {
