@@ -38,8 +38,9 @@ let package = Package(
         // The learned speech models, run in Swift on the weights of their ONNX files: Silero VAD
         // (is this frame speech?) and smart-turn v3.2 (does this pause end the turn?), with the
         // ONNX reader, Whisper's log-mel features and the float and int8 kernels they need.
-        // Pure computation: no system library, no I/O beyond the bytes it is given.
-        .target(name: "SpeechModels"),
+        // Pure computation (the shim only names its helper thread): no system library, no I/O
+        // beyond the bytes it is given.
+        .target(name: "SpeechModels", dependencies: ["CAudioShim"]),
 
         // Everything above the audio: the SSE parser, the backends' clients (TalkCo over its
         // own HTTP/1.1 and TLS transport, Chatterbox), the conversation's session and cue

@@ -21,10 +21,13 @@ extension Recorder {
             apply(decision)
         }
         let frameLevel: Double
+        var minimumSpeech: Int?
         if !playing {
             frameLevel = level.rms
         } else if inputIsEchoCancelled {
+            // Barge-in: above its level, for as long as the level rule asks (300 ms).
             frameLevel = level.rms >= configuration.detector.bargeInThreshold ? level.rms : 0
+            minimumSpeech = max(configuration.detector.bargeInMinimumSpeechMilliseconds, endpointer.configuration.minimumSpeechMilliseconds)
         } else {
             frameLevel = endpointer.inSpeech ? level.rms : 0
         }
@@ -32,7 +35,7 @@ extension Recorder {
             if case .recording = mode, probability >= endpointer.configuration.speechProbability {
                 turnVADSpeechSamples += 768 * format.sampleRate / 24_000
             }
-            apply(endpointer.frame(probability: probability, end: end, level: frameLevel))
+            apply(endpointer.frame(probability: probability, end: end, level: frameLevel, minimumSpeechMilliseconds: minimumSpeech))
         }
     }
 

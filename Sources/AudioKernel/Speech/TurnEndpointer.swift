@@ -94,14 +94,17 @@ public struct TurnEndpointer: Sendable {
     }
 
     /// One VAD frame: its speech probability, the stream position where it ends, its RMS.
-    public mutating func frame(probability: Float, end: Int, level: Double) -> Decision {
+    /// `minimumSpeechMilliseconds` overrides the configuration's for a start (voice barge-in
+    /// over an echo-cancelled input asks for longer speech: the canceller's residue of the
+    /// kiosk's own voice comes in short bursts that Silero hears as speech).
+    public mutating func frame(probability: Float, end: Int, level: Double, minimumSpeechMilliseconds: Int? = nil) -> Decision {
         let start = end - frameSamples
         let speech = probability >= configuration.speechProbability
         guard inSpeech else {
             if speech && level >= configuration.minimumLevel {
                 if candidateOnset == nil { candidateOnset = start; candidateSpeech = 0 }
                 candidateSpeech += frameSamples
-                if candidateSpeech >= samples(configuration.minimumSpeechMilliseconds) {
+                if candidateSpeech >= samples(minimumSpeechMilliseconds ?? configuration.minimumSpeechMilliseconds) {
                     inSpeech = true
                     onset = candidateOnset!
                     candidateOnset = nil

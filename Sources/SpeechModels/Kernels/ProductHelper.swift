@@ -1,3 +1,5 @@
+import CAudioShim
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -50,6 +52,9 @@ final class ProductHelper: @unchecked Sendable {
     }
 
     private func loop() {
+        // Named, so that per-thread CPU figures (and top -H) tell it from the caller's
+        // threads: unnamed it inherits whatever name its creator had.
+        practiced_thread_set_name("smart-turn-2")
         pthread_mutex_lock(&mutex)
         while true {
             while job == nil && !stopping { pthread_cond_wait(&condition, &mutex) }

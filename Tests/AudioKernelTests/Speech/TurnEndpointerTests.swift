@@ -21,6 +21,19 @@ final class TurnEndpointerTests: XCTestCase {
         XCTAssertEqual(feed(&e, from: &at, frames: 1, probability: 0.9), [.speechStarted(onset: 24_000)])
     }
 
+    func testABargeInNeedsTheLongerMinimum() {
+        var e = TurnEndpointer(), at = 0
+        var decisions: [TurnEndpointer.Decision] = []
+        for _ in 0..<9 {  // 288 ms of speech: enough for a turn, not for a barge-in (300 ms)
+            at += 768
+            let d = e.frame(probability: 0.9, end: at, level: 3_000, minimumSpeechMilliseconds: 300)
+            if d != .none { decisions.append(d) }
+        }
+        XCTAssertEqual(decisions, [])
+        at += 768
+        XCTAssertEqual(e.frame(probability: 0.9, end: at, level: 3_000, minimumSpeechMilliseconds: 300), .speechStarted(onset: 0))
+    }
+
     func testSpeechQuieterThanTheMinimumLevelNeverStarts() {
         var e = TurnEndpointer(), at = 0
         XCTAssertEqual(feed(&e, from: &at, frames: 100, probability: 0.99, level: 200), [], "babble far below the learner")
