@@ -54,7 +54,7 @@ struct SmartTurnWeights {
     static let width = 384, heads = 6, headWidth = 64, expanded = 1536, positionsCount = 400
 
     init(graph: ONNXGraph) throws(ModelError) {
-        var walker = GraphWalker(graph: graph)
+        let walker = GraphWalker(graph: graph)
         input = try walker.quantization(after: "input_features").quantization
         let conv1 = try graph.node(op: "Conv", input: "inner.encoder.conv1.bias")
         convolution1 = try walker.linear(conv1, bias: nil)
