@@ -27,12 +27,13 @@ enum SpeechCommand {
                audiokernel-demo speech turn MODEL.onnx INPUT.{wav,f32}
                audiokernel-demo speech turn MODEL.onnx --features FEATURES.f32 [--dump DIR]
                audiokernel-demo speech features AUDIO.f32 OUTPUT.f32
-               audiokernel-demo speech endpoint SILERO.onnx SMART_TURN.onnx INPUT.wav
+               audiokernel-demo speech endpoint SILERO.onnx SMART_TURN.onnx INPUT.wav [--finished P] [--trace]
                (turn takes --threads 2: the model's products on two threads)
         """
 
     nonisolated(unsafe) static var threads = 1
     nonisolated(unsafe) static var finishedProbability = TurnEndpointerConfiguration().finishedProbability
+    nonisolated(unsafe) static var trace = false
 
     struct Failure: Error, CustomStringConvertible {
         let description: String
@@ -45,6 +46,13 @@ enum SpeechCommand {
         if let at = arguments.firstIndex(of: "--finished"), at + 1 < arguments.count, let p = Float(arguments[at + 1]), (0...1).contains(p) {
             finishedProbability = p
             arguments.removeSubrange(at...at + 1)
+        }
+        // --trace (endpoint): smart-turn also asked 350, 500, 800 and 1200 ms into each pause,
+        // one `model trace PAUSE_START MS PROBABILITY` line each: how its answer moves as the
+        // pause grows (for designing the rule; the rule itself asks once).
+        if let at = arguments.firstIndex(of: "--trace") {
+            trace = true
+            arguments.remove(at: at)
         }
         if let at = arguments.firstIndex(of: "--threads"), at + 1 < arguments.count, let n = Int(arguments[at + 1]), (1...2).contains(n) {
             threads = n
@@ -198,18 +206,26 @@ enum SpeechCommand {
         var configuration = TurnEndpointerConfiguration()
         configuration.finishedProbability = finishedProbability
         var endpointer = TurnEndpointer(configuration: configuration)
+        func ask() -> Float {
+            window.withUnsafeMutableBufferPointer { stream.copyRecent(into: $0) }
+            window.withUnsafeBufferPointer { w in features.withUnsafeMutableBufferPointer { extractor.compute(w, into: $0.baseAddress!) } }
+            return features.withUnsafeBufferPointer { model.probability(features: $0.baseAddress!) }
+        }
+        // The pause being traced: where it began, the trace points still to come (ms).
+        var traced: (start: Int, points: [Int])?
         func report(_ decision: TurnEndpointer.Decision) {
             switch decision {
             case .none: break
             case .speechStarted(let onset): print("model started \(seconds(onset))")
             case .askModel(let pause):
-                window.withUnsafeMutableBufferPointer { stream.copyRecent(into: $0) }
-                window.withUnsafeBufferPointer { w in features.withUnsafeMutableBufferPointer { extractor.compute(w, into: $0.baseAddress!) } }
-                let p = features.withUnsafeBufferPointer { model.probability(features: $0.baseAddress!) }
+                let p = ask()
                 print("model asked \(seconds(pause)) \(AudioKernelDemo.format(Double(p), 3))")
+                if trace { traced = (pause, [350, 500, 800, 1_200]) }
                 report(endpointer.answer(p))
             case .stillListening: break
-            case .resumed: print("model resumed \(seconds(stream.position))")
+            case .resumed:
+                traced = nil
+                print("model resumed \(seconds(stream.position))")
             case .ended(let end, let ending):
                 switch ending {
                 case .finished(let p): print("model finished \(seconds(end)) \(AudioKernelDemo.format(Double(p), 3)) decided \(seconds(stream.position))")
@@ -224,6 +240,10 @@ enum SpeechCommand {
             while start < samples.count {
                 let period = UnsafeBufferPointer(rebasing: samples[start..<min(samples.count, start + 240)])
                 stream.process(period) { p, end in
+                    if let t = traced, let next = t.points.first, end - t.start >= next * 24 {
+                        print("model trace \(seconds(t.start)) \(next) \(AudioKernelDemo.format(Double(ask()), 3))")
+                        traced = t.points.count > 1 ? (t.start, Array(t.points.dropFirst())) : nil
+                    }
                     let from = max(0, end - 768)
                     let level = SignalLevel(measuring: UnsafeBufferPointer(rebasing: samples[from..<min(end, samples.count)])).rms
                     report(endpointer.frame(probability: p, end: end, level: level))
