@@ -1,4 +1,5 @@
 import Foundation
+import SimulatorKit
 
 /// Recorded human speech from packages, for the tests of anything that listens: Debian's
 /// asterisk-core-sounds-{en,fr,it,ru}-g722 (G.722 at 16 kHz: Allison, a woman, in US English;
@@ -91,18 +92,13 @@ public enum HumanSpeech {
         return level > 0 ? x.map { $0 * target / level } : x
     }
 
-    /// A deterministic generator: tests that add noise are repeatable.
-    public struct SplitMix {
-        var state: UInt64
-        public init(_ seed: UInt64) { state = seed }
-        public mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        /// Uniform in [-1, 1).
-        public mutating func nextSigned() -> Float { Float(next() >> 40) / Float(1 << 23) - 1 }
-    }
+    /// A deterministic generator (practice-sim's SplitMix64): tests that add noise are repeatable.
+    public typealias SplitMix = SeededRandom
+}
+
+extension SeededRandom {
+    public init(_ seed: UInt64) { self.init(seed: seed) }
+
+    /// Uniform in [-1, 1).
+    public mutating func nextSigned() -> Float { Float(next() >> 40) / Float(1 << 23) - 1 }
 }

@@ -46,23 +46,12 @@ extension Recorder {
             break
         case .speechStarted(let onset):
             lastFinishedProbability = nil
-            switch mode {
-            case .idle: onEvent(.speechStarted(recording: nil))
-            case .listening, .recording: onEvent(.speechStarted(recording: recordingNumber))
-            }
-            if case .listening = mode {
-                startTurn(from: onset - preRollSamples, handsFree: true)
-            }
-            if case .recording = mode, turnSpeechOnset == nil { turnSpeechOnset = onset }
+            speechBegan(at: onset)
         case .askModel:
             question += 1
             if let stream = vadStream { endpointing?.worker.ask(stream, token: question) }
         case .ended(let end, let ending):
-            onEvent(.speechStopped)
-            if case .recording = mode, let onset = turnSpeechOnset {
-                turnSpeechSamples += end - max(onset, turnStartPosition)
-                turnSpeechOnset = nil
-            }
+            speechEnded(at: end)
             if case .recording(let handsFree) = mode, handsFree {
                 switch ending {
                 case .finished: finishTurn(.finished)

@@ -250,26 +250,36 @@ public final class Recorder: @unchecked Sendable {
         }
     }
 
+    /// Speech began at `onset`, by either rule: told, and a hands-free turn starts there.
+    func speechBegan(at onset: Int) {
+        switch mode {
+        case .idle: onEvent(.speechStarted(recording: nil))
+        case .listening, .recording: onEvent(.speechStarted(recording: recordingNumber))
+        }
+        if case .listening = mode {
+            startTurn(from: onset - preRollSamples, handsFree: true)
+        }
+        if case .recording = mode, turnSpeechOnset == nil { turnSpeechOnset = onset }
+    }
+
+    /// Speech ended at `end`, by either rule: told, and counted in the turn's speech.
+    func speechEnded(at end: Int) {
+        onEvent(.speechStopped)
+        if case .recording = mode, let onset = turnSpeechOnset {
+            turnSpeechSamples += end - max(onset, turnStartPosition)
+            turnSpeechOnset = nil
+        }
+    }
+
     /// The level rule's decision (``SpeechDetector``).
     private func apply(_ decision: SpeechDetector.Decision) {
         switch decision {
         case .none:
             break
         case .speechStarted(let onset):
-            switch mode {
-            case .idle: onEvent(.speechStarted(recording: nil))
-            case .listening, .recording: onEvent(.speechStarted(recording: recordingNumber))
-            }
-            if case .listening = mode {
-                startTurn(from: onset - preRollSamples, handsFree: true)
-            }
-            if case .recording = mode, turnSpeechOnset == nil { turnSpeechOnset = onset }
+            speechBegan(at: onset)
         case .speechEnded(let end), .maximumReached(let end):
-            onEvent(.speechStopped)
-            if case .recording = mode, let onset = turnSpeechOnset {
-                turnSpeechSamples += end - max(onset, turnStartPosition)
-                turnSpeechOnset = nil
-            }
+            speechEnded(at: end)
             if case .recording(let handsFree) = mode, handsFree {
                 if case .maximumReached = decision { finishTurn(.maximumLength) } else { finishTurn(.endOfSpeech) }
             }
