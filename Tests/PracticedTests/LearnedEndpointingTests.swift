@@ -72,4 +72,21 @@ final class LearnedEndpointingTests: XCTestCase {
         XCTAssertEqual(status, 78)
         XCTAssertTrue(daemon.log.contains("smart-turn-v3.2-cpu.onnx: sha256"), daemon.log)
     }
+
+    /// A FIFO in the model's place (reading it would block the start for ever) and /dev/zero
+    /// behind a link (it never ends): both refused by what they are, without a read.
+    func testAFIFOOrAnEndlessFileInTheModelsPlaceIsRefusedUnread() throws {
+        let directory = DaemonHarness.makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        XCTAssertEqual(mkfifo("\(directory)/silero_vad_op18_ifless.onnx", 0o600), 0)
+        let daemon = try DaemonHarness(arguments: ["--speech-endpoint", "model", "--speech-models-dir", directory], waitReady: false)
+        XCTAssertEqual(try XCTUnwrap(daemon.process.waitForExit(timeout: 20), "the daemon hung on a FIFO"), 78)
+        XCTAssertTrue(daemon.log.contains("silero_vad_op18_ifless.onnx: not a regular file"), daemon.log)
+
+        unlink("\(directory)/silero_vad_op18_ifless.onnx")
+        try FileManager.default.createSymbolicLink(atPath: "\(directory)/silero_vad_op18_ifless.onnx", withDestinationPath: "/dev/zero")
+        let again = try DaemonHarness(arguments: ["--speech-endpoint", "model", "--speech-models-dir", directory], waitReady: false)
+        XCTAssertEqual(try XCTUnwrap(again.process.waitForExit(timeout: 20), "the daemon read /dev/zero"), 78)
+        XCTAssertTrue(again.log.contains("silero_vad_op18_ifless.onnx: not a regular file"), again.log)
+    }
 }
