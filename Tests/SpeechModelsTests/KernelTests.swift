@@ -7,7 +7,8 @@ import XCTest
 final class KernelTests: XCTestCase {
     func testIntegerProductsEqualTheScalarSumsAtEveryEdgeShape() {
         var generator = HumanSpeech.SplitMix(42)
-        for (rows, depth, columns) in [(1, 8, 1), (2, 16, 2), (3, 8, 3), (4, 24, 5), (7, 64, 10), (10, 240, 4)] {
+        for (rows, depth, columns) in [(1, 8, 1), (2, 16, 2), (3, 8, 3), (4, 24, 5), (7, 64, 10), (10, 240, 4),
+                                       (5, 1536, 40), (4, 384, 70)] {  // the last two: several panels of widened weights
             let a = (0..<(rows * depth)).map { _ in Int16(Int(generator.next() % 511) - 255) }
             let b8 = (0..<(columns * depth)).map { _ in Int8(truncatingIfNeeded: Int(generator.next() % 256) - 128) }
             let b16 = (0..<(columns * depth)).map { _ in Int16(Int(generator.next() % 511) - 255) }
@@ -21,7 +22,9 @@ final class KernelTests: XCTestCase {
                 }
             }
             var got8 = [Int32](repeating: -1, count: rows * columns), got16 = got8
-            IntegerGEMM.multiply(a, rows: rows, depth: depth, strideA: depth, b8, columns: columns, strideB: depth, into: &got8, strideC: columns)
+            let panel = UnsafeMutablePointer<Int16>.allocate(capacity: IntegerGEMM.panelCapacity)
+            defer { panel.deallocate() }
+            IntegerGEMM.multiply(a, rows: rows, depth: depth, strideA: depth, b8, columns: columns, strideB: depth, into: &got8, strideC: columns, panel: panel)
             IntegerGEMM.multiply(a, rows: rows, depth: depth, strideA: depth, b16, columns: columns, strideB: depth, into: &got16, strideC: columns)
             XCTAssertEqual(got8, expected8, "\(rows)×\(depth)×\(columns) int8")
             XCTAssertEqual(got16, expected16, "\(rows)×\(depth)×\(columns) int16")

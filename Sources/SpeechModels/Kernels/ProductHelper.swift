@@ -25,6 +25,8 @@ final class ProductHelper: @unchecked Sendable {
     private var finished = true
     private var stopping = false
     private var thread = pthread_t()
+    /// This thread's own scratch for widened weights (``IntegerGEMM/panelCapacity``).
+    private let panel = UnsafeMutablePointer<Int16>.allocate(capacity: IntegerGEMM.panelCapacity)
 
     init() {
         pthread_mutex_init(&mutex, nil)
@@ -49,6 +51,7 @@ final class ProductHelper: @unchecked Sendable {
     deinit {
         pthread_cond_destroy(&condition)
         pthread_mutex_destroy(&mutex)
+        panel.deallocate()
     }
 
     private func loop() {
@@ -61,7 +64,7 @@ final class ProductHelper: @unchecked Sendable {
             if stopping { break }
             let work = job!
             pthread_mutex_unlock(&mutex)
-            Self.run(work)
+            Self.run(work, panel: panel)
             pthread_mutex_lock(&mutex)
             job = nil
             finished = true
@@ -70,20 +73,21 @@ final class ProductHelper: @unchecked Sendable {
         pthread_mutex_unlock(&mutex)
     }
 
-    private static func run(_ job: Job) {
+    private static func run(_ job: Job, panel: UnsafeMutablePointer<Int16>) {
         if let b8 = job.b8 {
             IntegerGEMM.multiply(job.a, rows: job.rows, depth: job.depth, strideA: job.strideA,
-                                 b8, columns: job.columns, strideB: job.strideB, into: job.c, strideC: job.strideC)
+                                 b8, columns: job.columns, strideB: job.strideB, into: job.c, strideC: job.strideC, panel: panel)
         } else if let b16 = job.b16 {
             IntegerGEMM.multiply(job.a, rows: job.rows, depth: job.depth, strideA: job.strideA,
                                  b16, columns: job.columns, strideB: job.strideB, into: job.c, strideC: job.strideC)
         }
     }
 
-    /// `IntegerGEMM.multiply` with the rows shared between this thread and the helper.
+    /// `IntegerGEMM.multiply` with the rows shared between this thread and the helper
+    /// (`panel`: the calling thread's scratch; each thread widens the weights it uses).
     func multiply(_ a: UnsafePointer<Int16>, rows: Int, depth: Int, strideA: Int,
                   b8: UnsafePointer<Int8>?, b16: UnsafePointer<Int16>?, columns: Int, strideB: Int,
-                  into c: UnsafeMutablePointer<Int32>, strideC: Int) {
+                  into c: UnsafeMutablePointer<Int32>, strideC: Int, panel: UnsafeMutablePointer<Int16>) {
         // Split on a multiple of the kernel's three rows; small products stay on this thread.
         let split = rows >= 24 ? (rows / 2) / 3 * 3 : 0
         if split > 0 {
@@ -95,7 +99,7 @@ final class ProductHelper: @unchecked Sendable {
             pthread_mutex_unlock(&mutex)
         }
         Self.run(Job(a: a, rows: split > 0 ? split : rows, depth: depth, strideA: strideA, b8: b8, b16: b16,
-                     columns: columns, strideB: strideB, c: c, strideC: strideC))
+                     columns: columns, strideB: strideB, c: c, strideC: strideC), panel: panel)
         if split > 0 {
             pthread_mutex_lock(&mutex)
             while !finished { pthread_cond_wait(&condition, &mutex) }
