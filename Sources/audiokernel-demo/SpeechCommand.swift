@@ -27,13 +27,14 @@ enum SpeechCommand {
                audiokernel-demo speech turn MODEL.onnx INPUT.{wav,f32}
                audiokernel-demo speech turn MODEL.onnx --features FEATURES.f32 [--dump DIR]
                audiokernel-demo speech features AUDIO.f32 OUTPUT.f32
-               audiokernel-demo speech endpoint SILERO.onnx SMART_TURN.onnx INPUT.wav [--finished P] [--trace]
+               audiokernel-demo speech endpoint SILERO.onnx SMART_TURN.onnx INPUT.wav [--finished P] [--pause-ms N] [--trace]
                (turn takes --threads 2: the model's products on two threads)
         """
 
     nonisolated(unsafe) static var threads = 1
     nonisolated(unsafe) static var finishedProbability = TurnEndpointerConfiguration().finishedProbability
     nonisolated(unsafe) static var trace = false
+    nonisolated(unsafe) static var pauseMilliseconds = TurnEndpointerConfiguration().pauseMilliseconds
 
     struct Failure: Error, CustomStringConvertible {
         let description: String
@@ -47,12 +48,17 @@ enum SpeechCommand {
             finishedProbability = p
             arguments.removeSubrange(at...at + 1)
         }
-        // --trace (endpoint): smart-turn also asked 350, 500, 800 and 1200 ms into each pause,
+        // --trace (endpoint): smart-turn also asked at points up to 2.5 s into each pause,
         // one `model trace PAUSE_START MS PROBABILITY` line each: how its answer moves as the
         // pause grows (for designing the rule; the rule itself asks once).
         if let at = arguments.firstIndex(of: "--trace") {
             trace = true
             arguments.remove(at: at)
+        }
+        // --pause-ms N (endpoint): speech.pause_ms, the pause at which smart-turn is asked.
+        if let at = arguments.firstIndex(of: "--pause-ms"), at + 1 < arguments.count, let n = Int(arguments[at + 1]), (32...2_000).contains(n) {
+            pauseMilliseconds = n
+            arguments.removeSubrange(at...at + 1)
         }
         if let at = arguments.firstIndex(of: "--threads"), at + 1 < arguments.count, let n = Int(arguments[at + 1]), (1...2).contains(n) {
             threads = n
@@ -205,6 +211,7 @@ enum SpeechCommand {
         var features = [Float](repeating: 0, count: WhisperFeatures.bins * WhisperFeatures.frames)
         var configuration = TurnEndpointerConfiguration()
         configuration.finishedProbability = finishedProbability
+        configuration.pauseMilliseconds = pauseMilliseconds
         var endpointer = TurnEndpointer(configuration: configuration)
         func ask() -> Float {
             window.withUnsafeMutableBufferPointer { stream.copyRecent(into: $0) }
@@ -219,8 +226,8 @@ enum SpeechCommand {
             case .speechStarted(let onset): print("model started \(seconds(onset))")
             case .askModel(let pause):
                 let p = ask()
-                print("model asked \(seconds(pause)) \(AudioKernelDemo.format(Double(p), 3))")
-                if trace { traced = (pause, [350, 500, 800, 1_200]) }
+                print("model asked \(seconds(pause)) \(AudioKernelDemo.format(Double(p), 3)) snr \(endpointer.signalToNoise.map { AudioKernelDemo.format($0, 1) } ?? "-") threshold \(AudioKernelDemo.format(Double(endpointer.finishedThreshold), 3))")
+                if trace { traced = (pause, [100, 150, 200, 250, 300, 350, 400, 500, 650, 800, 1_000, 1_300, 1_600, 2_000, 2_500].filter { $0 > pauseMilliseconds }) }
                 report(endpointer.answer(p))
             case .stillListening: break
             case .resumed:

@@ -22,9 +22,26 @@ final class TurnTakingProofTests: XCTestCase {
     }
 
     /// Each rule's events on one recording: (rule, event, seconds, decided).
-    func events(_ samples: [Int16]) throws -> [(rule: String, event: String, at: Double, decided: Double)] {
-        let wav = ONNXReference.temporaryFile("turn-taking.wav")
-        defer { try? FileManager.default.removeItem(at: wav) }
+    /// PRACTICED_TURN_TAKING_DUMP=DIR keeps every recording the proof made (`NNN.wav`) with
+    /// an `index.tsv` line saying what it holds, for studying a rule outside the proof.
+    static let dump = ProcessInfo.processInfo.environment["PRACTICED_TURN_TAKING_DUMP"].map { URL(fileURLWithPath: $0) }
+    private var dumped = 0
+
+    func events(_ samples: [Int16], describing description: @autoclosure () -> String) throws -> [(rule: String, event: String, at: Double, decided: Double)] {
+        var wav = ONNXReference.temporaryFile("turn-taking.wav")
+        if let directory = Self.dump {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            dumped += 1
+            wav = directory.appendingPathComponent(String(format: "%03d.wav", dumped))
+            let line = Data("\(wav.lastPathComponent)\t\(description())\n".utf8)
+            let index = directory.appendingPathComponent("index.tsv")
+            if let handle = try? FileHandle(forWritingTo: index) {
+                handle.seekToEndOfFile(); handle.write(line); handle.closeFile()
+            } else {
+                try line.write(to: index)
+            }
+        }
+        defer { if Self.dump == nil { try? FileManager.default.removeItem(at: wav) } }
         let writer = try WAVFileWriter(path: wav.path, format: .speech)
         try writer.write(samples)
         try writer.close(sync: false)
@@ -51,7 +68,7 @@ final class TurnTakingProofTests: XCTestCase {
             let stimuli = try HesitantSpeech.stimuli(pauses: pauses, prompts: full ? ["demo-congrats", "demo-instruct"] : ["demo-congrats"],
                                                      phrases: full ? 3 : 2, snr: snr)
             for stimulus in stimuli {
-                let all = try events(stimulus.samples)
+                let all = try events(stimulus.samples, describing: "\(condition)\t\(stimulus.pause)\t\(stimulus.cut)\t\(stimulus.end)\t\(stimulus.reader)")
                 for rule in ["model", "hangover"] {
                     let mine = all.filter { $0.rule == rule }
                     let key = "\(condition) \(stimulus.pause) s"
@@ -72,7 +89,7 @@ final class TurnTakingProofTests: XCTestCase {
             }
         }
         for (name, samples) in try HesitantSpeech.nonSpeech(seconds: full ? 60 : 20) {
-            let all = try events(samples)
+            let all = try events(samples, describing: "non-speech\t\(name)")
             for rule in ["model", "hangover"] {
                 var o = outcomes[rule, default: [:]]["non-speech", default: Outcome()]
                 let turns = all.filter { $0.rule == rule && $0.event == "started" }.count

@@ -32,4 +32,8 @@ void practiced_thread_set_name(const char *name);
 /// Returns 0 or -errno.
 int practiced_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid);
 
+/// Hands the heap's free pages back to the kernel (glibc's malloc_trim, which Swift's Glibc
+/// module does not export; nothing elsewhere). Returns 1 if memory was released.
+int practiced_release_free_memory(void);
+
 #endif

@@ -54,11 +54,11 @@ public struct DaemonConfiguration: Equatable, Sendable {
     /// `model` (Silero VAD hears the pauses and smart-turn whether they end the turn).
     public var speechEndpoint = SpeechEndpoint.hangover
     /// `model`: a pause this long is put to smart-turn...
-    public var speechPauseMilliseconds = 200
+    public var speechPauseMilliseconds = 150
     /// ...and one this long ends the turn whatever it said.
     public var speechMaxPauseMilliseconds = 3_000
     /// `model`: smart-turn's probability at or above which a pause ends the turn.
-    public var speechFinishedProbability = 0.9
+    public var speechFinishedProbability = 0.93
     /// `model`: where the model files are (the package installs them here).
     public var speechModelsDirectory = "/usr/share/practiced/models"
     /// `model`: smart-turn's products on this many threads (2 halves its latency on two cores).
@@ -326,7 +326,7 @@ struct ConfigurationKey: Sendable {
         .integer("speech.max_pause_ms", 200...10_000, unit: "milliseconds",
                  help: "speech.endpoint = model: a pause this long ends the turn whatever smart-turn said", \.speechMaxPauseMilliseconds),
         ConfigurationKey(name: "speech.finished_probability", allowed: "a probability from 0.5 to 0.99",
-                         help: "speech.endpoint = model: smart-turn's probability at or above which a pause ends the turn",
+                         help: "speech.endpoint = model: smart-turn's probability at or above which a pause ends the turn in a quiet room (it rises in noise)",
                          apply: { configuration, text in
                              guard let value = Double(text), value >= 0.5, value <= 0.99 else { return false }
                              configuration.speechFinishedProbability = value

@@ -1,4 +1,5 @@
 import AudioKernel
+internal import CAudioShim
 import COpenSSL
 import FoundationEssentials
 import SpeechModels
@@ -62,6 +63,16 @@ public enum SpeechModelFiles {
 
     /// Both models, checked and loaded, with smart-turn's worker thread started.
     public static func load(directory: String, threads: Int, configuration: TurnEndpointerConfiguration) throws(Failure) -> LearnedEndpointing {
+        let endpointing = try loadFiles(directory: directory, threads: threads, configuration: configuration)
+        // Loading held the files' bytes and their parsed tensors (about 20 MB) for a moment.
+        // Freed, glibc keeps most of it in the heap (its mmap threshold rises to the size of
+        // the first large block freed, so the next ones came from the heap): handed back, the
+        // daemon's resident memory is what it uses.
+        _ = practiced_release_free_memory()
+        return endpointing
+    }
+
+    private static func loadFiles(directory: String, threads: Int, configuration: TurnEndpointerConfiguration) throws(Failure) -> LearnedEndpointing {
         let sileroBytes = try contents(directory, silero)
         let smartTurnBytes = try contents(directory, smartTurn)
         let vad: SileroVAD

@@ -26,16 +26,17 @@ public final class SmartTurnModel {
     private let row: UnsafeMutablePointer<Float>  // one row of up to 1536
     private let activations: UnsafeMutablePointer<Int16>  // centred operands, up to [400][1536]
     private let columns: UnsafeMutablePointer<Int16>  // the convolutions' input windows
-    private let sums: UnsafeMutablePointer<Int32>  // products, up to [400][1536]
+    private let sums: UnsafeMutablePointer<Int32>  // products, up to [400][400]: wider ones go in blocks of rows
     private let queries: UnsafeMutablePointer<Int16>, keys: UnsafeMutablePointer<Int16>  // [head][400][64]
     private let values: UnsafeMutablePointer<Int16>  // [head][64][400]
     private let attention: UnsafeMutablePointer<Int16>  // one head's [400][400]
     private let pooled: UnsafeMutablePointer<Float>  // [400][384] final, dequantized
     private let timeWeights: UnsafeMutablePointer<Float>
     private let panel: UnsafeMutablePointer<Int16>  // widened weights (IntegerGEMM.panelCapacity)
-    /// The GELUs after the first convolution and each feed-forward expansion, as tables.
-    private let convolutionGELU: [Int16]
-    private let expandedGELU: [[Int16]]  // the pooling's softmax over the 400 positions
+    /// The GELUs after the first convolution and each feed-forward expansion, as tables
+    /// (``QuantizedGELU``).
+    private let convolutionGELU: [UInt8]
+    private let expandedGELU: [[UInt8]]
 
     /// Called with each quantized activation as it is computed (its graph's QuantizeLinear
     /// output name and the uint8 values, in the graph's layout where it is [t][c]-ordered):
@@ -58,14 +59,14 @@ public final class SmartTurnModel {
     init(weights: SmartTurnWeights, threads: Int = 1) {
         self.weights = weights
         helper = threads > 1 ? ProductHelper() : nil
-        convolutionGELU = Self.geluTable(weights.convolution1, bias: nil, then: weights.gelu1)
-        expandedGELU = weights.layers.map { Self.geluTable($0.expand, bias: $0.expand.bias, then: $0.expandedGELU) }
+        convolutionGELU = QuantizedGELU.table(weights.convolution1, bias: nil, then: weights.gelu1)
+        expandedGELU = weights.layers.map { QuantizedGELU.table($0.expand, bias: $0.expand.bias, then: $0.expandedGELU) }
         let area = Self.positions * Self.width
         residual = .allocate(capacity: area)
         row = .allocate(capacity: Self.expanded)
         activations = .allocate(capacity: Self.positions * Self.expanded)
         columns = .allocate(capacity: max(Self.frames * Self.bins * 3, Self.positions * Self.width * 3))
-        sums = .allocate(capacity: Self.positions * Self.expanded)
+        sums = .allocate(capacity: Self.sumsCapacity)
         queries = .allocate(capacity: area)
         keys = .allocate(capacity: area)
         values = .allocate(capacity: area)
@@ -81,8 +82,24 @@ public final class SmartTurnModel {
         queries.deallocate(); keys.deallocate(); values.deallocate(); attention.deallocate(); pooled.deallocate(); timeWeights.deallocate(); panel.deallocate()
     }
 
+    /// `sums` holds the largest product the model needs whole, one head's attention scores
+    /// ([400][400]); the first convolution ([800][384]) and the feed-forward expansion
+    /// ([400][1536]) are computed in blocks of rows that fit (1.8 MB less than holding them).
+    private static let sumsCapacity = positions * positions
+
+    /// `body(first, count)` for consecutive blocks of `rows` whose products by `linear` fit `sums`.
+    private func inBlocks(rows: Int, of linear: SmartTurnWeights.Linear, _ body: (Int, Int) -> Void) {
+        let block = Self.sumsCapacity / linear.matrix.outputs
+        var first = 0
+        while first < rows {
+            body(first, min(block, rows - first))
+            first += block
+        }
+    }
+
     /// `sums[m][n]` for `rows` rows of centred `input` (stride `depth`) by `linear`'s weight.
     private func product(_ input: UnsafePointer<Int16>, rows: Int, _ linear: SmartTurnWeights.Linear) {
+        precondition(rows * linear.matrix.outputs <= Self.sumsCapacity, "a product that fits the sums")
         linear.matrix.values.withUnsafeBufferPointer { w in
             if let helper {
                 helper.multiply(input, rows: rows, depth: linear.matrix.inputs, strideA: linear.matrix.inputs,
@@ -147,28 +164,12 @@ public final class SmartTurnModel {
         UnsafeRawPointer(p).loadUnaligned(as: SIMD4<Int32>.self)
     }
 
-    /// A GELU between two quantizations as a table: its input is a product's requantized
-    /// result (256 steps) plus, for a MatMul, a bias per column, so for each column the
-    /// quantized output of every input step can be computed once, when the model loads
-    /// (`[column][step]`, 256 entries a column). The same arithmetic as computing it each
-    /// time, so the same results.
-    static func geluTable(_ product: SmartTurnWeights.Linear, bias: [Float]?, then output: Quantization) -> [Int16] {
-        let columns = bias?.count ?? 1
-        var table = [Int16](repeating: 0, count: columns * 256)
-        let zero = product.output.zeroPoint
-        for column in 0..<columns {
-            for step in 0..<256 {
-                let value = Float(Int32(step) - zero) * product.output.scale + (bias?[column] ?? 0)
-                table[column * 256 + step] = output.centred(FloatKernels.gelu(value))
-            }
-        }
-        return table
-    }
-
     /// Row `m` of the last product through a GELU table: requantized (Int32 bias included),
     /// then looked up, into `out`.
     @inline(__always)
-    private func geluThroughTable(_ m: Int, of linear: SmartTurnWeights.Linear, table: [Int16], perColumn: Bool, into out: UnsafeMutablePointer<Int16>) {
+    private func geluThroughTable(_ m: Int, of linear: SmartTurnWeights.Linear, table: [UInt8], then gelu: Quantization, perColumn: Bool,
+                                  into out: UnsafeMutablePointer<Int16>) {
+        let outputZero = Int16(gelu.zeroPoint)
         let n = linear.matrix.outputs
         let s = sums + m * n
         let output = linear.output
@@ -183,7 +184,7 @@ public final class SmartTurnModel {
                     if bias.count == n { sum &+= Self.load4(bias.baseAddress! + j) }
                     let steps = output.centred(sums: sum, multipliers: FloatKernels.load4(multipliers.baseAddress! + j)) &+ zero
                     for lane in 0..<4 {
-                        out[j + lane] = table[(perColumn ? (j + lane) * 256 : 0) + Int(steps[lane])]
+                        out[j + lane] = Int16(table[(perColumn ? (j + lane) * 256 : 0) + Int(steps[lane])]) &- outputZero
                     }
                     j += 4
                 }
@@ -208,9 +209,11 @@ public final class SmartTurnModel {
                 }
             }
         }
-        product(columns, rows: frames, w.convolution1)
-        for t in 0..<frames {
-            geluThroughTable(t, of: w.convolution1, table: convolutionGELU, perColumn: false, into: activations + t * width)
+        inBlocks(rows: frames, of: w.convolution1) { first, count in
+            product(columns + first * bins * 3, rows: count, w.convolution1)
+            for t in 0..<count {
+                geluThroughTable(t, of: w.convolution1, table: convolutionGELU, then: w.gelu1, perColumn: false, into: activations + (first + t) * width)
+            }
         }
         report("gelu_QuantizeLinear_Output", activations, count: frames * width, zeroPoint: w.gelu1.zeroPoint)
         // Convolution 2 (384 → 384, width 3, stride 2), GELU, positions.
@@ -403,10 +406,16 @@ public final class SmartTurnModel {
         // The feed-forward block.
         normalize(layer.feedForwardNorm, quantization: layer.feedForwardInput)
         report("feed_forward_input", activations, count: positions * width, zeroPoint: layer.feedForwardInput.zeroPoint)
-        product(activations, rows: positions, layer.expand)
-        // Row t of the product is read from `sums`, so `activations` is free to take [t][1536].
-        for t in 0..<positions {
-            geluThroughTable(t, of: layer.expand, table: expandedGELU[index], perColumn: true, into: activations + t * Self.expanded)
+        // The input moves to `columns`, so that `activations` is free to take [t][1536] while
+        // the expansion goes in blocks of rows.
+        let feedForwardInput = columns
+        feedForwardInput.update(from: activations, count: positions * width)
+        inBlocks(rows: positions, of: layer.expand) { first, count in
+            product(feedForwardInput + first * width, rows: count, layer.expand)
+            for t in 0..<count {
+                geluThroughTable(t, of: layer.expand, table: expandedGELU[index], then: layer.expandedGELU, perColumn: true,
+                                 into: activations + (first + t) * Self.expanded)
+            }
         }
         report("expanded_gelu", activations, count: positions * Self.expanded, zeroPoint: layer.expandedGELU.zeroPoint)
         product(activations, rows: positions, layer.contract)

@@ -4,12 +4,13 @@ import XCTest
 /// The learned endpointing rule as a state machine, on VAD probabilities and smart-turn
 /// answers given by hand (the models' own tests are in SpeechModelsTests).
 final class TurnEndpointerTests: XCTestCase {
-    /// Frames of 32 ms at 24 kHz (768 samples); `speech` frames at RMS 3000, then `pause`.
-    private func feed(_ endpointer: inout TurnEndpointer, from: inout Int, frames: Int, probability: Float, level: Double = 3_000) -> [TurnEndpointer.Decision] {
+    /// Frames of 32 ms at 24 kHz (768 samples); speech frames at RMS 3000 and pauses at 30 (a
+    /// quiet room, 40 dB below) unless `level` says otherwise.
+    private func feed(_ endpointer: inout TurnEndpointer, from: inout Int, frames: Int, probability: Float, level: Double? = nil) -> [TurnEndpointer.Decision] {
         var decisions: [TurnEndpointer.Decision] = []
         for _ in 0..<frames {
             from += 768
-            let d = endpointer.frame(probability: probability, end: from, level: level)
+            let d = endpointer.frame(probability: probability, end: from, level: level ?? (probability >= 0.5 ? 3_000 : 30))
             if d != .none { decisions.append(d) }
         }
         return decisions
@@ -44,7 +45,7 @@ final class TurnEndpointerTests: XCTestCase {
         var e = TurnEndpointer(), at = 0
         _ = feed(&e, from: &at, frames: 30, probability: 0.9)
         let speechEnd = at
-        // 200 ms of pause is 7 frames of 32 ms (224 ms): the model is asked once.
+        // 150 ms of pause is 5 frames of 32 ms (160 ms): the model is asked once.
         XCTAssertEqual(feed(&e, from: &at, frames: 7, probability: 0.05), [.askModel(pauseStart: speechEnd)])
         XCTAssertEqual(feed(&e, from: &at, frames: 3, probability: 0.05), [], "asked once a pause")
         XCTAssertEqual(e.answer(0.95), .ended(end: speechEnd, ending: .finished(probability: 0.95)))
@@ -53,17 +54,39 @@ final class TurnEndpointerTests: XCTestCase {
 
     func testTheThresholdIsTheConfigurations() {
         var configuration = TurnEndpointerConfiguration()
-        XCTAssertEqual(configuration.finishedProbability, 0.9)
+        XCTAssertEqual(configuration.finishedProbability, 0.93)
         var e = TurnEndpointer(configuration: configuration), at = 0
         _ = feed(&e, from: &at, frames: 30, probability: 0.9)
         _ = feed(&e, from: &at, frames: 7, probability: 0.05)
-        XCTAssertEqual(e.answer(0.8), .stillListening(probability: 0.8), "0.8 is not finished at 0.9")
+        XCTAssertEqual(e.answer(0.92), .stillListening(probability: 0.92), "0.92 is not finished at 0.93")
         configuration.finishedProbability = 0.5
         e = TurnEndpointer(configuration: configuration)
         _ = feed(&e, from: &at, frames: 30, probability: 0.9)
         let end = at
         _ = feed(&e, from: &at, frames: 7, probability: 0.05)
         XCTAssertEqual(e.answer(0.8), .ended(end: end, ending: .finished(probability: 0.8)), "pipecat's 0.5")
+    }
+
+    /// In noise smart-turn hears hesitations as finished far more often: the threshold rises
+    /// halfway to 1 and the question comes 50 ms later once the room's SNR is 12 dB or less.
+    func testNoiseRaisesTheThresholdAndDelaysTheQuestion() {
+        var quiet = TurnEndpointer(), at = 0
+        _ = feed(&quiet, from: &at, frames: 30, probability: 0.9)
+        let quietEnd = at
+        XCTAssertEqual(feed(&quiet, from: &at, frames: 5, probability: 0.05), [.askModel(pauseStart: quietEnd)], "asked at 150 ms")
+        XCTAssertEqual(quiet.signalToNoise ?? 0, 40, accuracy: 0.5)
+        XCTAssertEqual(quiet.answer(0.95), .ended(end: quietEnd, ending: .finished(probability: 0.95)))
+
+        var noisy = TurnEndpointer()
+        at = 0
+        _ = feed(&noisy, from: &at, frames: 40, probability: 0.05, level: 1_000)  // the room before the learner speaks
+        _ = feed(&noisy, from: &at, frames: 30, probability: 0.9)
+        let noisyEnd = at
+        XCTAssertEqual(noisy.signalToNoise ?? 0, 9.5, accuracy: 0.5)
+        XCTAssertEqual(noisy.finishedThreshold, 0.965, accuracy: 0.0001)
+        XCTAssertEqual(feed(&noisy, from: &at, frames: 6, probability: 0.05, level: 1_000), [], "not yet at 192 ms")
+        XCTAssertEqual(feed(&noisy, from: &at, frames: 1, probability: 0.05, level: 1_000), [.askModel(pauseStart: noisyEnd)], "asked at 200 ms")
+        XCTAssertEqual(noisy.answer(0.95), .stillListening(probability: 0.95), "0.95 is not finished in noise")
     }
 
     func testAnUnfinishedPauseWaitsAndTheNextPauseIsAskedAgain() {
