@@ -30,7 +30,6 @@ public final class SmartTurnModel {
     private let queries: UnsafeMutablePointer<Int16>, keys: UnsafeMutablePointer<Int16>  // [head][400][64]
     private let values: UnsafeMutablePointer<Int16>  // [head][64][400]
     private let attention: UnsafeMutablePointer<Int16>  // one head's [400][400]
-    private let pooled: UnsafeMutablePointer<Float>  // [400][384] final, dequantized
     private let timeWeights: UnsafeMutablePointer<Float>
     private let panel: UnsafeMutablePointer<Int16>  // widened weights (IntegerGEMM.panelCapacity)
     /// The GELUs after the first convolution and each feed-forward expansion, as tables
@@ -71,7 +70,6 @@ public final class SmartTurnModel {
         keys = .allocate(capacity: area)
         values = .allocate(capacity: area)
         attention = .allocate(capacity: Self.positions * Self.positions)
-        pooled = .allocate(capacity: area)
         timeWeights = .allocate(capacity: Self.positions)
         panel = .allocate(capacity: IntegerGEMM.panelCapacity)
     }
@@ -79,7 +77,7 @@ public final class SmartTurnModel {
     deinit {
         helper?.stop()
         residual.deallocate(); row.deallocate(); activations.deallocate(); columns.deallocate(); sums.deallocate()
-        queries.deallocate(); keys.deallocate(); values.deallocate(); attention.deallocate(); pooled.deallocate(); timeWeights.deallocate(); panel.deallocate()
+        queries.deallocate(); keys.deallocate(); values.deallocate(); attention.deallocate(); timeWeights.deallocate(); panel.deallocate()
     }
 
     /// `sums` holds the largest product the model needs whole, one head's attention scores
@@ -236,6 +234,8 @@ public final class SmartTurnModel {
 
         // The final norm, attention pooling over time, the classifier.
         normalize(w.finalNorm, quantization: w.finalOutput)
+        // The final norm has read the residual stream: its buffer takes the dequantized output.
+        let pooled = residual  // [400][384]
         for i in 0..<(positions * width) { pooled[i] = Float(activations[i]) * w.finalOutput.scale }
         product(activations, rows: positions, w.poolProjection)
         let tanhScores = columns  // [400][256]
@@ -260,7 +260,7 @@ public final class SmartTurnModel {
         }
         product(pooledVector, rows: 1, w.classifier1)
         result(0, of: w.classifier1)
-        let normalized = residual  // free now
+        let normalized = residual  // free now: the pooling has read it
         w.classifierNorm.weight.withUnsafeBufferPointer { g in
             w.classifierNorm.bias.withUnsafeBufferPointer { b in
                 FloatKernels.layerNorm(row, count: 256, weight: g.baseAddress!, bias: b.baseAddress!, into: normalized)
