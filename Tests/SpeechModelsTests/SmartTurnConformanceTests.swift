@@ -65,5 +65,10 @@ final class SmartTurnConformanceTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(swift.close, Self.windowCount * 85 / 100, "within 0.01")
         XCTAssertLessThanOrEqual(swift.flips, Self.windowCount / 50, "the same decision at 0.5")
         XCTAssertLessThan(swift.mean, itself.mean / 3, "closer to onnxruntime than onnxruntime is to itself")
+
+        // On two threads (the daemon's default): the integer sums are exact whichever thread
+        // computes which rows, so every probability is the same to the bit.
+        let twoThreads = try ONNXReference.ours(["turn", ONNXReference.smartTurn, "--features", theirFeatures.path, "--threads", "2"])
+        XCTAssertEqual(twoThreads, probabilities, "two threads give one thread's results")
     }
 }

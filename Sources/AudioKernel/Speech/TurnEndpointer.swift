@@ -107,7 +107,8 @@ public struct TurnEndpointer: Sendable {
         speechSamples = 0
     }
 
-    /// One VAD frame: its speech probability, the stream position where it ends, its RMS.
+    /// One VAD frame: its speech probability, the stream position where it ends, its RMS (0:
+    /// not measured, e.g. masked while the kiosk speaks half-duplex).
     /// `minimumSpeechMilliseconds` overrides the configuration's for a start (voice barge-in
     /// over an echo-cancelled input asks for longer speech: the canceller's residue of the
     /// kiosk's own voice comes in short bursts that Silero hears as speech).
@@ -115,10 +116,11 @@ public struct TurnEndpointer: Sendable {
         let start = end - frameSamples
         let speech = probability >= configuration.speechProbability
         let decibels = 20 * log10(max(level, 1))
-        // About 1 s of frames each: a word's level or a door's slam moves them little.
+        // About 1 s of frames each: a word's level or a door's slam moves them little. A level
+        // of 0 is a frame the recorder masked (while the kiosk speaks), not a quiet room.
         if speech && level >= configuration.minimumLevel {
             speechLevel = speechLevel.map { $0 + (decibels - $0) / 32 } ?? decibels
-        } else if probability < configuration.silenceProbability {
+        } else if probability < configuration.silenceProbability && level > 0 {
             noiseLevel = noiseLevel.map { $0 + (decibels - $0) / 32 } ?? decibels
         }
         guard inSpeech else {

@@ -87,6 +87,10 @@ final class TurnEndpointerTests: XCTestCase {
         XCTAssertEqual(feed(&noisy, from: &at, frames: 6, probability: 0.05, level: 1_000), [], "not yet at 192 ms")
         XCTAssertEqual(feed(&noisy, from: &at, frames: 1, probability: 0.05, level: 1_000), [.askModel(pauseStart: noisyEnd)], "asked at 200 ms")
         XCTAssertEqual(noisy.answer(0.95), .stillListening(probability: 0.95), "0.95 is not finished in noise")
+        // The kiosk's reply: the recorder masks its frames (level 0), which say nothing of the
+        // room. The next turn is judged by the room's noise still.
+        _ = feed(&noisy, from: &at, frames: 200, probability: 0.05, level: 0)
+        XCTAssertEqual(noisy.signalToNoise ?? 0, 9.5, accuracy: 0.5, "masked frames are not a quiet room")
     }
 
     func testAnUnfinishedPauseWaitsAndTheNextPauseIsAskedAgain() {
