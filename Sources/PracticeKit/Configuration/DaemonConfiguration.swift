@@ -57,7 +57,8 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public var speechPauseMilliseconds = 150
     /// ...and one this long ends the turn whatever it said.
     public var speechMaxPauseMilliseconds = 3_000
-    /// `model`: smart-turn's probability at or above which a pause ends the turn.
+    /// `model`: smart-turn's probability at or above which a pause ends the turn in a quiet
+    /// room (``TurnEndpointer/finishedThreshold`` raises it in noise).
     public var speechFinishedProbability = 0.93
     /// `model`: where the model files are (the package installs them here).
     public var speechModelsDirectory = "/usr/share/practiced/models"

@@ -8,8 +8,6 @@
 /// ever summed whole, which LLVM lowers to `pmaddwd` (SSE2, so baseline x86-64: eight
 /// multiply-adds an instruction) or NEON's widening multiply-adds.
 enum IntegerGEMM {
-    // Never inlined: each variant is compiled once, as a whole (inlined into a caller with
-    // more live values, the widening loads were left as calls).
     /// Int16 elements of the scratch an Int8 product widens its weights into (48 KiB): a
     /// panel of weight rows that stays in the core's caches while every row of A passes by.
     static let panelCapacity = 24 * 1024
@@ -18,6 +16,8 @@ enum IntegerGEMM {
     /// once per row block of A in the inner loop: baseline x86-64 has no widening load
     /// (`pmovsxbw` is SSE4.1), and the unpack and shift that stood in for it took as many
     /// instructions as the multiply-adds they fed (142 → 119 ms a window).
+    // Never inlined: each variant is compiled once, as a whole (inlined into a caller with
+    // more live values, the widening loads were left as calls).
     @inline(never)
     static func multiply(_ a: UnsafePointer<Int16>, rows: Int, depth: Int, strideA: Int,
                          _ b: UnsafePointer<Int8>, columns: Int, strideB: Int,

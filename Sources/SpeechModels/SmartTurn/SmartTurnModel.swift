@@ -25,7 +25,7 @@ public final class SmartTurnModel {
     private let residual: UnsafeMutablePointer<Float>  // [400][384]
     private let row: UnsafeMutablePointer<Float>  // one row of up to 1536
     private let activations: UnsafeMutablePointer<Int16>  // centred operands, up to [400][1536]
-    private let columns: UnsafeMutablePointer<Int16>  // the convolutions' input windows
+    private let columns: UnsafeMutablePointer<Int16>  // the convolutions' input windows, then each feed-forward input
     private let sums: UnsafeMutablePointer<Int32>  // products, up to [400][400]: wider ones go in blocks of rows
     private let queries: UnsafeMutablePointer<Int16>, keys: UnsafeMutablePointer<Int16>  // [head][400][64]
     private let values: UnsafeMutablePointer<Int16>  // [head][64][400]
