@@ -97,11 +97,19 @@ public final class ChildProcess: @unchecked Sendable {
         if reap(blocking: false) == nil { kill(pid, signal) }
     }
 
-    /// Sends `signal` and waits for the child to exit; its status.
+    /// Sends `signal` and waits for the child to exit; its status. A child still running
+    /// `grace` seconds later (hung in its shutdown) is killed, and says so on the test's
+    /// stderr: its status is then 128 + SIGKILL, which a test expecting a clean exit reports,
+    /// instead of the suite waiting for it for ever.
     @discardableResult
-    public func terminate(signal: Int32 = SIGTERM) -> Int32 {
+    public func terminate(signal: Int32 = SIGTERM, grace: Double = 60) -> Int32 {
         if let status = reap(blocking: false) { return status }
         kill(pid, signal)
+        if signal != SIGKILL, let status = waitForExit(timeout: grace) { return status }
+        if signal != SIGKILL {
+            FileHandle.standardError.write(Data("ChildProcess: pid \(pid) still running \(Int(grace)) s after signal \(signal); killed\n".utf8))
+        }
+        kill(pid, SIGKILL)
         return reap(blocking: true)!
     }
 

@@ -245,27 +245,30 @@ public final class PulseAudioServer: @unchecked Sendable {
     }
 }
 
-/// Runs a command line tool and returns its standard output; fails the test on a
-/// non-zero exit.
+/// Runs a command line tool and returns its standard output; throws on a non-zero exit, and
+/// when the tool has not finished after `timeout` seconds (it is killed, and the error names
+/// it: a hung tool fails its test instead of holding the whole suite). The tool is started
+/// with posix_spawn (``ChildProcess``) and writes to files, not pipes: a tool that filled its
+/// stderr pipe while stdout was being drained blocked for ever, and Foundation's `Process`
+/// has hung in `waitUntilExit` of a child that had ended.
 @discardableResult
-public func runTool(_ executable: String, _ arguments: [String], file: StaticString = #filePath, line: UInt = #line) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = [executable] + arguments
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    let output = out.fileHandleForReading.readDataToEndOfFile()
-    let errors = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-        throw ToolError(command: ([executable] + arguments).joined(separator: " "),
-                        status: process.terminationStatus,
-                        stderr: String(decoding: errors, as: UTF8.self))
+public func runTool(_ executable: String, _ arguments: [String], timeout: Double = 600,
+                    file: StaticString = #filePath, line: UInt = #line) throws -> String {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tool-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let outPath = directory.appendingPathComponent("stdout").path
+    let errPath = directory.appendingPathComponent("stderr").path
+    let command = ([executable] + arguments).joined(separator: " ")
+    let child = try ChildProcess(executable: "/usr/bin/env", arguments: [executable] + arguments,
+                                 environment: ProcessInfo.processInfo.environment, stdoutPath: outPath, stderrPath: errPath)
+    let errors = { (try? String(contentsOfFile: errPath, encoding: .utf8)).map { String($0.suffix(4096)) } ?? "" }
+    guard let status = child.waitForExit(timeout: timeout) else {
+        child.terminate(signal: SIGKILL)
+        throw ToolError(command: command, status: -1, stderr: "did not finish in \(Int(timeout)) s and was killed; its stderr: \(errors())")
     }
-    return String(decoding: output, as: UTF8.self)
+    guard status == 0 else { throw ToolError(command: command, status: status, stderr: errors()) }
+    return String(decoding: (try? Data(contentsOf: URL(fileURLWithPath: outPath))) ?? Data(), as: UTF8.self)
 }
 
 public struct ToolError: Error, CustomStringConvertible {

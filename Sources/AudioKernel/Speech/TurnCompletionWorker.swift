@@ -13,8 +13,10 @@ public final class TurnCompletionWorker: @unchecked Sendable {
     private let features = WhisperFeatures()
     private var window: [Float]
     private var featureBuffer: [Float]
-    private var mutex = pthread_mutex_t()
-    private var condition = pthread_cond_t()
+    // Allocated, not stored properties: `&property` of a class is not promised to be the
+    // same address each time, and a mutex must not move.
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var question: (token: Int, ready: Bool) = (0, false)
     private var answer: (token: Int, probability: Float, nanoseconds: Int64)?
     private var stopping = false
@@ -27,54 +29,56 @@ public final class TurnCompletionWorker: @unchecked Sendable {
         window = [Float](repeating: 0, count: WhisperFeatures.windowSamples)
         pendingWindow = window
         featureBuffer = [Float](repeating: 0, count: WhisperFeatures.bins * WhisperFeatures.frames)
-        pthread_mutex_init(&mutex, nil)
-        pthread_cond_init(&condition, nil)
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(condition, nil)
         thread = try IOThread(name: "smart-turn") { [unowned self] in self.loop() }
     }
 
     /// Ends the thread.
     public func stop() {
-        pthread_mutex_lock(&mutex)
+        pthread_mutex_lock(mutex)
         stopping = true
-        pthread_cond_broadcast(&condition)
-        pthread_mutex_unlock(&mutex)
+        pthread_cond_broadcast(condition)
+        pthread_mutex_unlock(mutex)
         thread?.join()
         thread = nil
     }
 
     deinit {
         if thread != nil { stop() }
-        pthread_cond_destroy(&condition)
-        pthread_mutex_destroy(&mutex)
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
     }
 
     /// On the capture thread: asks about the stream's last 8 s, under `token` (its answer
     /// carries it, so that a late answer is told from the current one).
     public func ask(_ stream: VoiceActivityStream, token: Int) {
-        pthread_mutex_lock(&mutex)
+        pthread_mutex_lock(mutex)
         pendingWindow.withUnsafeMutableBufferPointer { stream.copyRecent(into: $0) }
         question = (token, true)
-        pthread_cond_broadcast(&condition)
-        pthread_mutex_unlock(&mutex)
+        pthread_cond_broadcast(condition)
+        pthread_mutex_unlock(mutex)
     }
 
     /// On the capture thread: the newest answer, once (token, probability, time taken).
     public func takeAnswer() -> (token: Int, probability: Float, nanoseconds: Int64)? {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
         defer { answer = nil }
         return answer
     }
 
     private func loop() {
-        pthread_mutex_lock(&mutex)
+        pthread_mutex_lock(mutex)
         while true {
-            while !question.ready && !stopping { pthread_cond_wait(&condition, &mutex) }
+            while !question.ready && !stopping { pthread_cond_wait(condition, mutex) }
             if stopping { break }
             let token = question.token
             question.ready = false
             swap(&window, &pendingWindow)
-            pthread_mutex_unlock(&mutex)
+            pthread_mutex_unlock(mutex)
             var start = timespec()
             clock_gettime(CLOCK_MONOTONIC, &start)
             window.withUnsafeBufferPointer { w in
@@ -84,9 +88,9 @@ public final class TurnCompletionWorker: @unchecked Sendable {
             var end = timespec()
             clock_gettime(CLOCK_MONOTONIC, &end)
             let elapsed = Int64(end.tv_sec - start.tv_sec) * 1_000_000_000 + Int64(end.tv_nsec - start.tv_nsec)
-            pthread_mutex_lock(&mutex)
+            pthread_mutex_lock(mutex)
             answer = (token, p, elapsed)
         }
-        pthread_mutex_unlock(&mutex)
+        pthread_mutex_unlock(mutex)
     }
 }

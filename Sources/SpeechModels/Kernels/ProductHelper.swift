@@ -19,38 +19,49 @@ final class ProductHelper: @unchecked Sendable {
         var c: UnsafeMutablePointer<Int32>, strideC: Int
     }
 
-    private var mutex = pthread_mutex_t()
-    private var condition = pthread_cond_t()
+    // Allocated, not stored properties: `&property` of a class is not promised to be the
+    // same address each time, and a mutex must not move.
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var job: Job?
     private var finished = true
     private var stopping = false
     private var thread = pthread_t()
+    /// Whether the thread was made: when it could not be (no memory, a task limit reached),
+    /// every product runs on the caller's thread rather than waiting for a helper that is
+    /// not there.
+    private var running = false
     /// This thread's own scratch for widened weights (``IntegerGEMM/panelCapacity``).
     private let panel = UnsafeMutablePointer<Int16>.allocate(capacity: IntegerGEMM.panelCapacity)
 
     init() {
-        pthread_mutex_init(&mutex, nil)
-        pthread_cond_init(&condition, nil)
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(condition, nil)
         let unmanaged = Unmanaged.passRetained(self)
-        pthread_create(&thread, nil, { context in
+        running = pthread_create(&thread, nil, { context in
             let helper = Unmanaged<ProductHelper>.fromOpaque(context!).takeRetainedValue()
             helper.loop()
             return nil
-        }, unmanaged.toOpaque())
+        }, unmanaged.toOpaque()) == 0
+        if !running { unmanaged.release() }
     }
 
     /// Ends the thread (the model's deinit calls it: the thread holds a reference until then).
     func stop() {
-        pthread_mutex_lock(&mutex)
+        guard running else { return }
+        pthread_mutex_lock(mutex)
         stopping = true
-        pthread_cond_broadcast(&condition)
-        pthread_mutex_unlock(&mutex)
+        pthread_cond_broadcast(condition)
+        pthread_mutex_unlock(mutex)
         pthread_join(thread, nil)
+        running = false
     }
 
     deinit {
-        pthread_cond_destroy(&condition)
-        pthread_mutex_destroy(&mutex)
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
         panel.deallocate()
     }
 
@@ -58,19 +69,19 @@ final class ProductHelper: @unchecked Sendable {
         // Named, so that per-thread CPU figures (and top -H) tell it from the caller's
         // threads: unnamed it inherits whatever name its creator had.
         practiced_thread_set_name("smart-turn-2")
-        pthread_mutex_lock(&mutex)
+        pthread_mutex_lock(mutex)
         while true {
-            while job == nil && !stopping { pthread_cond_wait(&condition, &mutex) }
+            while job == nil && !stopping { pthread_cond_wait(condition, mutex) }
             if stopping { break }
             let work = job!
-            pthread_mutex_unlock(&mutex)
+            pthread_mutex_unlock(mutex)
             Self.run(work, panel: panel)
-            pthread_mutex_lock(&mutex)
+            pthread_mutex_lock(mutex)
             job = nil
             finished = true
-            pthread_cond_broadcast(&condition)
+            pthread_cond_broadcast(condition)
         }
-        pthread_mutex_unlock(&mutex)
+        pthread_mutex_unlock(mutex)
     }
 
     private static func run(_ job: Job, panel: UnsafeMutablePointer<Int16>) {
@@ -89,21 +100,21 @@ final class ProductHelper: @unchecked Sendable {
                   b8: UnsafePointer<Int8>?, b16: UnsafePointer<Int16>?, columns: Int, strideB: Int,
                   into c: UnsafeMutablePointer<Int32>, strideC: Int, panel: UnsafeMutablePointer<Int16>) {
         // Split on a multiple of the kernel's three rows; small products stay on this thread.
-        let split = rows >= 24 ? (rows / 2) / 3 * 3 : 0
+        let split = running && rows >= 24 ? (rows / 2) / 3 * 3 : 0
         if split > 0 {
-            pthread_mutex_lock(&mutex)
+            pthread_mutex_lock(mutex)
             job = Job(a: a + split * strideA, rows: rows - split, depth: depth, strideA: strideA, b8: b8, b16: b16,
                       columns: columns, strideB: strideB, c: c + split * strideC, strideC: strideC)
             finished = false
-            pthread_cond_broadcast(&condition)
-            pthread_mutex_unlock(&mutex)
+            pthread_cond_broadcast(condition)
+            pthread_mutex_unlock(mutex)
         }
         Self.run(Job(a: a, rows: split > 0 ? split : rows, depth: depth, strideA: strideA, b8: b8, b16: b16,
                      columns: columns, strideB: strideB, c: c, strideC: strideC), panel: panel)
         if split > 0 {
-            pthread_mutex_lock(&mutex)
-            while !finished { pthread_cond_wait(&condition, &mutex) }
-            pthread_mutex_unlock(&mutex)
+            pthread_mutex_lock(mutex)
+            while !finished { pthread_cond_wait(condition, mutex) }
+            pthread_mutex_unlock(mutex)
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 @testable import PracticeKit
+import TestSupport
 import XCTest
 
 /// The written documentation against the code it describes, so that neither drifts from the
@@ -80,15 +81,7 @@ final class DocumentationTests: XCTestCase {
 
     /// The repository's files as git knows them (a build folder's copies are not the docs' business).
     private func trackedFiles() throws -> [String] {
-        let git = Process()
-        git.executableURL = URL(fileURLWithPath: "/usr/bin/git")
-        git.arguments = ["-C", Self.repository, "ls-files", "--cached", "--others", "--exclude-standard"]
-        let pipe = Pipe()
-        git.standardOutput = pipe
-        try git.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        git.waitUntilExit()
-        XCTAssertEqual(git.terminationStatus, 0)
-        return String(decoding: output, as: UTF8.self).split(separator: "\n").map(String.init)
+        try runTool("git", ["-C", Self.repository, "ls-files", "--cached", "--others", "--exclude-standard"])
+            .split(separator: "\n").map(String.init)
     }
 }
