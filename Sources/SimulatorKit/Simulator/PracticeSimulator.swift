@@ -311,11 +311,13 @@ public final class PracticeSimulator: @unchecked Sendable {
             ("upload_bytes", uploadBytes.map { .int($0) } ?? .null),
             ("heard_speech", heardSpeech.map { .bool($0) } ?? .null),
         ])
-        let end = ReplyStreamer(configuration: config, faults: faults, clock: clock).write(events, to: writer)
-        if let phrase, let userText {
+        // The turn is saved when its reply ends (complete, or cut by the fault plan; not when
+        // the client hung up), before the client sees that end.
+        let end = ReplyStreamer(configuration: config, faults: faults, clock: clock).write(events, to: writer) {
+            guard let phrase, let userText else { return }
             lock.withLock {
                 let repeated = key.map { (keys[$0]?.segments ?? 0) > 0 } ?? false
-                if end == .finished || end == .dropped, !repeated {
+                if !repeated {
                     if let key { keys[key, default: (0, 0)].segments += 1 }
                     let index = session.segments.count
                     session.segments.append(.init(id: nextSegmentID(), turnIndex: index, userText: userText, aiText: phrase.text))

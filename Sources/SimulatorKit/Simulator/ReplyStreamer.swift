@@ -70,9 +70,11 @@ struct ReplyStreamer {
         Array("event: surprise\ndata: {\"what\": 1}\n\n".utf8),
     ]
 
-    /// Writes the events. `shouldContinue` is asked between events (the server stops a
-    /// reply when its session is gone).
-    func write(_ events: [ReplyEvent], to writer: HTTPResponseWriter) -> ReplyStreamEnd {
+    /// Writes the events. `beforeEnding` runs once the reply is complete or cut by the fault
+    /// plan, before the client can see the end (the last chunk, the dropped connection): what
+    /// the server saves of the turn is there when the client's next request arrives, however
+    /// the two threads are scheduled.
+    func write(_ events: [ReplyEvent], to writer: HTTPResponseWriter, beforeEnding: () -> Void = {}) -> ReplyStreamEnd {
         writer.beginChunked(contentType: "text/event-stream; charset=utf-8")
         let start = DispatchTime.now().uptimeNanoseconds
         var audioSent = 0.0
@@ -83,6 +85,7 @@ struct ReplyStreamer {
         for (index, event) in events.enumerated() {
             if faults.omitDone && event.name == "done" { continue }
             if let limit = faults.dropAfterEvents, written >= limit {
+                beforeEnding()
                 writer.dropConnection()
                 return .dropped
             }
@@ -96,6 +99,7 @@ struct ReplyStreamer {
                 }
                 audioEvents += 1
                 guard clock.wait(until: start + UInt64(due * 1e9)) else {
+                    beforeEnding()
                     writer.dropConnection()
                     return .dropped
                 }
@@ -110,6 +114,7 @@ struct ReplyStreamer {
                 }
             }
         }
+        beforeEnding()
         if let limit = faults.dropAfterEvents, written >= limit, written < events.count {
             writer.dropConnection()
             return .dropped
