@@ -78,11 +78,24 @@ enum FloatKernels {
     /// for bit and the rest to the last bit.
     static func layerNorm(_ x: UnsafePointer<Float>, count: Int, weight: UnsafePointer<Float>, bias: UnsafePointer<Float>,
                           epsilon: Float = 1e-5, into y: UnsafeMutablePointer<Float>) {
-        var sum = 0.0, squares = 0.0
-        for i in 0..<count {
+        // Four partial sums in double, so that four chains of additions overlap (a row of 384
+        // is otherwise 768 dependent additions). A float's square is exact in double; the
+        // order of the additions can move a double's last bit, far below the float the norm
+        // ends in (the model's outputs are the same to the bit).
+        var sums = SIMD4<Double>(), squareSums = SIMD4<Double>()
+        var i = 0
+        while i + 4 <= count {
+            let v = SIMD4<Double>(SIMD4<Float>(x[i], x[i + 1], x[i + 2], x[i + 3]))
+            sums += v
+            squareSums += v * v
+            i += 4
+        }
+        var sum = sums.sum(), squares = squareSums.sum()
+        while i < count {
             let v = Double(x[i])
             sum += v
             squares += v * v
+            i += 1
         }
         let mean = sum / Double(count)
         let variance = Float(squares / Double(count) - mean * mean)

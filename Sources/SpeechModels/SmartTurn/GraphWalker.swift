@@ -72,7 +72,18 @@ struct GraphWalker {
             if node.opType == "Gemm", node.attributes["transB"]?.int != 1 {
                 throw .unexpectedGraph("\(node.name) is not a Gemm with transB")
             }
-            matrix = QuantizedMatrix(values: raw, scales: scales, outputs: values.dims[0], inputs: values.count / values.dims[0])
+            if node.opType == "Conv" {
+                // [N][C][K] stored [N][K][C]: a window of K consecutive frames of a [t][C]
+                // activation is then one contiguous span, which the product reads in place
+                // (the sums are integers: the order of their terms changes nothing).
+                guard values.dims.count == 3 else { throw .wrongShape("\(values.name) is \(values.dims), not [out][in][width]") }
+                let (n, c, k) = (values.dims[0], values.dims[1], values.dims[2])
+                var reordered = [Int8](repeating: 0, count: raw.count)
+                for o in 0..<n { for i in 0..<c { for j in 0..<k { reordered[(o * k + j) * c + i] = raw[(o * c + i) * k + j] } } }
+                matrix = QuantizedMatrix(values: reordered, scales: scales, outputs: n, inputs: c * k)
+            } else {
+                matrix = QuantizedMatrix(values: raw, scales: scales, outputs: values.dims[0], inputs: values.count / values.dims[0])
+            }
         }
         let output = try quantization(after: node.outputs[0]).quantization
         guard let inputDequantize = graph.producer(of: node.inputs[0]), inputDequantize.opType == "DequantizeLinear" else {

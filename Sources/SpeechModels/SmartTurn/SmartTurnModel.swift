@@ -17,24 +17,29 @@ import Darwin
 /// Buffers are allocated once: ``probability(features:)`` allocates nothing.
 public final class SmartTurnModel {
     private let weights: SmartTurnWeights
-    private static let width = SmartTurnWeights.width, positions = SmartTurnWeights.positionsCount
-    private static let heads = SmartTurnWeights.heads, headWidth = SmartTurnWeights.headWidth
+    static let width = SmartTurnWeights.width, positions = SmartTurnWeights.positionsCount
+    static let heads = SmartTurnWeights.heads, headWidth = SmartTurnWeights.headWidth
     private static let expanded = SmartTurnWeights.expanded
     private static let frames = WhisperFeatures.frames, bins = WhisperFeatures.bins
 
     private let residual: UnsafeMutablePointer<Float>  // [400][384]
     private let row: UnsafeMutablePointer<Float>  // one row of up to 1536
-    private let activations: UnsafeMutablePointer<Int16>  // centred operands, up to [400][1536]
-    private let columns: UnsafeMutablePointer<Int16>  // the convolutions' input windows, then each feed-forward input
-    private let sums: UnsafeMutablePointer<Int32>  // products, up to [400][400]: wider ones go in blocks of rows
-    private let queries: UnsafeMutablePointer<Int16>, keys: UnsafeMutablePointer<Int16>  // [head][400][64]
-    private let values: UnsafeMutablePointer<Int16>  // [head][64][400]
-    private let attention: UnsafeMutablePointer<Int16>  // one head's [400][400]
+    let activations: UnsafeMutablePointer<Int16>  // centred operands, up to [400][1536]
+    /// One row of zeros just before `activations`: the second convolution's first window
+    /// starts a frame before the first one (its padding), read in place.
+    private let paddedActivations: UnsafeMutablePointer<Int16>
+    private let columns: UnsafeMutablePointer<Int16>  // the padded quantized features, then each feed-forward input and the pooling's scores
+    let sums: UnsafeMutablePointer<Int32>  // products, up to [400][400]: wider ones go in blocks of rows
+    let queries: UnsafeMutablePointer<Int16>, keys: UnsafeMutablePointer<Int16>  // [head][400][64]
+    let values: UnsafeMutablePointer<Int16>  // [head][64][400]
+    let attention: UnsafeMutablePointer<Int16>  // one head's [400][400]
     private let timeWeights: UnsafeMutablePointer<Float>
     private let panel: UnsafeMutablePointer<Int16>  // widened weights (IntegerGEMM.panelCapacity)
     /// The GELUs after the first convolution and each feed-forward expansion, as tables
     /// (``QuantizedGELU``).
     private let convolutionGELU: [UInt8]
+    /// The GELU of each of the second convolution's 256 output steps, in float.
+    private let convolution2GELU: [Float]
     private let expandedGELU: [[UInt8]]
 
     /// Called with each quantized activation as it is computed (its graph's QuantizeLinear
@@ -59,12 +64,16 @@ public final class SmartTurnModel {
         self.weights = weights
         helper = threads > 1 ? ProductHelper() : nil
         convolutionGELU = QuantizedGELU.table(weights.convolution1, bias: nil, then: weights.gelu1)
+        let output = weights.convolution2.output
+        convolution2GELU = (0..<256).map { FloatKernels.gelu(Float(Int32($0) - output.zeroPoint) * output.scale) }
         expandedGELU = weights.layers.map { QuantizedGELU.table($0.expand, bias: $0.expand.bias, then: $0.expandedGELU) }
         let area = Self.positions * Self.width
         residual = .allocate(capacity: area)
         row = .allocate(capacity: Self.expanded)
-        activations = .allocate(capacity: Self.positions * Self.expanded)
-        columns = .allocate(capacity: max(Self.frames * Self.bins * 3, Self.positions * Self.width * 3))
+        paddedActivations = .allocate(capacity: Self.width + Self.positions * Self.expanded)
+        paddedActivations.initialize(repeating: 0, count: Self.width)
+        activations = paddedActivations + Self.width
+        columns = .allocate(capacity: max((Self.frames + 2) * Self.bins, Self.positions * Self.width))
         sums = .allocate(capacity: Self.sumsCapacity)
         queries = .allocate(capacity: area)
         keys = .allocate(capacity: area)
@@ -76,7 +85,7 @@ public final class SmartTurnModel {
 
     deinit {
         helper?.stop()
-        residual.deallocate(); row.deallocate(); activations.deallocate(); columns.deallocate(); sums.deallocate()
+        residual.deallocate(); row.deallocate(); paddedActivations.deallocate(); columns.deallocate(); sums.deallocate()
         queries.deallocate(); keys.deallocate(); values.deallocate(); attention.deallocate(); timeWeights.deallocate(); panel.deallocate()
     }
 
@@ -95,16 +104,18 @@ public final class SmartTurnModel {
         }
     }
 
-    /// `sums[m][n]` for `rows` rows of centred `input` (stride `depth`) by `linear`'s weight.
-    private func product(_ input: UnsafePointer<Int16>, rows: Int, _ linear: SmartTurnWeights.Linear) {
+    /// `sums[m][n]` for `rows` rows of centred `input` by `linear`'s weight. A row starts
+    /// `strideA` after the one before (by default its depth; a convolution's windows overlap).
+    private func product(_ input: UnsafePointer<Int16>, rows: Int, strideA: Int? = nil, _ linear: SmartTurnWeights.Linear) {
         precondition(rows * linear.matrix.outputs <= Self.sumsCapacity, "a product that fits the sums")
+        let strideA = strideA ?? linear.matrix.inputs
         linear.matrix.values.withUnsafeBufferPointer { w in
             if let helper {
-                helper.multiply(input, rows: rows, depth: linear.matrix.inputs, strideA: linear.matrix.inputs,
+                helper.multiply(input, rows: rows, depth: linear.matrix.inputs, strideA: strideA,
                                 b8: w.baseAddress!, b16: nil, columns: linear.matrix.outputs, strideB: linear.matrix.inputs,
                                 into: sums, strideC: linear.matrix.outputs, panel: panel)
             } else {
-                IntegerGEMM.multiply(input, rows: rows, depth: linear.matrix.inputs, strideA: linear.matrix.inputs,
+                IntegerGEMM.multiply(input, rows: rows, depth: linear.matrix.inputs, strideA: strideA,
                                      w.baseAddress!, columns: linear.matrix.outputs, strideB: linear.matrix.inputs,
                                      into: sums, strideC: linear.matrix.outputs, panel: panel)
             }
@@ -112,7 +123,7 @@ public final class SmartTurnModel {
     }
 
     /// A product of two activations (attention), shared with the helper thread if there is one.
-    private func attentionProduct(_ a: UnsafePointer<Int16>, rows: Int, depth: Int, _ b: UnsafePointer<Int16>, columns: Int,
+    func attentionProduct(_ a: UnsafePointer<Int16>, rows: Int, depth: Int, _ b: UnsafePointer<Int16>, columns: Int,
                                   into c: UnsafeMutablePointer<Int32>) {
         if let helper {
             helper.multiply(a, rows: rows, depth: depth, strideA: depth, b8: nil, b16: b, columns: columns, strideB: depth, into: c, strideC: columns, panel: panel)
@@ -125,40 +136,48 @@ public final class SmartTurnModel {
     /// bias included), then dequantized into `row`; a MatMul's float bias is the caller's.
     @inline(__always)
     private func result(_ m: Int, of linear: SmartTurnWeights.Linear) {
+        let output = linear.output
+        let scale = SIMD4<Float>(repeating: output.scale)
+        let done = steps(m, of: linear) { j, centred in FloatKernels.store4(SIMD4<Float>(centred) * scale, row + j) }
+        // The last few (a width that is not a multiple of four: the pooling's score, the head).
+        let s = sums + m * linear.matrix.outputs
+        for j in done..<linear.matrix.outputs {
+            let sum = s[j] &+ (linear.integerBias?[j] ?? 0)
+            row[j] = Float(output.centred(sum: sum, multiplier: linear.multipliers[j])) * output.scale
+        }
+    }
+
+    /// Row `m` of the last product requantized (its Int32 bias included) to centred steps,
+    /// four columns at a time, given to `body` with their first column; the columns done (a
+    /// multiple of four).
+    @inline(__always)
+    private func steps(_ m: Int, of linear: SmartTurnWeights.Linear, _ body: (Int, SIMD4<Int32>) -> Void) -> Int {
         let n = linear.matrix.outputs
         let s = sums + m * n
         let output = linear.output
-        let scale = SIMD4<Float>(repeating: output.scale)
-        linear.multipliers.withUnsafeBufferPointer { multipliers in
+        return linear.multipliers.withUnsafeBufferPointer { multipliers in
             let multipliers = multipliers.baseAddress!
             var j = 0
             if let integerBias = linear.integerBias {
                 integerBias.withUnsafeBufferPointer { bias in
                     while j + 4 <= n {
                         let sum = Self.load4(s + j) &+ Self.load4(bias.baseAddress! + j)
-                        FloatKernels.store4(SIMD4<Float>(output.centred(sums: sum, multipliers: FloatKernels.load4(multipliers + j))) * scale, row + j)
+                        body(j, output.centred(sums: sum, multipliers: FloatKernels.load4(multipliers + j)))
                         j += 4
-                    }
-                    while j < n {
-                        row[j] = Float(output.centred(sum: s[j] &+ bias[j], multiplier: multipliers[j])) * output.scale
-                        j += 1
                     }
                 }
             } else {
                 while j + 4 <= n {
-                    FloatKernels.store4(SIMD4<Float>(output.centred(sums: Self.load4(s + j), multipliers: FloatKernels.load4(multipliers + j))) * scale, row + j)
+                    body(j, output.centred(sums: Self.load4(s + j), multipliers: FloatKernels.load4(multipliers + j)))
                     j += 4
                 }
-                while j < n {
-                    row[j] = Float(output.centred(sum: s[j], multiplier: multipliers[j])) * output.scale
-                    j += 1
-                }
             }
+            return j
         }
     }
 
     @inline(__always)
-    private static func load4(_ p: UnsafePointer<Int32>) -> SIMD4<Int32> {
+    static func load4(_ p: UnsafePointer<Int32>) -> SIMD4<Int32> {
         UnsafeRawPointer(p).loadUnaligned(as: SIMD4<Int32>.self)
     }
 
@@ -196,37 +215,39 @@ public final class SmartTurnModel {
         let w = weights
         let width = Self.width, positions = Self.positions, frames = Self.frames, bins = Self.bins
 
-        // Convolution 1 (80 → 384, width 3, stride 1) on the quantized features.
+        // Convolution 1 (80 → 384, width 3, stride 1) on the quantized features, [t][80] with
+        // a frame of zeros (the padding) at each end. The weights are [out][k][in]
+        // (``GraphWalker``), so frame t's window is the 240 values from padded frame t on,
+        // read in place by a product whose rows overlap.
         let input = w.input
-        for t in 0..<frames {
-            let window = columns + t * bins * 3
-            for c in 0..<bins {
-                for k in 0..<3 {
-                    let s = t + k - 1
-                    window[c * 3 + k] = s >= 0 && s < frames ? input.centred(features[c * frames + s]) : 0
-                }
-            }
+        let padded = columns
+        padded.update(repeating: 0, count: bins)
+        (padded + (frames + 1) * bins).update(repeating: 0, count: bins)
+        for c in 0..<bins {
+            for t in 0..<frames { padded[(t + 1) * bins + c] = input.centred(features[c * frames + t]) }
         }
         inBlocks(rows: frames, of: w.convolution1) { first, count in
-            product(columns + first * bins * 3, rows: count, w.convolution1)
+            product(padded + first * bins, rows: count, strideA: bins, w.convolution1)
             for t in 0..<count {
                 geluThroughTable(t, of: w.convolution1, table: convolutionGELU, then: w.gelu1, perColumn: false, into: activations + (first + t) * width)
             }
         }
         report("gelu_QuantizeLinear_Output", activations, count: frames * width, zeroPoint: w.gelu1.zeroPoint)
-        // Convolution 2 (384 → 384, width 3, stride 2), GELU, positions.
-        for t in 0..<positions {
-            let window = columns + t * width * 3
-            for k in 0..<3 {
-                let s = 2 * t + k - 1
-                for c in 0..<width { window[c * 3 + k] = s >= 0 && s < frames ? activations[s * width + c] : 0 }
-            }
-        }
-        product(columns, rows: positions, w.convolution2)
+        // Convolution 2 (384 → 384, width 3, stride 2), GELU, positions: position t's window
+        // is frames 2t − 1 to 2t + 1, in place (frame −1 is the row of zeros before them).
+        product(activations - width, rows: positions, strideA: 2 * width, w.convolution2)
+        // Its output has 256 steps, so its GELU is looked up (the same floats as computing it).
+        let zero = w.convolution2.output.zeroPoint
         w.positions.withUnsafeBufferPointer { positionsTable in
-            for t in 0..<positions {
-                result(t, of: w.convolution2)
-                for c in 0..<width { residual[t * width + c] = FloatKernels.gelu(row[c]) + positionsTable[t * width + c] }
+            convolution2GELU.withUnsafeBufferPointer { gelu in
+                for t in 0..<positions {
+                    let r = residual + t * width, p = positionsTable.baseAddress! + t * width
+                    _ = steps(t, of: w.convolution2) { c, centred in
+                        let index = centred &+ zero
+                        r[c] = gelu[Int(index[0])] + p[c]; r[c + 1] = gelu[Int(index[1])] + p[c + 1]
+                        r[c + 2] = gelu[Int(index[2])] + p[c + 2]; r[c + 3] = gelu[Int(index[3])] + p[c + 3]
+                    }
+                }
             }
         }
 
@@ -337,63 +358,7 @@ public final class SmartTurnModel {
             }
         }
 
-        // Per head, as onnxruntime's QLinearMatMul, QLinearSoftmax and QLinearMatMul: scores,
-        // their softmax, the weighted values, joined into [t][384] in `activations`.
-        let scoreMultiplier = layer.scaledQuery.scale * layer.scaledKey.scale / layer.scores.scale
-        let contextMultiplier = layer.probabilities.scale * layer.valueHeads.scale / layer.context.scale
-        let scoreZero = layer.scores.zeroPoint, probabilityZero = layer.probabilities.zeroPoint
-        layer.softmax.table.withUnsafeBufferPointer { table in
-            for h in 0..<heads {
-                attentionProduct(queries + h * positions * dh, rows: positions, depth: dh,
-                                 keys + h * positions * dh, columns: positions, into: sums)
-                for t in 0..<positions {
-                    let s = sums + t * positions
-                    // The scores as uint8 steps, then the kernel's table lookups.
-                    var top = SIMD4<Int32>(repeating: 0)
-                    var j = 0
-                    while j < positions {
-                        let q = layer.scores.centred(sums: Self.load4(s + j), multipliers: SIMD4(repeating: scoreMultiplier)) &+ scoreZero
-                        UnsafeMutableRawPointer(s + j).storeBytes(of: q, as: SIMD4<Int32>.self)
-                        top = top.replacing(with: q, where: q .> top)
-                        j += 4
-                    }
-                    let maximum = max(max(top[0], top[1]), max(top[2], top[3]))
-                    let shifted = 255 - Int(maximum)
-                    var total: Float = 0
-                    for j in 0..<positions { total += table[shifted + Int(s[j])] }
-                    if h == 0 && t == 0, inspect != nil {
-                        inspect?("scores_head0_row0", (0..<positions).map { UInt8(s[$0]) })
-                    }
-                    // Four lanes at a time: the same IEEE operations as one by one (divps
-                    // divides each lane as divss does), a quarter of the divisions' time.
-                    let probabilities = attention + t * positions
-                    let totals = SIMD4<Float>(repeating: total), steps = SIMD4<Float>(repeating: layer.softmax.outputSteps)
-                    let magic = SIMD4<Float>(repeating: Quantization.roundingMagic)
-                    let zero = SIMD4<Float>(repeating: Float(probabilityZero)), ceiling = SIMD4<Float>(repeating: 255)
-                    j = 0
-                    while j < positions {
-                        let e = SIMD4<Float>(table[shifted + Int(s[j])], table[shifted + Int(s[j + 1])],
-                                             table[shifted + Int(s[j + 2])], table[shifted + Int(s[j + 3])])
-                        let q = ((e * steps) / totals + magic) - magic
-                        let stepsUp = (q + zero).replacing(with: ceiling, where: q + zero .> ceiling)
-                        // An integer already: its bits after adding 1.5 · 2²³ are the value.
-                        let centred = unsafeBitCast(stepsUp + magic, to: SIMD4<Int32>.self) &- (0x4B40_0000 + Int32(probabilityZero))
-                        FloatKernels.store4(centred, probabilities + j)
-                        j += 4
-                    }
-                }
-                attentionProduct(attention, rows: positions, depth: positions,
-                                 values + h * positions * dh, columns: dh, into: sums)
-                for t in 0..<positions {
-                    var d = 0
-                    while d < dh {
-                        let q = layer.context.centred(sums: Self.load4(sums + t * dh + d), multipliers: SIMD4(repeating: contextMultiplier))
-                        FloatKernels.store4(q, activations + t * width + h * dh + d)
-                        d += 4
-                    }
-                }
-            }
-        }
+        attend(layer)
         report("context", activations, count: positions * width, zeroPoint: layer.context.zeroPoint)
         product(activations, rows: positions, layer.outputProjection)
         layer.outputProjection.bias.withUnsafeBufferPointer { bias in
