@@ -17,6 +17,7 @@ let package = Package(
         .executable(name: "practice-sim", targets: ["practice-sim"]),
         .executable(name: "practiced", targets: ["practiced"]),
         .executable(name: "practicectl", targets: ["practicectl"]),
+        .executable(name: "practiced-kiosk-bridge", targets: ["practiced-kiosk-bridge"]),
         // Not shipped: the spectrum the resampler's tests and benchmarks measure with.
         .library(name: "AudioMeasurement", targets: ["AudioMeasurement"]),
     ],
@@ -55,6 +56,12 @@ let package = Package(
         // The daemon (wiring: configuration, signals, systemd) and its command-line client.
         .executableTarget(name: "practiced", dependencies: ["PracticeKit"]),
         .executableTarget(name: "practicectl", dependencies: ["AudioKernel", "PracticeKit"]),
+
+        // The learner UI's bridge: its files over HTTP on loopback, and the page's WebSocket
+        // (RFC 6455, checked frame by frame) relayed to the daemon's control socket once it
+        // offers the start's token. One process, one poll loop; OpenSSL for SHA-1 only.
+        .target(name: "KioskBridge", dependencies: ["COpenSSL"]),
+        .executableTarget(name: "practiced-kiosk-bridge", dependencies: ["KioskBridge"]),
 
         // The kernels on a WAV file, and WAV <-> AAC-LC .m4a conversion (README, Quick start).
         .executableTarget(name: "audiokernel-demo", dependencies: ["AudioKernel", "SpeechModels"]),
@@ -96,6 +103,11 @@ let package = Package(
             dependencies: ["PracticeKit", "FuzzSupport"],
             path: "Sources/Fuzz/HTTPResponseFuzzer"
         ),
+        .executableTarget(
+            name: "fuzz-bridge-input",
+            dependencies: ["KioskBridge", "FuzzSupport"],
+            path: "Sources/Fuzz/BridgeInputFuzzer"
+        ),
 
         // What the test targets share: child processes, sound servers, practice-sim and the
         // trace replays on loopback ports, the schema every protocol line is checked against,
@@ -110,6 +122,7 @@ let package = Package(
         // The models beside onnxruntime (PyPI, in the environment .ci/setup builds).
         .testTarget(name: "SpeechModelsTests", dependencies: ["SpeechModels", "AudioKernel", "TestSupport"]),
         .testTarget(name: "SimulatorKitTests", dependencies: ["SimulatorKit", "PracticeKit"]),
+        .testTarget(name: "KioskBridgeTests", dependencies: ["KioskBridge", "TestSupport"], exclude: ["Fixtures"]),
         // The daemon as a real process, with real clients on its socket.
         .testTarget(name: "PracticedTests", dependencies: ["PracticeKit", "SimulatorKit", "TestSupport", "AudioMeasurement"]),
         .testTarget(

@@ -6,7 +6,7 @@ import TestSupport
 import XCTest
 
 /// The learner UI (samples/kiosk-ui) in Debian's chromium, headless, through its real
-/// bridge (the launcher with websockify, on loopback, with its per-start token) to the real
+/// bridge (the launcher with practiced-kiosk-bridge, on loopback, with its per-start token) to the real
 /// daemon on PulseAudio headless, the learner's espeak-ng voice in the microphone and
 /// practice-sim behind it. Only the page is touched: taps, a held push-to-talk button, typed
 /// text. Every line the page read from the daemon or wrote to it is checked against the
@@ -60,7 +60,8 @@ final class KioskUITests: XCTestCase {
         bridgeOutput = "\(directory)/bridge.out"
         bridge = try ChildProcess(executable: "/bin/bash", arguments: [
             "\(Self.uiDirectory)/practiced-kiosk-ui", "--no-browser", "--port", "\(port)", "--socket", socket, "--ui", Self.uiDirectory,
-        ], environment: ["PATH": "/usr/bin:/bin", "XDG_RUNTIME_DIR": directory], stdoutPath: bridgeOutput, stderrPath: "\(directory)/bridge.err")
+        ], environment: ["PATH": "/usr/bin:/bin", "XDG_RUNTIME_DIR": directory, "PRACTICED_KIOSK_BRIDGE": ShippedBinaries.path(of: "practiced-kiosk-bridge")],
+                                   stdoutPath: bridgeOutput, stderrPath: "\(directory)/bridge.err")
         let deadline = Date().addingTimeInterval(20)
         while !DaemonHarness.read(bridgeOutput).hasPrefix("file://") {
             guard Date() < deadline else { throw HarnessError(message: "the bridge did not start: \(DaemonHarness.read("\(directory)/bridge.err"))") }
@@ -418,7 +419,7 @@ final class KioskUITests: XCTestCase {
     /// The bridge relays to the daemon only for the token the launcher made at this start,
     /// offered as the WebSocket's subprotocol: a WebSocket without it, with another, a
     /// longer or a shorter one, two of them, or the right one in the URL's query (where
-    /// websockify would log it) gets 403 and never reaches the socket
+    /// a server may log it) gets 403 and never reaches the socket
     /// (docs/threat-model.md); the static files are served to anyone.
     func testTheBridgeRelaysOnlyForItsToken() throws {
         try start(browsing: false)

@@ -187,7 +187,7 @@ final class ManualPageTests: XCTestCase {
         let regex = try NSRegularExpression(pattern: "PRACTICED_[A-Z_]+")
         let variables = Set(regex.matches(in: help.stdout, range: NSRange(help.stdout.startIndex..., in: help.stdout))
             .map { String(help.stdout[Range($0.range, in: help.stdout)!]) })
-        XCTAssertEqual(variables.count, 4, "\(variables)")
+        XCTAssertEqual(variables.count, 5, "\(variables)")
         let environment = Set(entries(section("ENVIRONMENT", of: lines)).map(\.tag))
         XCTAssertEqual(environment, variables.union(["XDG_RUNTIME_DIR"]), "practiced-kiosk-ui(1) ENVIRONMENT against its --help")
         // The script reads every variable it names.

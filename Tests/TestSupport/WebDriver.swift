@@ -116,14 +116,29 @@ public final class WebDriver {
 
     /// A click as a learner's tap: WebDriver checks that the element is there and enabled.
     public func click(_ selector: String) throws {
-        guard let element = try wait(for: selector, timeout: 10) else { throw Failure(description: "no \(selector) to click") }
-        _ = try command("POST", "/element/\(element.id)/click", .object([]))
+        try onCurrent(selector, "to click") { _ = try command("POST", "/element/\($0.id)/click", .object([])) }
     }
 
     /// Types `text` into the field `selector`.
     public func type(_ text: String, into selector: String) throws {
-        guard let element = try wait(for: selector, timeout: 10) else { throw Failure(description: "no \(selector) to type into") }
-        _ = try command("POST", "/element/\(element.id)/value", ["text": .string(text)])
+        try onCurrent(selector, "to type into") { _ = try command("POST", "/element/\($0.id)/value", ["text": .string(text)]) }
+    }
+
+    /// `action` on the element `selector` names, found again if the page re-rendered it
+    /// between finding and acting (a daemon's event redraws a screen at any moment, and the
+    /// learner's tap lands on what is shown then), for at most 10 s.
+    private func onCurrent(_ selector: String, _ purpose: String, _ action: (Element) throws -> Void) throws {
+        let deadline = Date().addingTimeInterval(10)
+        while true {
+            guard let element = try wait(for: selector, timeout: max(0.1, deadline.timeIntervalSinceNow)) else {
+                throw Failure(description: "no \(selector) \(purpose)")
+            }
+            do {
+                return try action(element)
+            } catch let failure as Failure where failure.description.contains("stale element reference") && Date() < deadline {
+                continue
+            }
+        }
     }
 
     /// Presses (down) or releases (up) the pointer on `selector`: a push-to-talk hold. A

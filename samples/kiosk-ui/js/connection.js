@@ -1,4 +1,4 @@
-// The practiced/1 control protocol over the kiosk bridge: websockify relays a WebSocket's
+// The practiced/1 control protocol over the kiosk bridge: practiced-kiosk-bridge relays a WebSocket's
 // binary frames to the daemon's Unix socket, so the page speaks exactly what practicectl
 // speaks (one JSON object per LF-terminated line) and the daemon's own peer check decides
 // who may drive it. This module frames lines, matches replies to requests by id, hands
