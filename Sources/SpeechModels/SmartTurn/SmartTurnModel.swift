@@ -181,31 +181,25 @@ public final class SmartTurnModel {
         UnsafeRawPointer(p).loadUnaligned(as: SIMD4<Int32>.self)
     }
 
-    /// Row `m` of the last product through a GELU table: requantized (Int32 bias included),
-    /// then looked up, into `out`.
-    @inline(__always)
-    private func geluThroughTable(_ m: Int, of linear: SmartTurnWeights.Linear, table: [UInt8], then gelu: Quantization, perColumn: Bool,
-                                  into out: UnsafeMutablePointer<Int16>) {
-        let outputZero = Int16(gelu.zeroPoint)
-        let n = linear.matrix.outputs
-        let s = sums + m * n
-        let output = linear.output
-        let zero = output.zeroPoint
-        let noBias = [Int32](repeating: 0, count: 0)
-        linear.multipliers.withUnsafeBufferPointer { multipliers in
-            (linear.integerBias ?? noBias).withUnsafeBufferPointer { bias in
-            table.withUnsafeBufferPointer { table in
-                var j = 0
-                while j < n {
-                    var sum = Self.load4(s + j)
-                    if bias.count == n { sum &+= Self.load4(bias.baseAddress! + j) }
-                    let steps = output.centred(sums: sum, multipliers: FloatKernels.load4(multipliers.baseAddress! + j)) &+ zero
-                    for lane in 0..<4 {
-                        out[j + lane] = Int16(table[(perColumn ? (j + lane) * 256 : 0) + Int(steps[lane])]) &- outputZero
-                    }
-                    j += 4
+    /// Rows `first..<first + count` of the last product (its rows from 0) through a GELU
+    /// table: requantized (Int32 bias included), then looked up, into `out` (stride: the
+    /// product's width). `perColumn`: one table of 256 for each column, else one for all.
+    private func geluThroughTable(rows count: Int, of linear: SmartTurnWeights.Linear, table: [UInt8], then gelu: Quantization,
+                                  perColumn: Bool, into out: UnsafeMutablePointer<Int16>) {
+        let outputZero = Int16(gelu.zeroPoint), zero = linear.output.zeroPoint
+        let n = linear.matrix.outputs, columnStride = perColumn ? 256 : 0
+        table.withUnsafeBufferPointer { table in
+            let table = table.baseAddress!
+            for m in 0..<count {
+                let o = out + m * n
+                let done = steps(m, of: linear) { j, centred in
+                    let index = centred &+ zero
+                    o[j] = Int16(table[j * columnStride + Int(index[0])]) &- outputZero
+                    o[j + 1] = Int16(table[(j + 1) * columnStride + Int(index[1])]) &- outputZero
+                    o[j + 2] = Int16(table[(j + 2) * columnStride + Int(index[2])]) &- outputZero
+                    o[j + 3] = Int16(table[(j + 3) * columnStride + Int(index[3])]) &- outputZero
                 }
-            }
+                precondition(done == n, "a width that is a multiple of four")
             }
         }
     }
@@ -228,9 +222,7 @@ public final class SmartTurnModel {
         }
         inBlocks(rows: frames, of: w.convolution1) { first, count in
             product(padded + first * bins, rows: count, strideA: bins, w.convolution1)
-            for t in 0..<count {
-                geluThroughTable(t, of: w.convolution1, table: convolutionGELU, then: w.gelu1, perColumn: false, into: activations + (first + t) * width)
-            }
+            geluThroughTable(rows: count, of: w.convolution1, table: convolutionGELU, then: w.gelu1, perColumn: false, into: activations + first * width)
         }
         report("gelu_QuantizeLinear_Output", activations, count: frames * width, zeroPoint: w.gelu1.zeroPoint)
         // Convolution 2 (384 → 384, width 3, stride 2), GELU, positions: position t's window
@@ -317,7 +309,7 @@ public final class SmartTurnModel {
     /// output is added as onnxruntime's SkipLayerNormalization adds it before the final norm:
     /// (residual + product) + bias, not residual + (product + bias).
     private func run(_ layer: SmartTurnWeights.Layer, index: Int, last: Bool) {
-        let width = Self.width, positions = Self.positions, heads = Self.heads, dh = Self.headWidth
+        let width = Self.width, positions = Self.positions, dh = Self.headWidth
         normalize(layer.attentionNorm, quantization: layer.attentionInput)
         report("attention_input", activations, count: positions * width, zeroPoint: layer.attentionInput.zeroPoint)
 
@@ -377,10 +369,8 @@ public final class SmartTurnModel {
         feedForwardInput.update(from: activations, count: positions * width)
         inBlocks(rows: positions, of: layer.expand) { first, count in
             product(feedForwardInput + first * width, rows: count, layer.expand)
-            for t in 0..<count {
-                geluThroughTable(t, of: layer.expand, table: expandedGELU[index], then: layer.expandedGELU, perColumn: true,
-                                 into: activations + (first + t) * Self.expanded)
-            }
+            geluThroughTable(rows: count, of: layer.expand, table: expandedGELU[index], then: layer.expandedGELU, perColumn: true,
+                             into: activations + first * Self.expanded)
         }
         report("expanded_gelu", activations, count: positions * Self.expanded, zeroPoint: layer.expandedGELU.zeroPoint)
         product(activations, rows: positions, layer.contract)
