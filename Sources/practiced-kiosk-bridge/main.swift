@@ -44,9 +44,8 @@ guard let web = options["--web"], let target = options["--unix-target"], let tok
 }
 let listen = (options["--listen"] ?? "127.0.0.1:8642").split(separator: ":")
 guard listen.count == 2, let port = UInt16(listen[1]) else { fail("--listen wants HOST:PORT", status: 64) }
-guard let page = FileManager.default.contents(atPath: tokenFile) else { fail("cannot read the launch page \(tokenFile)", status: 66) }
 let token: BridgeToken
-do { token = try BridgeToken(launchPage: String(decoding: page, as: UTF8.self), path: tokenFile) } catch { fail("\(error)", status: 65) }
+do { token = try BridgeToken(launchPageAt: tokenFile) } catch { fail("\(error)", status: 66) }
 
 var configuration = BridgeServer.Configuration(webRoot: web, unixTarget: target, token: token)
 configuration.host = String(listen[0])

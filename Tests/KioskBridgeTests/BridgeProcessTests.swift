@@ -81,7 +81,7 @@ final class BridgeProcessTests: XCTestCase {
         let head = try RawHTTP.exchange(rig.base, "HEAD", "/index.html", until: { _ in true })
         XCTAssertEqual(head.status, 200)
         for path in ["/../secret.txt", "/%2e%2e/secret.txt", "/js/%2E%2E/%2E%2E/secret.txt", "/escape.txt", "/js", "/nothing.html",
-                     "/index.html%00.js", "/%ZZ", "/%C3%28"] {
+                     "/index.html%00.js", "/%ZZ", "/%C3%28", "/fifo.html", "/zero.js"] {
             XCTAssertEqual(try RawHTTP.exchange(rig.base, "GET", path).status, 404, path)
         }
         XCTAssertEqual(try RawHTTP.exchange(rig.base, "POST", "/index.html", contentType: "text/plain", body: Array("x".utf8)).status, 413)
@@ -157,5 +157,25 @@ final class BridgeProcessTests: XCTestCase {
         XCTAssertEqual(rig.bridge.terminate(signal: SIGTERM, grace: 10), 0, rig.log)
         XCTAssertTrue(rig.log.contains("stopping: closing 1 connections"), rig.log)
         _ = open
+    }
+
+    /// A launch page that is a FIFO (reading it would wait for a writer) or /dev/zero (it never
+    /// ends) is refused at once, by what it is, checked on the open descriptor before a byte is
+    /// read. (Before, both were "cannot read the launch page", which did not say why.)
+    func testALaunchPageThatIsNotAFileIsRefusedAtOnce() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let fifo = directory.appendingPathComponent("launch.html").path
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        for page in [fifo, "/dev/zero"] {
+            let log = directory.appendingPathComponent("bridge.log").path
+            let bridge = try ChildProcess(executable: ShippedBinaries.path(of: "practiced-kiosk-bridge"),
+                                          arguments: ["--web", directory.path, "--unix-target", "/nonexistent.sock", "--token-file", page,
+                                                      "--listen", "127.0.0.1:0"], environment: [:], stderrPath: log)
+            XCTAssertEqual(bridge.waitForExit(timeout: 10), 66, "\(page): not refused in 10 s")
+            let said = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            XCTAssertTrue(said.contains("\(page) is not a regular file"), said)
+            try? FileManager.default.removeItem(atPath: log)
+        }
     }
 }

@@ -50,6 +50,10 @@ final class BridgeRig {
         try Data("export const kiosk = 1;\n".utf8).write(to: web.appendingPathComponent("js/app.js"))
         try Data("not for the web\n".utf8).write(to: directory.appendingPathComponent("secret.txt"))
         try FileManager.default.createSymbolicLink(atPath: web.appendingPathComponent("escape.txt").path, withDestinationPath: "../secret.txt")
+        // Files that are not files: a FIFO (opening it for reading would wait for a writer) and
+        // /dev/zero behind a name of the folder's own.
+        guard mkfifo(web.appendingPathComponent("fifo.html").path, 0o644) == 0 else { throw Failure(description: "mkfifo: \(errno)") }
+        try FileManager.default.createSymbolicLink(atPath: web.appendingPathComponent("zero.js").path, withDestinationPath: "/dev/zero")
         let launch = directory.appendingPathComponent("launch.html")
         try Data("<script>location.replace(\"http://127.0.0.1:0/index.html#token=\(token)\")</script>\n".utf8).write(to: launch)
         let socketPath = directory.appendingPathComponent("control.sock").path
