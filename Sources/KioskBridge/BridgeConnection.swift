@@ -20,6 +20,9 @@ final class BridgeConnection {
     /// The daemon's control socket, once the WebSocket is open.
     private(set) var daemon: Int32 = -1
     var input: [UInt8] = []
+    /// How much of `input` was searched for a head's end without finding it: a head that comes
+    /// a byte at a time is not searched from its start again each time.
+    private var searched = 0
     private(set) var output: [UInt8] = []
     private var outputOffset = 0
     private(set) var toDaemon: [UInt8] = []
@@ -72,8 +75,9 @@ final class BridgeConnection {
                 }
                 return
             case .http:
-                switch HTTPRequestHead.parse(input) {
+                switch HTTPRequestHead.parse(input, searchFrom: searched) {
                 case .incomplete:
+                    searched = max(0, input.count - 3)
                     return
                 case .invalid(let status, let reason):
                     server.log("\(peer): refused, \(status) (\(reason))")
@@ -81,6 +85,7 @@ final class BridgeConnection {
                     finish()
                 case .head(let head, let length):
                     input.removeFirst(length)
+                    searched = 0
                     handle(head, server: server)
                 }
             }
@@ -139,33 +144,29 @@ final class BridgeConnection {
 
     /// Writes what it can to the client; false when the client is gone.
     func flushToClient() -> Bool {
-        while outputOffset < output.count {
-            let n = output.withUnsafeBytes { send(fd, $0.baseAddress! + outputOffset, $0.count - outputOffset, Int32(MSG_NOSIGNAL)) }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { break }
-            guard n > 0 else { return false }
-            outputOffset += n
-        }
-        if outputOffset == output.count {
-            output.removeAll(keepingCapacity: output.count <= 64 * 1024)
-            outputOffset = 0
-            if case .closing = state { isFinished = true }
-        }
+        guard Self.flush(&output, from: &outputOffset, to: fd) else { return false }
+        if output.isEmpty, case .closing = state { isFinished = true }
         return true
     }
 
     /// Writes what it can to the daemon; false when the daemon's socket failed.
     func flushToDaemon() -> Bool {
-        while toDaemonOffset < toDaemon.count {
-            let n = toDaemon.withUnsafeBytes { send(daemon, $0.baseAddress! + toDaemonOffset, $0.count - toDaemonOffset, Int32(MSG_NOSIGNAL)) }
+        Self.flush(&toDaemon, from: &toDaemonOffset, to: daemon)
+    }
+
+    /// Sends `buffer` from `offset` on to `fd` until it would block; a buffer sent whole is
+    /// emptied (its storage kept when small). False when the peer failed.
+    private static func flush(_ buffer: inout [UInt8], from offset: inout Int, to fd: Int32) -> Bool {
+        while offset < buffer.count {
+            let n = buffer.withUnsafeBytes { send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
             if n < 0 && errno == EINTR { continue }
             if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { break }
             guard n > 0 else { return false }
-            toDaemonOffset += n
+            offset += n
         }
-        if toDaemonOffset == toDaemon.count {
-            toDaemon.removeAll(keepingCapacity: toDaemon.count <= 64 * 1024)
-            toDaemonOffset = 0
+        if offset == buffer.count {
+            buffer.removeAll(keepingCapacity: buffer.count <= 64 * 1024)
+            offset = 0
         }
         return true
     }

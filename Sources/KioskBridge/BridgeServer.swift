@@ -152,8 +152,6 @@ public final class BridgeServer: @unchecked Sendable {  // stop() from any threa
                 connection.input += bytes
                 connection.clientBytesArrived(server: self)
             case .closed:
-                connection.finish()
-                connection.closeDaemon()
                 if connection.isWebSocket || connection.wantsClientOutput { log("\(connection.peer): the client went away") }
                 return markGone(connection)
             case .again:
@@ -171,19 +169,21 @@ public final class BridgeServer: @unchecked Sendable {  // stop() from any threa
         if connection.wantsClientOutput && !connection.flushToClient() { markGone(connection) }
     }
 
+    /// The client is gone: nothing more is written to it; the connection is dropped.
     private func markGone(_ connection: BridgeConnection) {
-        connection.finish()
-        _ = connection.flushToClient()
+        connection.abandon()
         connections.removeAll { $0 === connection }
     }
 
     private enum ReadResult { case bytes([UInt8]), closed, again }
 
+    /// One buffer for every read of the loop's one thread.
+    private var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
+
     private func read(_ fd: Int32) -> ReadResult {
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n > 0 { return .bytes(Array(buffer[..<n])) }
+            let n = readBuffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n > 0 { return .bytes(Array(readBuffer[..<n])) }
             if n < 0 && errno == EINTR { continue }
             if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return .again }
             return .closed

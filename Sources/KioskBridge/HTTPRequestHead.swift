@@ -41,8 +41,9 @@ public struct HTTPRequestHead: Equatable, Sendable {
         return version == "HTTP/1.1" ? !connection.contains("close") : connection.contains("keep-alive")
     }
 
-    public static func parse(_ bytes: [UInt8]) -> ParseResult {
-        guard let end = headEnd(bytes) else {
+    /// `searchFrom`: where to look for the blank line (bytes before it were searched already).
+    public static func parse(_ bytes: [UInt8], searchFrom: Int = 0) -> ParseResult {
+        guard let end = headEnd(bytes, from: searchFrom) else {
             return bytes.count >= maximumBytes ? .invalid(status: 431, reason: "a request head over \(maximumBytes) bytes") : .incomplete
         }
         guard end <= maximumBytes else { return .invalid(status: 431, reason: "a request head over \(maximumBytes) bytes") }
@@ -76,9 +77,9 @@ public struct HTTPRequestHead: Equatable, Sendable {
     }
 
     /// The index of the blank line's "\r\n\r\n", if it has come.
-    private static func headEnd(_ bytes: [UInt8]) -> Int? {
-        guard bytes.count >= 4 else { return nil }
-        for i in 0...(bytes.count - 4) where bytes[i] == 0x0D && bytes[i + 1] == 0x0A && bytes[i + 2] == 0x0D && bytes[i + 3] == 0x0A {
+    private static func headEnd(_ bytes: [UInt8], from start: Int) -> Int? {
+        guard bytes.count >= 4, start <= bytes.count - 4 else { return nil }
+        for i in max(0, start)...(bytes.count - 4) where bytes[i] == 0x0D && bytes[i + 1] == 0x0A && bytes[i + 2] == 0x0D && bytes[i + 3] == 0x0A {
             return i
         }
         return nil

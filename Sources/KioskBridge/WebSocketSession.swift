@@ -109,7 +109,6 @@ public struct WebSocketSession: Sendable {
                     inMessage = false
                     defer { message.removeAll(keepingCapacity: false) }
                     if messageIsText && String(validating: message, as: UTF8.self) == nil {
-                        input.removeFirst(offset)
                         return fail(1007, "a text message that is not UTF-8", into: &actions, input: &input)
                     }
                     actions.append(.deliver(message))
