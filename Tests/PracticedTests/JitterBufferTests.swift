@@ -24,7 +24,7 @@ final class JitterBufferTests: XCTestCase {
         }
     }
 
-    func testBurstyWiFiUnderrunsAtMostOncePerReplyAfterTheFirstAndASteadyBackendStartsWithin65ms() throws {
+    func testBurstyWiFiUnderrunsAtMostOncePerReplyAfterTheFirstAndASteadyBackendStartsWithinItsLeadAndAPeriod() throws {
         rig = try KioskRig { $0.pace = 1 }
         let watcher = try rig.watcher()
         let control = try rig.daemon.client()
@@ -36,14 +36,23 @@ final class JitterBufferTests: XCTestCase {
         try converse(turns: 2, variant: 0, control: control, watcher: watcher)
         let steady = watcher.all("reply.finished", after: mark)
         XCTAssertEqual(steady.count, 3)
+        var expectedLead = 50
         for reply in steady {
             XCTAssertEqual(reply["underruns"]?.intValue, 0, "\(reply)")
-            XCTAssertEqual(reply["lead_ms"]?.intValue, 50, "\(reply)")
-            // The 50 ms lead, the device's 10 ms period, and 5 ms for the scheduler: a clean
-            // clone's CI run saw 60.2 and 61.4 ms against a bound of exactly 60 (the lead and
-            // a period, no slack), on code that does not touch this path.
+            // The greeting starts at the configured 50 ms. Each later reply starts with the lead
+            // the one before it handed on: its latest chunk's lateness and two periods, never
+            // below 50. On a loaded machine a steady backend's chunk can still come 35 ms late
+            // (a clean clone's CI run saw 55 ms), so the rule is asserted, not a constant.
+            let lead = try XCTUnwrap(reply["lead_ms"]?.intValue, "\(reply)")
+            XCTAssertEqual(lead, expectedLead, "the lead a steady reply starts with is the one handed on: \(reply)")
+            let next = try XCTUnwrap(reply["next_lead_ms"]?.intValue, "\(reply)")
+            XCTAssertTrue((50...120).contains(next), "a steady backend's reply hands on at most 120 ms: \(reply)")
+            expectedLead = next
+            // The lead, the device's 10 ms period, and 5 ms for the scheduler: a clean clone's
+            // CI run saw 60.2 and 61.4 ms against a bound of exactly 60 (the lead and a period,
+            // no slack), on code that does not touch this path.
             let firstSound = try XCTUnwrap(reply["first_audio_to_sound_ms"]?.doubleValue)
-            XCTAssertLessThanOrEqual(firstSound, 65, "first audio → sound on a steady backend")
+            XCTAssertLessThanOrEqual(firstSound, Double(lead) + 15, "first audio → sound on a steady backend")
         }
 
         // Wi-Fi in bursts, from the next reply on.
