@@ -31,6 +31,33 @@ final class KernelTests: XCTestCase {
         }
     }
 
+    /// The sparse product of attention's probabilities by pair-interleaved values is the dense
+    /// scalar sum: rows all zero, rows with one key, odd keys only, every key, mostly zeros, and
+    /// the extremes (255 by ±255).
+    func testTheSparsePairProductEqualsTheDenseScalarSums() {
+        var generator = HumanSpeech.SplitMix(7)
+        let width = SparsePairGEMM.width
+        for keys in [2, 6, 400] {
+            let rows = 7
+            var p = [Int16](repeating: 0, count: rows * keys)
+            for j in 0..<keys { p[1 * keys + j] = 255 }  // row 1: every key at the top step
+            p[2 * keys + keys - 1] = 1  // row 2: the last key only
+            for j in stride(from: 1, to: keys, by: 2) { p[3 * keys + j] = Int16(generator.next() % 256) }  // row 3: odd keys
+            for m in 4..<rows {  // mostly zeros, as softmax leaves them
+                for j in 0..<keys where generator.next() % 4 == 0 { p[m * keys + j] = Int16(generator.next() % 256) }
+            }
+            let v = (0..<(keys * width)).map { i in i % 97 == 0 ? Int16(-255) : Int16(Int(generator.next() % 511) - 255) }  // [j][d]
+            var paired = [Int16](repeating: 0, count: keys * width)
+            for j in 0..<keys { for d in 0..<width { paired[SparsePairGEMM.index(key: j, dimension: d)] = v[j * width + d] } }
+            var expected = [Int32](repeating: 0, count: rows * width)
+            for m in 0..<rows { for d in 0..<width { for j in 0..<keys { expected[m * width + d] += Int32(p[m * keys + j]) * Int32(v[j * width + d]) } } }
+            var got = [Int32](repeating: -1, count: rows * width)
+            SparsePairGEMM.multiply(p, rows: rows, keys: keys, pairedValues: paired, into: &got)
+            XCTAssertEqual(got, expected, "\(keys) keys")
+            XCTAssertEqual(Array(got[0..<width]), [Int32](repeating: 0, count: width), "a row of zeros sums to zero")
+        }
+    }
+
     func testTheMixedRadixDFTIsTheDirectOne() {
         let dft = MixedRadixDFT()
         var generator = HumanSpeech.SplitMix(7)

@@ -22,7 +22,6 @@ public final class WhisperFeatures {
     private let window: [Double]
     /// [mel][first, count, weights...]: each filter's nonzero span of the 201 bins.
     private let filters: [(first: Int, weights: [Double])]
-    private var padded: [Double]
     private var frame: [Double]
     private var power: [Double]
     private var logMel: [Double]
@@ -30,7 +29,6 @@ public final class WhisperFeatures {
     public init() {
         window = (0..<Self.fftLength).map { 0.5 - 0.5 * cos(2 * Double.pi * Double($0) / Double(Self.fftLength)) }
         filters = Self.melFilters()
-        padded = [Double](repeating: 0, count: Self.windowSamples + Self.fftLength)
         frame = [Double](repeating: 0, count: Self.fftLength)
         power = [Double](repeating: 0, count: Self.spectrumBins)
         logMel = [Double](repeating: 0, count: Self.bins * Self.frames)
@@ -74,28 +72,27 @@ public final class WhisperFeatures {
         var squares = 0.0
         for x in samples { squares += (Double(x) - mean) * (Double(x) - mean) }
         let scale = 1 / (squares / Double(n) + 1e-7).squareRoot()
-        padded.withUnsafeMutableBufferPointer { padded in
-            for i in 0..<n { padded[pad + i] = (Double(samples[i]) - mean) * scale }
-            for i in 0..<pad {
-                padded[pad - 1 - i] = padded[pad + 1 + i]
-                padded[pad + n + i] = padded[pad + n - 2 - i]
-            }
-        }
+        // Each frame is read from the samples where it lies, normalized as it is read, the
+        // reflections at both ends included: no padded copy of the 8 s (1 MB of doubles).
         var maximum = -Double.infinity
-        padded.withUnsafeBufferPointer { padded in
-            frame.withUnsafeMutableBufferPointer { frame in
-                power.withUnsafeMutableBufferPointer { power in
-                    logMel.withUnsafeMutableBufferPointer { logMel in
-                        for t in 0..<Self.frames {
-                            for i in 0..<Self.fftLength { frame[i] = padded[t * Self.hop + i] * window[i] }
-                            dft.powerSpectrum(frame.baseAddress!, into: power.baseAddress!)
-                            for (m, filter) in filters.enumerated() {
-                                var energy = 0.0
-                                for (j, weight) in filter.weights.enumerated() { energy += weight * power[filter.first + j] }
-                                let value = log10(max(energy, 1e-10))
-                                logMel[m * Self.frames + t] = value
-                                maximum = max(maximum, value)
-                            }
+        frame.withUnsafeMutableBufferPointer { frame in
+            power.withUnsafeMutableBufferPointer { power in
+                logMel.withUnsafeMutableBufferPointer { logMel in
+                    for t in 0..<Self.frames {
+                        for i in 0..<Self.fftLength {
+                            // Padded index t · hop + i is sample t · hop + i − pad, reflected
+                            // about the first and the last sample (numpy's "reflect").
+                            var j = t * Self.hop + i - pad
+                            if j < 0 { j = -j } else if j >= n { j = 2 * (n - 1) - j }
+                            frame[i] = (Double(samples[j]) - mean) * scale * window[i]
+                        }
+                        dft.powerSpectrum(frame.baseAddress!, into: power.baseAddress!)
+                        for (m, filter) in filters.enumerated() {
+                            var energy = 0.0
+                            for (j, weight) in filter.weights.enumerated() { energy += weight * power[filter.first + j] }
+                            let value = log10(max(energy, 1e-10))
+                            logMel[m * Self.frames + t] = value
+                            maximum = max(maximum, value)
                         }
                     }
                 }

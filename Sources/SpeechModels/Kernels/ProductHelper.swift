@@ -17,6 +17,8 @@ final class ProductHelper: @unchecked Sendable {
         var b8: UnsafePointer<Int8>?, b16: UnsafePointer<Int16>?
         var columns: Int, strideB: Int
         var c: UnsafeMutablePointer<Int32>, strideC: Int
+        /// `b16` holds pair-interleaved values and `a` probabilities (``SparsePairGEMM``).
+        var sparse = false
     }
 
     // Allocated, not stored properties: `&property` of a class is not promised to be the
@@ -85,7 +87,9 @@ final class ProductHelper: @unchecked Sendable {
     }
 
     private static func run(_ job: Job, panel: UnsafeMutablePointer<Int16>) {
-        if let b8 = job.b8 {
+        if job.sparse, let b16 = job.b16 {
+            SparsePairGEMM.multiply(job.a, rows: job.rows, keys: job.depth, pairedValues: b16, into: job.c)
+        } else if let b8 = job.b8 {
             IntegerGEMM.multiply(job.a, rows: job.rows, depth: job.depth, strideA: job.strideA,
                                  b8, columns: job.columns, strideB: job.strideB, into: job.c, strideC: job.strideC, panel: panel)
         } else if let b16 = job.b16 {
@@ -98,19 +102,19 @@ final class ProductHelper: @unchecked Sendable {
     /// (`panel`: the calling thread's scratch; each thread widens the weights it uses).
     func multiply(_ a: UnsafePointer<Int16>, rows: Int, depth: Int, strideA: Int,
                   b8: UnsafePointer<Int8>?, b16: UnsafePointer<Int16>?, columns: Int, strideB: Int,
-                  into c: UnsafeMutablePointer<Int32>, strideC: Int, panel: UnsafeMutablePointer<Int16>) {
+                  into c: UnsafeMutablePointer<Int32>, strideC: Int, panel: UnsafeMutablePointer<Int16>, sparse: Bool = false) {
         // Split on a multiple of the kernel's three rows; small products stay on this thread.
         let split = running && rows >= 24 ? (rows / 2) / 3 * 3 : 0
         if split > 0 {
             pthread_mutex_lock(mutex)
             job = Job(a: a + split * strideA, rows: rows - split, depth: depth, strideA: strideA, b8: b8, b16: b16,
-                      columns: columns, strideB: strideB, c: c + split * strideC, strideC: strideC)
+                      columns: columns, strideB: strideB, c: c + split * strideC, strideC: strideC, sparse: sparse)
             finished = false
             pthread_cond_broadcast(condition)
             pthread_mutex_unlock(mutex)
         }
         Self.run(Job(a: a, rows: split > 0 ? split : rows, depth: depth, strideA: strideA, b8: b8, b16: b16,
-                     columns: columns, strideB: strideB, c: c, strideC: strideC), panel: panel)
+                     columns: columns, strideB: strideB, c: c, strideC: strideC, sparse: sparse), panel: panel)
         if split > 0 {
             pthread_mutex_lock(mutex)
             while !finished { pthread_cond_wait(condition, mutex) }

@@ -62,8 +62,7 @@ extension SmartTurnModel {
                     }
                     t += 4
                 }
-                attentionProduct(attention, rows: positions, depth: positions,
-                                 values + h * positions * dh, columns: dh, into: sums)
+                weightedValues(attention, rows: positions, keys: positions, values + h * positions * dh, into: sums)
                 for t in 0..<positions {
                     var d = 0
                     while d < dh {

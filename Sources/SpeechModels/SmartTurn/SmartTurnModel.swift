@@ -31,7 +31,7 @@ public final class SmartTurnModel {
     private let columns: UnsafeMutablePointer<Int16>  // the padded quantized features, then each feed-forward input and the pooling's scores
     let sums: UnsafeMutablePointer<Int32>  // products, up to [400][400]: wider ones go in blocks of rows
     let queries: UnsafeMutablePointer<Int16>, keys: UnsafeMutablePointer<Int16>  // [head][400][64]
-    let values: UnsafeMutablePointer<Int16>  // [head][64][400]
+    let values: UnsafeMutablePointer<Int16>  // [head][400 / 2][64][2] (``SparsePairGEMM``)
     let attention: UnsafeMutablePointer<Int16>  // one head's [400][400]
     private let timeWeights: UnsafeMutablePointer<Float>
     private let panel: UnsafeMutablePointer<Int16>  // widened weights (IntegerGEMM.panelCapacity)
@@ -119,6 +119,18 @@ public final class SmartTurnModel {
                                      w.baseAddress!, columns: linear.matrix.outputs, strideB: linear.matrix.inputs,
                                      into: sums, strideC: linear.matrix.outputs, panel: panel)
             }
+        }
+    }
+
+    /// Attention's probabilities by one head's pair-interleaved values (``SparsePairGEMM``),
+    /// shared with the helper thread if there is one.
+    func weightedValues(_ probabilities: UnsafePointer<Int16>, rows: Int, keys: Int, _ pairedValues: UnsafePointer<Int16>,
+                        into c: UnsafeMutablePointer<Int32>) {
+        if let helper {
+            helper.multiply(probabilities, rows: rows, depth: keys, strideA: keys, b8: nil, b16: pairedValues, columns: SparsePairGEMM.width,
+                            strideB: 0, into: c, strideC: SparsePairGEMM.width, panel: panel, sparse: true)
+        } else {
+            SparsePairGEMM.multiply(probabilities, rows: rows, keys: keys, pairedValues: pairedValues, into: c)
         }
     }
 
@@ -313,7 +325,7 @@ public final class SmartTurnModel {
         normalize(layer.attentionNorm, quantization: layer.attentionInput)
         report("attention_input", activations, count: positions * width, zeroPoint: layer.attentionInput.zeroPoint)
 
-        // q, k and v, each split into heads: q and k [head][t][d], v transposed [head][d][t].
+        // q, k and v, each split into heads: q and k [head][t][d], v [head][t / 2][d][t % 2].
         product(activations, rows: positions, layer.query)
         layer.query.bias.withUnsafeBufferPointer { bias in
             for t in 0..<positions {
@@ -342,9 +354,9 @@ public final class SmartTurnModel {
                 var c = 0
                 while c < width {
                     let q = layer.valueHeads.centred(FloatKernels.load4(row + c) + FloatKernels.load4(bias.baseAddress! + c))
-                    let base = values + (c / dh) * positions * dh + (c % dh) * positions + t
-                    base[0] = Int16(truncatingIfNeeded: q[0]); base[positions] = Int16(truncatingIfNeeded: q[1])
-                    base[2 * positions] = Int16(truncatingIfNeeded: q[2]); base[3 * positions] = Int16(truncatingIfNeeded: q[3])
+                    let base = values + (c / dh) * positions * dh + SparsePairGEMM.index(key: t, dimension: c % dh)
+                    base[0] = Int16(truncatingIfNeeded: q[0]); base[2] = Int16(truncatingIfNeeded: q[1])
+                    base[4] = Int16(truncatingIfNeeded: q[2]); base[6] = Int16(truncatingIfNeeded: q[3])
                     c += 4
                 }
             }
