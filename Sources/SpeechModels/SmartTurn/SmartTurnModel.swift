@@ -24,11 +24,11 @@ public final class SmartTurnModel {
 
     private let residual: UnsafeMutablePointer<Float>  // [400][384]
     private let row: UnsafeMutablePointer<Float>  // one row of up to 1536
-    let activations: UnsafeMutablePointer<Int16>  // centred operands, up to [400][1536]
+    let activations: UnsafeMutablePointer<Int16>  // centred operands, up to [800][384] (the first convolution's output)
     /// One row of zeros just before `activations`: the second convolution's first window
     /// starts a frame before the first one (its padding), read in place.
     private let paddedActivations: UnsafeMutablePointer<Int16>
-    private let columns: UnsafeMutablePointer<Int16>  // the padded quantized features, then each feed-forward input and the pooling's scores
+    private let columns: UnsafeMutablePointer<Int16>  // the padded quantized features, then a block of the feed-forward expansion and the pooling's scores
     let sums: UnsafeMutablePointer<Int32>  // products, up to [400][400]: wider ones go in blocks of rows
     let queries: UnsafeMutablePointer<Int16>, keys: UnsafeMutablePointer<Int16>  // [head][400][64]
     let values: UnsafeMutablePointer<Int16>  // [head][400 / 2][64][2] (``SparsePairGEMM``)
@@ -70,7 +70,7 @@ public final class SmartTurnModel {
         let area = Self.positions * Self.width
         residual = .allocate(capacity: area)
         row = .allocate(capacity: Self.expanded)
-        paddedActivations = .allocate(capacity: Self.width + Self.positions * Self.expanded)
+        paddedActivations = .allocate(capacity: Self.width + Self.frames * Self.width)
         paddedActivations.initialize(repeating: 0, count: Self.width)
         activations = paddedActivations + Self.width
         columns = .allocate(capacity: max((Self.frames + 2) * Self.bins, Self.positions * Self.width))
@@ -93,6 +93,10 @@ public final class SmartTurnModel {
     /// ([400][400]); the first convolution ([800][384]) and the feed-forward expansion
     /// ([400][1536]) are computed in blocks of rows that fit (1.8 MB less than holding them).
     private static let sumsCapacity = positions * positions
+
+    /// Rows of the feed-forward block done at a time: their expansion ([100][1536]) fits
+    /// `columns` and its product `sums`.
+    private static let feedForwardBlock = 100
 
     /// `body(first, count)` for consecutive blocks of `rows` whose products by `linear` fit `sums`.
     private func inBlocks(rows: Int, of linear: SmartTurnWeights.Linear, _ body: (Int, Int) -> Void) {
@@ -375,34 +379,38 @@ public final class SmartTurnModel {
         // The feed-forward block.
         normalize(layer.feedForwardNorm, quantization: layer.feedForwardInput)
         report("feed_forward_input", activations, count: positions * width, zeroPoint: layer.feedForwardInput.zeroPoint)
-        // The input moves to `columns`, so that `activations` is free to take [t][1536] while
-        // the expansion goes in blocks of rows.
-        let feedForwardInput = columns
-        feedForwardInput.update(from: activations, count: positions * width)
-        inBlocks(rows: positions, of: layer.expand) { first, count in
-            product(feedForwardInput + first * width, rows: count, layer.expand)
+        // In blocks of rows: each block's expansion goes through its GELU into `columns`, is
+        // contracted, and lands in the residual stream, so that the [400][1536] expansion is
+        // never held whole (1.2 MB less than `activations` sized for it).
+        var expandedWhole: [UInt8] = [], contractWhole: [UInt8] = []  // for `inspect` only
+        for first in stride(from: 0, to: positions, by: Self.feedForwardBlock) {
+            let count = min(Self.feedForwardBlock, positions - first)
+            let expandedBlock = columns
+            product(activations + first * width, rows: count, layer.expand)
             geluThroughTable(rows: count, of: layer.expand, table: expandedGELU[index], then: layer.expandedGELU, perColumn: true,
-                             into: activations + first * Self.expanded)
-        }
-        report("expanded_gelu", activations, count: positions * Self.expanded, zeroPoint: layer.expandedGELU.zeroPoint)
-        product(activations, rows: positions, layer.contract)
-        if inspect != nil {
-            var q = [UInt8](repeating: 0, count: positions * width)
-            for i in 0..<(positions * width) {
-                q[i] = UInt8(Int32(layer.contract.output.centred(sum: sums[i], multiplier: layer.contract.multipliers[i % width])) + layer.contract.output.zeroPoint)
-            }
-            inspect?("contract", q)
-        }
-        layer.contract.bias.withUnsafeBufferPointer { bias in
-            for t in 0..<positions {
-                result(t, of: layer.contract)
-                let r = residual + t * width
-                if last {
-                    for c in 0..<width { r[c] = (r[c] + row[c]) + bias[c] }
-                } else {
-                    for c in 0..<width { r[c] += row[c] + bias[c] }
+                             into: expandedBlock)
+            product(expandedBlock, rows: count, layer.contract)
+            if inspect != nil {
+                expandedWhole += (0..<(count * Self.expanded)).map { UInt8(Int32(expandedBlock[$0]) + layer.expandedGELU.zeroPoint) }
+                contractWhole += (0..<(count * width)).map {
+                    UInt8(Int32(layer.contract.output.centred(sum: sums[$0], multiplier: layer.contract.multipliers[$0 % width])) + layer.contract.output.zeroPoint)
                 }
             }
+            layer.contract.bias.withUnsafeBufferPointer { bias in
+                for t in first..<(first + count) {
+                    result(t - first, of: layer.contract)
+                    let r = residual + t * width
+                    if last {
+                        for c in 0..<width { r[c] = (r[c] + row[c]) + bias[c] }
+                    } else {
+                        for c in 0..<width { r[c] += row[c] + bias[c] }
+                    }
+                }
+            }
+        }
+        if inspect != nil {
+            inspect?("expanded_gelu", expandedWhole)
+            inspect?("contract", contractWhole)
         }
     }
 }
