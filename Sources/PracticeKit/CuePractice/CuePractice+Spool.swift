@@ -30,7 +30,7 @@ extension CuePractice {
         refused.remove(id)
         lastError[id] = nil
         logger.notice("cue spool: answer \(id) to cue \(answer.cueId) discarded by a client")
-        metrics.increment("practiced_cue_answers_total", help: "Cue answers by outcome.", labels: "outcome=\"discarded\"")
+        metrics.increment(.cueAnswers, "discarded")
         publish(Event.CueAnswerDiscarded(answerId: id, cueId: answer.cueId))
     }
 

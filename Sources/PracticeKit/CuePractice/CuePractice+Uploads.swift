@@ -19,7 +19,7 @@ extension CuePractice {
         }
         do {
             let stored = try spool.store(turn, answer: answer, bitRate: settings.bitRate)
-            metrics.increment("practiced_cue_answers_total", help: "Cue answers by outcome.", labels: "outcome=\"spooled\"")
+            metrics.increment(.cueAnswers, "spooled")
             publish(Event.CueSpooled(answerId: stored.id, cueId: cue, bytes: stored.bytes, durationS: stored.durationS))
             pump()
         } catch {
@@ -100,7 +100,7 @@ extension CuePractice {
             uploadAttempt = 0
             lastError[answer.id] = nil
             spool?.remove(answer.id)
-            metrics.increment("practiced_cue_answers_total", help: "Cue answers by outcome.", labels: "outcome=\"uploaded\"")
+            metrics.increment(.cueAnswers, "uploaded")
             logger.info("cue answer \(answer.id) is recording \(recordingID)")
             publish(Event.CueUploaded(answerId: answer.id, cueId: answer.cueId, recordingId: recordingID))
             watch(recordingID, cue: answer.cueId)

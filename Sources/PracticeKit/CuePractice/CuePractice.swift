@@ -351,7 +351,7 @@ public final class CuePractice: @unchecked Sendable {
             publish(Event.CueRecorded(cueId: current.cueId, durationS: rounded(turn.duration), speechS: rounded(turn.speechDuration),
                                       rms: turn.level.rms.rounded(), endReason: TurnEndReason(turn.endReason)))
             guard turn.holdsSpeech else {
-                metrics.increment("practiced_cue_answers_total", help: "Cue answers by outcome.", labels: "outcome=\"no_speech\"")
+                metrics.increment(.cueAnswers, "no_speech")
                 return publish(Event.CueDiscarded(cueId: current.cueId, reason: .noSpeech, rms: turn.level.rms.rounded()))
             }
             keep(turn, cue: current.cueId)

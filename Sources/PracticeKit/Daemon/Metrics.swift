@@ -22,34 +22,41 @@ public final class Metrics: @unchecked Sendable {
 
     public init() {}
 
-    /// Adds to a counter; `labels` like `result="ok"`.
-    public func increment(_ name: String, help: String, labels: String = "", by amount: Double = 1) {
+    /// Adds to a counter; `value` is its label's (``Metric/label``), nil for one without.
+    public func increment(_ metric: Metric, _ value: String? = nil, by amount: Double = 1) {
+        precondition(metric.kind == .counter, "\(metric.name) is a \(metric.kind)")
         lock.withLock {
-            counters[name, default: (help, [:])].values[labels, default: 0] += amount
+            counters[metric.name, default: (metric.help, [:])].values[metric.labels(value), default: 0] += amount
         }
     }
 
     /// Sets a counter kept elsewhere (the control server's, the devices') to its current
     /// total: it is still a counter to Prometheus, which needs the `_total` name and type.
-    public func setCounter(_ name: String, help: String, labels: String = "", _ value: Double) {
-        lock.withLock { counters[name, default: (help, [:])].values[labels] = value }
+    public func setCounter(_ metric: Metric, _ value: String? = nil, to total: Double) {
+        precondition(metric.kind == .counter, "\(metric.name) is a \(metric.kind)")
+        lock.withLock { counters[metric.name, default: (metric.help, [:])].values[metric.labels(value)] = total }
     }
 
-    public func set(_ name: String, help: String, labels: String = "", _ value: Double) {
-        lock.withLock { gauges[name, default: (help, [:])].values[labels] = value }
+    public func set(_ metric: Metric, _ value: String? = nil, to level: Double) {
+        precondition(metric.kind == .gauge, "\(metric.name) is a \(metric.kind)")
+        lock.withLock { gauges[metric.name, default: (metric.help, [:])].values[metric.labels(value)] = level }
     }
 
-    public func observe(_ name: String, help: String, seconds: Double) {
+    public func observe(_ metric: Metric, seconds: Double) {
+        precondition(metric.kind == .histogram, "\(metric.name) is a \(metric.kind)")
         lock.withLock {
-            var histogram = histograms[name] ?? Histogram(help: help, bounds: Self.latencyBuckets, counts: Array(repeating: 0, count: Self.latencyBuckets.count))
+            var histogram = histograms[metric.name]
+                ?? Histogram(help: metric.help, bounds: Self.latencyBuckets, counts: Array(repeating: 0, count: Self.latencyBuckets.count))
             for (index, bound) in histogram.bounds.enumerated() where seconds <= bound { histogram.counts[index] += 1 }
             histogram.sum += seconds
             histogram.count += 1
-            histograms[name] = histogram
+            histograms[metric.name] = histogram
         }
     }
 
-    public func counter(_ name: String, labels: String = "") -> Double { lock.withLock { counters[name]?.values[labels] ?? 0 } }
+    public func counter(_ metric: Metric, _ value: String? = nil) -> Double {
+        lock.withLock { counters[metric.name]?.values[metric.labels(value)] ?? 0 }
+    }
 
     /// The exposition text.
     public func exposition() -> String {

@@ -17,8 +17,7 @@ extension PracticeDaemon {
     /// and devices closed while idle are opened first when it needs them.
     public func handle(_ request: ControlRequest, client: ControlClientInfo, reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
         let entry = commandTable.entry(for: request.command)
-        metrics.increment("practiced_control_requests_total", help: "Control requests by command.",
-                          labels: "command=\"\(entry == nil ? "unknown" : request.command)\"")
+        metrics.increment(.controlRequests, entry == nil ? "unknown" : request.command)
         guard let entry else {
             return reply(.failure(ControlError(.unknownCommand, "unknown command '\(request.command)'; commands are \(Self.commands.joined(separator: ", "))")))
         }
@@ -121,7 +120,7 @@ extension PracticeDaemon {
                 // Each kind's cheapest call that needs no learner: TalkCo's topics, Chatterbox's app_config.
                 if kind == .chatterbox { _ = try await cueClient.appConfig() } else { _ = try await client.topics() }
                 probe.reachable = true
-                metrics.observe("practiced_backend_probe_seconds", help: "Time of the backend reachability check.",
+                metrics.observe(.backendProbe,
                                 seconds: Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9)
             } catch {
                 probe.reachable = false
@@ -238,18 +237,16 @@ extension PracticeDaemon {
 
     func metricsText() -> String {
         let control = server?.statisticsSnapshot ?? ControlServerStatistics()
-        metrics.set("practiced_clients", help: "Clients connected to the control socket.", Double(control.clients))
-        metrics.set("practiced_uptime_seconds", help: "Seconds since start.", uptime)
+        metrics.set(.clients, to: Double(control.clients))
+        metrics.set(.uptime, to: uptime)
         for (code, count) in control.errors {
-            metrics.setCounter("practiced_control_errors_total", help: "Error replies by code.", labels: "code=\"\(code)\"", Double(count))
+            metrics.setCounter(.controlErrors, code, to: Double(count))
         }
-        metrics.setCounter("practiced_slow_clients_dropped_total", help: "Clients disconnected for not reading.", Double(control.slowClientsDropped))
+        metrics.setCounter(.slowClientsDropped, to: Double(control.slowClientsDropped))
         for (direction, statistics) in [("capture", recorder?.deviceStatistics), ("playback", player?.deviceStatistics)] {
             guard let statistics else { continue }
-            metrics.setCounter("practiced_device_periods_total", help: "Periods transferred by device.", labels: "direction=\"\(direction)\"",
-                               Double(statistics.periods))
-            metrics.setCounter("practiced_device_parks_total", help: "Times a device was parked because nobody needed it.",
-                               labels: "direction=\"\(direction)\"", Double(statistics.parks))
+            metrics.setCounter(.devicePeriods, direction, to: Double(statistics.periods))
+            metrics.setCounter(.deviceParks, direction, to: Double(statistics.parks))
         }
         return metrics.exposition()
     }

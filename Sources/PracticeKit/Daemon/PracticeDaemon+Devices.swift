@@ -40,9 +40,8 @@ extension PracticeDaemon {
         case .speechStopped:
             server?.publish(Event.SpeechStopped())
         case .speechPaused(let probability, let waiting, let after):
-            metrics.observe("practiced_turn_model_seconds", help: "How long smart-turn took to answer at a pause.", seconds: after)
-            metrics.increment("practiced_turn_model_answers_total", help: "smart-turn's answers at pauses, by what the recorder did.",
-                              labels: "decision=\"\(waiting ? "wait" : "end")\"")
+            metrics.observe(.turnModel, seconds: after)
+            metrics.increment(.turnModelAnswers, waiting ? "wait" : "end")
             server?.publish(Event.SpeechPaused(probability: (Double(probability) * 1000).rounded() / 1000, waiting: waiting))
         case .turn(let turn):
             // The recorder serves one recording at a time: a cue answer's number says whose it is.
@@ -63,7 +62,7 @@ extension PracticeDaemon {
         case .started(let latency, let reply):
             server?.publish(Event.PlaybackStarted(latencyMs: latency * 1000 / 24_000, sound: reply, mixed: false))
         case .underrun(let total):
-            metrics.increment("practiced_playback_underruns_total", help: "Replies that ran dry before their end.")
+            metrics.increment(.playbackUnderruns)
             server?.publish(Event.PlaybackUnderrun(total: total))
         case .finished(let report), .mixFinished(let report):
             server?.publish(Event.PlaybackFinished(playedS: (report.playedSeconds * 1000).rounded() / 1000, interrupted: report.interrupted,
@@ -78,10 +77,10 @@ extension PracticeDaemon {
         case .started, .endOfInput:
             break
         case .xrun(let total):
-            metrics.increment("practiced_xruns_total", help: "Device overruns and underruns recovered.", labels: "direction=\"\(direction.rawValue)\"")
+            metrics.increment(.xruns, direction.rawValue)
             server?.publish(Event.DeviceXrun(direction: direction, total: total))
         case .deviceLost(let error):
-            metrics.increment("practiced_device_losses_total", help: "Devices that went away.", labels: "direction=\"\(direction.rawValue)\"")
+            metrics.increment(.deviceLosses, direction.rawValue)
             if direction == .capture {
                 session?.captureFailed(error.description)
                 cue?.captureFailed(error.description)

@@ -43,15 +43,15 @@ protocol SessionContext: AnyObject, Sendable {
 extension SessionContext {
     /// Counts a turn by how it ended (the `practiced_turns_total` metric).
     func countTurn(_ outcome: String) {
-        metrics.increment("practiced_turns_total", help: "Turns by outcome.", labels: "outcome=\"\(outcome)\"")
+        metrics.increment(.turns, outcome)
     }
 
     /// Monotonic nanoseconds, by the scheduler's clock.
     var now: UInt64 { scheduler.now }
 
-    func observe(_ name: String, _ help: String, since start: UInt64, now: UInt64? = nil) {
+    func observe(_ metric: Metric, since start: UInt64, now: UInt64? = nil) {
         // Clamped: a wrapped difference would put 1.8e10 s in the histogram.
-        metrics.observe(name, help: help, seconds: max(0, milliseconds(from: start, to: now ?? self.now) / 1e3))
+        metrics.observe(metric, seconds: max(0, milliseconds(from: start, to: now ?? self.now) / 1e3))
     }
 
     // The pieces hold their context unowned (it owns them); work they leave for later

@@ -175,7 +175,7 @@ public final class SessionController: SessionContext, @unchecked Sendable {
             switch result {
             case .success(let created):
                 active = ActiveSession(id: created.sessionId, mode: mode, topicID: topic)
-                metrics.increment("practiced_sessions_total", help: "Sessions started, by mode.", labels: "mode=\"\(mode.rawValue)\"")
+                metrics.increment(.sessions, mode.rawValue)
                 publish(Event.SessionCreated(sessionId: created.sessionId, mode: mode, topicId: topic))
                 move(to: .greeting)
                 replies.start(.greeting)
@@ -247,7 +247,7 @@ public final class SessionController: SessionContext, @unchecked Sendable {
         bargeInListening = nil
         guard stage == .replying || stage == .greeting else { return }
         logger.info("voice barge-in: the learner spoke over the reply")
-        metrics.increment("practiced_voice_barge_ins_total", help: "Replies the learner interrupted by speaking over them.")
+        metrics.increment(.voiceBargeIns)
         replies.bargeIn()
         recording = Recording(handsFree: true, number: number)
         move(to: .recording)

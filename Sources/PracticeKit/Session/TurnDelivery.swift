@@ -60,7 +60,7 @@ final class TurnDelivery: @unchecked Sendable {
         for entry in setAside { told(entry) }
         guard !turns.isEmpty else { return }
         context.logger.notice("spool: \(turns.count) turn(s) from an earlier run wait for delivery: \(turns.map(\.id).joined(separator: ", "))")
-        context.metrics.increment("practiced_turns_recovered_total", help: "Turns found in the spool at start.", by: Double(turns.count))
+        context.metrics.increment(.turnsRecovered, by: Double(turns.count))
         context.publish(Event.SpoolRecovered(turns: turns.map(entry)))
         context.stateChanged()
     }

@@ -73,8 +73,7 @@ extension SpoolSetAside {
     /// Something set aside is never silent: logged as an error, counted by kind, told.
     func report(logger: Logger, metrics: Metrics, publish: (any ProtocolEvent) -> Void) {
         logger.error("spool: \(kind == .turn ? "turn" : "cue answer") \(id) set aside in \(path): \(reason)")
-        metrics.increment("practiced_spool_set_aside_total", help: "Spooled turns and cue answers set aside (unreadable or damaged).",
-                          labels: "kind=\"\(kind.rawValue)\"")
+        metrics.increment(.spoolSetAside, kind.rawValue)
         publish(Event.SpoolItemSetAside(self))
     }
 }

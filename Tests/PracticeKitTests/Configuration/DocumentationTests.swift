@@ -44,6 +44,15 @@ final class DocumentationTests: XCTestCase {
         XCTAssertEqual(missing, [], "keys practiced accepts that practiced.conf(5) has no entry for")
     }
 
+    /// docs/operations.md's metrics table is the catalogue (``Metric/all``), row for row: the
+    /// series' name, type, label and help.
+    func testTheMetricsTableIsTheCatalogue() throws {
+        let rows = try read("docs/operations.md").split(separator: "\n").filter { $0.hasPrefix("| `practiced_") }.map(String.init)
+        let expected = Metric.all.map { "| `\($0.name)` | \($0.kind.rawValue) | \($0.label.map { "`\($0)`" } ?? "–") | \($0.help) |" }
+        XCTAssertEqual(rows, expected)
+        XCTAssertEqual(Set(Metric.all.map(\.name)).count, Metric.all.count, "a series declared twice")
+    }
+
     /// Every `path/of/a/File.swift` (or .js, .css, .html, .py, .c, .h, .sh) in backticks in
     /// docs/ and the README is a file in the repository, named by its path or the end of it.
     func testEverySourcePathTheDocsNameExists() throws {

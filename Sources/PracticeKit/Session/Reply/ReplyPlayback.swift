@@ -78,7 +78,7 @@ final class ReplyPlayback: TurnUploading, @unchecked Sendable {
             stream = backend.streamGreeting(sessionID: session.id, onEvent: handler)
         case .turn(let upload):
             if let recordedAt = upload.recordedAt {
-                context.observe("practiced_turn_end_to_upload_seconds", "From the end of the turn to the start of its upload.", since: recordedAt)
+                context.observe(.turnEndToUpload, since: recordedAt)
             }
             context.publish(Event.TurnUploading(turnId: upload.id, bytes: upload.wav.count, attempt: upload.attempt))
             stream = backend.streamTurn(sessionID: session.id, wav: upload.wav, idempotencyKey: upload.id, onEvent: handler)
@@ -119,7 +119,7 @@ final class ReplyPlayback: TurnUploading, @unchecked Sendable {
             }
         case .firstAudio(let at):
             reply.firstAudioAt = at
-            context.observe("practiced_first_audio_seconds", "From the request to the reply's first audio event.", since: reply.requestedAt, now: at)
+            context.observe(.firstAudio, since: reply.requestedAt, now: at)
         case .response(let text):
             reply.responseText = text
             releaseText(reply)
@@ -193,7 +193,7 @@ final class ReplyPlayback: TurnUploading, @unchecked Sendable {
         current = nil
         interrupted = false
         if !reply.isGreeting { context.countTurn("incomplete") }
-        context.metrics.increment("practiced_replies_incomplete_total", help: "Replies whose stream broke off.")
+        context.metrics.increment(.repliesIncomplete)
         context.publish(Event.ReplyIncomplete(message: "\(error)", turnId: reply.turnID, responseText: reply.responseText))
         context.move(to: .ready)
     }
@@ -218,12 +218,10 @@ final class ReplyPlayback: TurnUploading, @unchecked Sendable {
             reply.soundStarted = true
             reply.soundAt = now
             if let first = reply.firstAudioAt {
-                context.observe("practiced_first_audio_to_sound_seconds", "From the reply's first audio event to its first sample on the device.",
-                                since: first, now: now)
+                context.observe(.firstAudioToSound, since: first, now: now)
             }
             if let recordedAt = reply.recordedAt {
-                context.observe("practiced_turn_round_trip_seconds", "From the end of the turn to the reply's first sample on the device.",
-                                since: recordedAt, now: now)
+                context.observe(.turnRoundTrip, since: recordedAt, now: now)
             }
             context.publish(Event.ReplyAudioStarted(turnId: reply.turnID))
             releaseText(reply)
@@ -266,8 +264,7 @@ final class ReplyPlayback: TurnUploading, @unchecked Sendable {
         if let timings = summary?.timings, !timings.isEmpty { finished.serverTimings = timings }
         context.publish(finished)
         if !reply.void, reply.transcript != nil || reply.isGreeting {
-            context.metrics.observe("practiced_reply_seconds", help: "From the request to the end of the reply's playback.",
-                                    seconds: Double(context.now - reply.requestedAt) / 1e9)
+            context.observe(.reply, since: reply.requestedAt)
         }
         context.move(to: .ready)
     }
