@@ -339,19 +339,23 @@ struct PracticeCtl {
     /// awaited events belong to, and `session.failed` always. A failure of the flow waited
     /// on means the awaited event will not come (a finish that failed never completes).
     static func failures(endingTheWaitFor names: [String]) -> Set<String> {
+        // Event names from the protocol's own types: a renamed event cannot leave a stale
+        // string here. Stages (`stage:…`) are practicectl's own wait syntax.
+        typealias E = Event
         let flows: [(awaited: Set<String>, failures: Set<String>)] = [
-            (["session.completed", "stage:completed", "stage:finishing"], ["review.finish_failed"]),
-            (["review.ready", "stage:reviewed", "stage:reviewing", "session.ended", "stage:ending"], ["review.failed", "session.end_failed"]),
-            (["session.created", "stage:greeting", "stage:starting"], ["greeting.failed"]),
-            (["reply.finished", "reply.text", "reply.audio_started", "transcript", "stage:ready", "stage:replying", "stage:uploading",
-              "turn.accepted", "turn.recorded", "turn.spooled"],
-             ["turn.failed", "turn.rejected", "turn.pending", "reply.incomplete", "greeting.failed"]),
-            (["correction.added"], ["correction.failed"]),
-            (["playback.finished", "playback.started"], ["playback.failed"]),
-            (["cue.recorded", "cue.spooled", "cue.upload", "cue.uploaded", "cue.transcript", "cue.evaluation"],
-             ["cue.discarded", "cue.spool_failed", "cue.upload_failed", "cue.results_failed"]),
+            ([E.SessionCompleted.name, "stage:completed", "stage:finishing"], [E.ReviewFinishFailed.name]),
+            ([E.ReviewReady.name, "stage:reviewed", "stage:reviewing", E.SessionEnded.name, "stage:ending"],
+             [E.ReviewFailed.name, E.SessionEndFailed.name]),
+            ([E.SessionCreated.name, "stage:greeting", "stage:starting"], [E.GreetingFailed.name]),
+            ([E.ReplyFinished.name, E.ReplyText.name, E.ReplyAudioStarted.name, E.Transcript.name, "stage:ready", "stage:replying",
+              "stage:uploading", E.TurnAccepted.name, E.TurnRecorded.name, E.TurnSpooled.name],
+             [E.TurnFailed.name, E.TurnRejected.name, E.TurnPending.name, E.ReplyIncomplete.name, E.GreetingFailed.name]),
+            ([E.CorrectionAdded.name], [E.CorrectionFailed.name]),
+            ([E.PlaybackFinished.name, E.PlaybackStarted.name], [E.PlaybackFailed.name]),
+            ([E.CueRecorded.name, E.CueSpooled.name, E.CueUploadStep.name, E.CueUploaded.name, E.CueTranscript.name, E.CueEvaluation.name],
+             [E.CueDiscarded.name, E.CueSpoolFailed.name, E.CueUploadFailed.name, E.CueResultsFailed.name]),
         ]
-        var failures: Set<String> = ["session.failed"]
+        var failures: Set<String> = [E.SessionFailed.name]
         for flow in flows where !flow.awaited.isDisjoint(with: names) { failures.formUnion(flow.failures) }
         return failures.subtracting(names)
     }
