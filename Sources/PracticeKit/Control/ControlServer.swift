@@ -59,21 +59,24 @@ public final class ControlServer: @unchecked Sendable {
     private let listener: UnixListener
     private let serverVersion: String
     private let capabilities: [String]
-    private let topics: Set<EventTopic>
+    let topics: Set<EventTopic>
     /// The topics some client follows, kept on the queue for threads that must not wait
     /// for it (the capture thread asks before it wakes anyone for a level).
     private let followedTopics = Locked<Set<EventTopic>>([])
     private let socketGroup: UInt32?
     private let logger: Logger
-    private weak var handler: ControlCommandHandler?
+    private(set) weak var handler: ControlCommandHandler?
 
     // Touched only on the queue.
     private var limits: ControlServerLimits
     private var acceptWatch: DescriptorWatch?
     private var idleTimer: DispatchSourceTimer?
-    private var connections: [Int: ControlConnection] = [:]
+    var connections: [Int: ControlConnection] = [:]
+    /// hello, subscribe and unsubscribe (``CommandRoute/server``), checked against the
+    /// catalog when the server is made (`ControlServer+OwnCommands.swift`).
+    private(set) lazy var ownCommands = makeOwnCommands()
     private var nextClientID = 1
-    private var seq: UInt64 = 0
+    private(set) var seq: UInt64 = 0
     /// Read from any thread (a command handler on the queue asks for it too).
     private let statistics = Locked(ControlServerStatistics())
     private var stopped = false
@@ -92,6 +95,7 @@ public final class ControlServer: @unchecked Sendable {
         self.limits = limits
         self.logger = logger
         self.handler = handler
+        ownCommands.verify(routes: [.server])
     }
 
     public func start() {
@@ -276,59 +280,20 @@ public final class ControlServer: @unchecked Sendable {
         case .success(let decoded):
             request = decoded
         }
-        defer { if request.command != Command.Hello.name { connection.requests += 1 } }
-        switch request.command {
-        case Command.Hello.name:
-            connection.requests += 1
-            // Negotiation comes first or not at all: after other requests it is refused.
-            guard connection.requests == 1 else {
-                return reply(connection, id: request.id, .failure(ControlError(.invalidState, "hello must be the first request of a connection")))
-            }
-            let answer = CommandReply<Command.Hello> { self.reply(connection, id: request.id, $0) }
-            do throws(ControlError) {
-                let wanted = try request.arguments(Command.Hello.self).protocol
-                guard ControlProtocol.accepts(wanted) else {
-                    answer.fail(ControlError(.unsupportedProtocol, "this daemon speaks \(ControlProtocol.identifier), not \(wanted)"))
-                    connection.closeAfterFlush()
-                    return
-                }
-                answer.succeed(.init(protocol: ControlProtocol.identifier, version: "\(ControlProtocol.majorVersion).\(ControlProtocol.minorVersion)"))
-            } catch {
-                answer.fail(error)
-            }
-        case Command.Subscribe.name, Command.Unsubscribe.name:
-            do throws(ControlError) {
-                let names = try request.arguments(Command.Subscribe.self).topics ?? Array(topics)
-                if let unknown = names.first(where: { !topics.contains($0) }) {
-                    throw ControlError(.badArguments, "'\(unknown.rawValue)' cannot be subscribed to; topics are \(topics.map(\.rawValue).sorted().joined(separator: ", "))")
-                }
-                if request.command == Command.Subscribe.name {
-                    connection.topics.formUnion(names)
-                    refreshFollowedTopics()
-                    CommandReply<Command.Subscribe> { self.reply(connection, id: request.id, $0) }
-                        .succeed(.init(topics: connection.topics.sorted { $0.rawValue < $1.rawValue }, seq: Int(seq)))
-                    // The current state first, so that the client never starts from nothing.
-                    if let snapshot = handler?.snapshot() {
-                        connection.send(ControlMessage.event(seq: seq, topic: DaemonSnapshot.topic.rawValue, name: DaemonSnapshot.name,
-                                                             published: Monotonic.now(), data: ProtocolEncoder.encode(snapshot)))
-                    }
-                } else {
-                    connection.topics.subtract(names)
-                    refreshFollowedTopics()
-                    CommandReply<Command.Unsubscribe> { self.reply(connection, id: request.id, $0) }.succeed(.init(topics: connection.topics.sorted { $0.rawValue < $1.rawValue }))
-                }
-            } catch {
-                reply(connection, id: request.id, .failure(error))
-            }
-        default:
-            guard let handler else { return reply(connection, id: request.id, .failure(ControlError(.internalError, "shutting down", retryable: true))) }
+        connection.requests += 1
+        // The server's own commands (hello, subscribe, unsubscribe) go through a table like
+        // the daemon's, keyed by their types; every other command goes to the handler.
+        if let entry = ownCommands.entry(for: request.command) {
             let info = ControlClientInfo(id: connection.id, credentials: connection.credentials)
-            let id = request.id
-            connection.inFlight += 1
-            handler.handle(request, client: info) { [weak self, weak connection] result in
-                guard let self, let connection else { return }
-                self.queue.async { self.answer(connection, id: id, result) }
-            }
+            return ownCommands.run(entry, request, client: info) { [unowned self] in reply(connection, id: request.id, $0) }
+        }
+        guard let handler else { return reply(connection, id: request.id, .failure(ControlError(.internalError, "shutting down", retryable: true))) }
+        let info = ControlClientInfo(id: connection.id, credentials: connection.credentials)
+        let id = request.id
+        connection.inFlight += 1
+        handler.handle(request, client: info) { [weak self, weak connection] result in
+            guard let self, let connection else { return }
+            self.queue.async { self.answer(connection, id: id, result) }
         }
     }
 
@@ -350,7 +315,7 @@ public final class ControlServer: @unchecked Sendable {
     public func isFollowed(_ topic: EventTopic) -> Bool { followedTopics.withLock { $0.contains(topic) } }
 
     /// On the queue, after any change of a client's topics or of the clients.
-    private func refreshFollowedTopics() {
+    func refreshFollowedTopics() {
         let followed = connections.values.reduce(into: Set<EventTopic>()) { $0.formUnion($1.topics) }
         followedTopics.withLock { $0 = followed }
     }
