@@ -179,7 +179,7 @@ final class ManualPageTests: XCTestCase {
         XCTAssertFalse(help.stdout.contains("set -euo"), "--help prints the header comment only")
         let usage = try XCTUnwrap(help.stdout.components(separatedBy: "\n").first { $0.contains("practiced-kiosk-ui [") })
         let options = Set(options(in: usage)).union(["--help"])
-        XCTAssertEqual(options, ["--port", "--socket", "--ui", "--no-browser", "--browser-args", "--help"])
+        XCTAssertEqual(options, ["--port", "--socket", "--ui", "--browser", "--no-browser", "--browser-args", "--help"])
         let lines = try rendered("practiced-kiosk-ui.1")
         let documented = Set(entries(section("OPTIONS", of: lines)).map(\.tag).flatMap { $0.components(separatedBy: ", ") }
             .map { $0.components(separatedBy: " ")[0] }).subtracting(["-h"])
@@ -187,7 +187,7 @@ final class ManualPageTests: XCTestCase {
         let regex = try NSRegularExpression(pattern: "PRACTICED_[A-Z_]+")
         let variables = Set(regex.matches(in: help.stdout, range: NSRange(help.stdout.startIndex..., in: help.stdout))
             .map { String(help.stdout[Range($0.range, in: help.stdout)!]) })
-        XCTAssertEqual(variables.count, 5, "\(variables)")
+        XCTAssertEqual(variables.count, 6, "\(variables)")
         let environment = Set(entries(section("ENVIRONMENT", of: lines)).map(\.tag))
         XCTAssertEqual(environment, variables.union(["XDG_RUNTIME_DIR"]), "practiced-kiosk-ui(1) ENVIRONMENT against its --help")
         // The script reads every variable it names.
@@ -195,6 +195,7 @@ final class ManualPageTests: XCTestCase {
         for variable in variables { XCTAssertTrue(script.contains("${\(variable):-"), variable) }
         XCTAssertEqual(try output("/bin/bash", [launcher, "--no-such-option"]).status, 64)
         XCTAssertEqual(try output("/bin/bash", [launcher, "--port", "80a"]).status, 64)
+        XCTAssertEqual(try output("/bin/bash", [launcher, "--browser", "firefox"]).status, 64)
         XCTAssertEqual(try output("/bin/bash", [launcher, "--no-browser", "--ui", "/nonexistent"]).status, 66)
     }
 

@@ -228,10 +228,16 @@ class App {
  *  The token leaves the page's address at once (it would otherwise stay in the browser's
  *  history and session) and travels only as the WebSocket's subprotocol, never in a URL. */
 function bridge() {
-  const token = new URLSearchParams(location.hash.slice(1)).get("token") ?? "";
+  const fragment = new URLSearchParams(location.hash.slice(1));
+  const token = fragment.get("token") ?? "";
+  // A page cog reads from the launcher's folder (its kiosk: scheme) is told the bridge's
+  // loopback port; a page the bridge served talks back to where it came from.
+  const port = fragment.get("bridge_port") ?? "";
+  const served = location.protocol === "http:" || location.protocol === "https:";
+  const host = !served && /^[0-9]{1,5}$/.test(port) ? `127.0.0.1:${port}` : location.host;
   if (location.hash) history.replaceState(null, "", location.pathname + location.search);
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-  return { url: `${scheme}//${location.host}/websockify`, token };
+  return { url: `${scheme}//${host}/websockify`, token };
 }
 
 const params = new URLSearchParams(location.search);
