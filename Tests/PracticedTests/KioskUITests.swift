@@ -80,6 +80,15 @@ final class KioskUITests: XCTestCase {
         XCTAssertTrue(reached, "the page never showed stage \(stage) (it shows \(shown))", file: file, line: line)
     }
 
+    /// The `enabled` of each `level.watch` the page has sent, in order.
+    private func levelWatches() throws -> [Bool] {
+        let messages = try browser.run("return window.practicedKiosk.messages").arrayValue ?? []
+        return messages.compactMap { entry in
+            guard entry["direction"] == "out", entry["message"]?["command"] == "level.watch" else { return nil }
+            return entry["message"]?["args"]?["enabled"]?.boolValue
+        }
+    }
+
     private func count(_ selector: String) throws -> Int { try browser.run("return document.querySelectorAll(arguments[0]).length", [.string(selector)]).intValue ?? 0 }
 
     /// The screen as it is, at both kiosk sizes (the 7" 800×480 and 1280×800), back to the
@@ -161,6 +170,9 @@ final class KioskUITests: XCTestCase {
         XCTAssertNotNil(try browser.wait(for: "[data-topic='travel']", text: { $0.contains("旅") || $0.contains("Travel") }))
         XCTAssertEqual(try count(".topic"), 6)
         XCTAssertEqual(try browser.text(try XCTUnwrap(try browser.find("#tab-practice"))), "練習")
+        // The home screen shows no level: the page does not keep the microphone open for it.
+        let watchedAtHome = try levelWatches()
+        XCTAssertFalse(watchedAtHome.contains(true), "the home screen watched the level: \(watchedAtHome)")
         try shoot("topics")
 
         // The greeting: the tutor's words appear with its voice.
@@ -168,6 +180,7 @@ final class KioskUITests: XCTestCase {
         XCTAssertNotNil(try browser.wait(for: "#screen-conversation"))
         XCTAssertNotNil(try browser.wait(for: ".line.tutor", timeout: 30), "the greeting's text never showed")
         try waitForStage("ready")
+        XCTAssertEqual(try levelWatches().last, true, "the conversation shows the level: the page watches it")
         XCTAssertEqual(try browser.text(try XCTUnwrap(try browser.find("#end"))), "結束對話")
         XCTAssertEqual(try browser.text(try XCTUnwrap(try browser.find("#session-title"))), "旅遊", "what is practised is shown")
         try shoot("conversation")

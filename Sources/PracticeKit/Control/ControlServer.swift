@@ -310,6 +310,15 @@ public final class ControlServer: @unchecked Sendable {
         }
     }
 
+    /// Unsubscribes a client from topics on behalf of a command (`level.watch` with
+    /// `enabled: false`).
+    public func unsubscribe(client id: Int, from topics: [EventTopic]) {
+        queue.async {
+            self.connections[id]?.topics.subtract(topics)
+            self.refreshFollowedTopics()
+        }
+    }
+
     /// Whether any client follows `topic`, from any thread, without waiting for the queue
     /// (a subscription made this moment may be seen a moment later).
     public func isFollowed(_ topic: EventTopic) -> Bool { followedTopics.withLock { $0.contains(topic) } }

@@ -83,7 +83,12 @@ extension PracticeDaemon {
         }
         table.register(Command.LevelWatch.self) { [unowned self] args, reply in
             let enabled = args.enabled ?? true
-            if enabled, let client = reply.client { server?.subscribe(client: client.id, to: [.level, .speech]) }
+            // Unwatching leaves `level`, whose followers keep the microphone open
+            // (``devicesNeeded``); before, `enabled: false` answered `watching: false` and
+            // changed nothing, and a page that stopped watching kept the microphone open.
+            if let client = reply.client {
+                if enabled { server?.subscribe(client: client.id, to: [.level, .speech]) } else { server?.unsubscribe(client: client.id, from: [.level]) }
+            }
             let (capture, interval) = (devices.states.capture, lock.withLock { configuration.levelIntervalMilliseconds })
             reply.succeed(.init(watching: enabled, intervalMs: interval, capture: capture.wire))
         }

@@ -69,4 +69,21 @@ final class IdleTests: XCTestCase {
         _ = try meter.request("unsubscribe", ["topics": ["level", "speech"]])
         XCTAssertTrue(waitForDevices("idle", watcher, after: kept))
     }
+
+    /// `level.watch` with `enabled: false` is how a page stops watching (the learner UI does
+    /// when it leaves the conversation): the microphone must then close. Before, it answered
+    /// `watching: false` and left the client subscribed, so the devices stayed open.
+    func testALevelWatchTurnedOffLetsTheDevicesClose() throws {
+        rig = try KioskRig(arguments: ["--audio-idle-close-s", "1"])
+        let watcher = try rig.watcher(topics: ["device"])
+        XCTAssertTrue(waitForDevices("idle", watcher, after: 0))
+        let meter = try rig.daemon.client()
+        let mark = watcher.count
+        _ = try meter.request("level.watch", ["enabled": true])
+        XCTAssertTrue(waitForDevices("running", watcher, after: mark))
+        XCTAssertNotNil(meter.waitForEvent("level"))
+        let unwatched = watcher.count
+        XCTAssertEqual(try meter.request("level.watch", ["enabled": false])["watching"], false)
+        XCTAssertTrue(waitForDevices("idle", watcher, after: unwatched), "the devices stayed open after the watch was turned off")
+    }
 }

@@ -14,7 +14,9 @@ import { renderSummary } from "./screens/summary.js";
 import { renderProfile } from "./screens/profile.js";
 import { CueApp } from "./cues/cue-app.js";
 
-const TOPICS = ["session", "playback", "speech", "level", "device", "cue"];
+// `level` is not among them: following it keeps the daemon's microphone open, so the page
+// follows it only through `level.watch`, while a screen shows the level (``watchLevel``).
+const TOPICS = ["session", "playback", "speech", "device", "cue"];
 
 class App {
   constructor(root, { url, token }) {
@@ -46,8 +48,8 @@ class App {
     const wasOpen = this.store.link.state === "open";
     this.store.link = { state: link.state, retryInMs: link.detail?.retryInMs ?? null, everOpen: this.store.link.everOpen || link.state === "open" };
     if (link.state === "open") {
+      this.levelWatched = undefined;  // a new connection watches nothing yet
       this.chooseApp();
-      this.watchLevel();
     }
     if (wasOpen !== (link.state === "open")) this.render();
     else this.renderLink();
@@ -59,6 +61,7 @@ class App {
     let status = null;
     try { status = await this.connection.request("status"); } catch (error) { this.failed(error); }
     if (status?.backend?.kind === "chatterbox") {
+      this.watchLevel(true);  // the cue screens show the level throughout
       this.cues = this.cues ?? new CueApp(this.root, this.connection);
       window.practicedCues = this.cues;  // for the browser tests
       await this.cues.start();
@@ -74,8 +77,13 @@ class App {
     this.render();
   }
 
-  watchLevel() {
-    this.connection.request("level.watch", { enabled: true }).catch((error) => this.failed(error));
+  /** The microphone's level is watched only while a screen shows it: watching keeps the
+   *  microphone open and streams 15 level events a second (audio.level_interval_ms) through the bridge and the
+   *  browser, which on the home screen cost the whole kiosk its idle CPU for nothing. */
+  watchLevel(on) {
+    if (this.store.link.state !== "open" || this.levelWatched === on) return;
+    this.levelWatched = on;
+    this.connection.request("level.watch", { enabled: on }).catch((error) => this.failed(error));
   }
 
   changed(what) {
@@ -212,6 +220,7 @@ class App {
       summary: () => renderSummary(this),
       profile: () => renderProfile(this),
     };
+    this.watchLevel(screen === "conversation");
     const main = el("main", { id: "screen", data: { screen } }, [screens[screen]()]);
     replace(this.root, header, el("div", { id: "link", attrs: { role: "status", "aria-live": "polite" } }), main, tabs);
     this.renderLink();

@@ -95,7 +95,7 @@ extension Command {
         public static let name = "level.watch"
         public static let route = CommandRoute.daemon
         public static let needsDevices = true
-        public static let summary = "Subscribes to `level` and `speech` (and keeps the microphone open while watched)."
+        public static let summary = "Subscribes to `level` and `speech` (and keeps the microphone open while watched); `enabled: false` unsubscribes from `level`, which lets the microphone close."
         public struct Arguments: Codable, Sendable {
             public var enabled: Bool?
         }
