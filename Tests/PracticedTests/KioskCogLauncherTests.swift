@@ -54,12 +54,10 @@ final class KioskCogLauncherTests: XCTestCase {
         let page = DaemonHarness.read("\(folder)/launch.html")
         let token = try XCTUnwrap(page.firstMatch(of: /token=([0-9a-f]{64})/).map { String($0.1) }, page)
         var webProcesses = 0
-        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] where Int32(entry) != nil {
-            guard let data = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline") else { continue }
-            let arguments = String(decoding: data.map { $0 == 0 ? 32 : $0 }, as: UTF8.self)
+        for (pid, arguments) in commandLines() {
             XCTAssertFalse(arguments.contains(token), "the token is on a command line: \(arguments)")
             if arguments.hasPrefix("/usr/lib/x86_64-linux-gnu/wpe-webkit") && arguments.contains("WPEWebProcess"),
-               isDescendant(Int32(entry)!, of: launcher.pid) {
+               isDescendant(pid, of: launcher.pid) {
                 webProcesses += 1
             }
         }
@@ -72,12 +70,16 @@ final class KioskCogLauncherTests: XCTestCase {
         XCTAssertNotNil(launcher.waitForExit(timeout: 30), "the launcher did not end on SIGTERM")
         stopped = true
         XCTAssertFalse(FileManager.default.fileExists(atPath: folder), "the run's folder outlived the launcher")
-        let left = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { entry -> String? in
-            guard Int32(entry) != nil, let data = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline") else { return nil }
-            let arguments = String(decoding: data.map { $0 == 0 ? 32 : $0 }, as: UTF8.self)
-            return arguments.contains(folder) || arguments.contains("--listen 127.0.0.1:\(port)") ? arguments : nil
-        }
+        let left = commandLines().map(\.arguments).filter { $0.contains(folder) || $0.contains("--listen 127.0.0.1:\(port)") }
         XCTAssertEqual(left, [], "processes of the launcher's outlived it")
+    }
+
+    /// Every process's command line, its arguments joined by spaces.
+    private func commandLines() -> [(pid: Int32, arguments: String)] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { entry in
+            guard let pid = Int32(entry), let data = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline") else { return nil }
+            return (pid, String(decoding: data.map { $0 == 0 ? 32 : $0 }, as: UTF8.self))
+        }
     }
 
     /// Whether `pid` is `ancestor` or one of its descendants (by /proc's parent links).

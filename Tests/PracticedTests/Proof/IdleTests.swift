@@ -51,15 +51,22 @@ final class IdleTests: XCTestCase {
         XCTAssertTrue(waitForDevices("idle", watcher, after: closed))
     }
 
-    func testALevelWatcherKeepsTheDevicesOpen() throws {
+    /// A rig whose devices close after 1 s idle, closed; then a client that watches the level
+    /// (`level.watch`), which opens them and receives levels. The device watcher and that client.
+    private func watchingTheLevel() throws -> (EventWatcher, ControlClient) {
         rig = try KioskRig(arguments: ["--audio-idle-close-s", "1"])
         let watcher = try rig.watcher(topics: ["device"])
         XCTAssertTrue(waitForDevices("idle", watcher, after: 0))
         let meter = try rig.daemon.client()
         let mark = watcher.count
-        _ = try meter.request("level.watch")
+        _ = try meter.request("level.watch", ["enabled": true])
         XCTAssertTrue(waitForDevices("running", watcher, after: mark))
         XCTAssertNotNil(meter.waitForEvent("level"))
+        return (watcher, meter)
+    }
+
+    func testALevelWatcherKeepsTheDevicesOpen() throws {
+        let (watcher, meter) = try watchingTheLevel()
         // A level watcher is a need: the devices stay open past the idle delay while it
         // watches (three keeper rounds), and close after it leaves.
         let kept = watcher.count
@@ -74,14 +81,7 @@ final class IdleTests: XCTestCase {
     /// when it leaves the conversation): the microphone must then close. Before, it answered
     /// `watching: false` and left the client subscribed, so the devices stayed open.
     func testALevelWatchTurnedOffLetsTheDevicesClose() throws {
-        rig = try KioskRig(arguments: ["--audio-idle-close-s", "1"])
-        let watcher = try rig.watcher(topics: ["device"])
-        XCTAssertTrue(waitForDevices("idle", watcher, after: 0))
-        let meter = try rig.daemon.client()
-        let mark = watcher.count
-        _ = try meter.request("level.watch", ["enabled": true])
-        XCTAssertTrue(waitForDevices("running", watcher, after: mark))
-        XCTAssertNotNil(meter.waitForEvent("level"))
+        let (watcher, meter) = try watchingTheLevel()
         let unwatched = watcher.count
         XCTAssertEqual(try meter.request("level.watch", ["enabled": false])["watching"], false)
         XCTAssertTrue(waitForDevices("idle", watcher, after: unwatched), "the devices stayed open after the watch was turned off")
