@@ -302,11 +302,14 @@ def cue_practice(browser, address, step, shoot, say):
         print("   card:", title)
     shoot("cue-cards")
     browser.click("[data-language='fr']")
-    browser.wait("return document.getElementById('learner').textContent.endsWith('FR')", 30, "French")
+    browser.wait("return document.getElementById('learner').textContent.endsWith('FR')"
+                 " && document.getElementById('cue-grid').getAttribute('aria-busy') === 'false'", 30, "French")
     shoot("cue-cards-fr")
     browser.click("[data-language='en']")
-    browser.wait("return document.getElementById('learner').textContent.endsWith('EN')", 30, "English again")
+    browser.wait("return document.getElementById('learner').textContent.endsWith('EN')"
+                 " && document.getElementById('cue-grid').getAttribute('aria-busy') === 'false'", 30, "English again")
 
+    # (the cards of a new language come after the learner's language; until then they are busy)
     step("answer the first card: hold the button while the learner speaks, then let go")
     browser.click(".cue-card")
     browser.wait_for("#screen-answer", 30)

@@ -362,10 +362,27 @@ final class KioskUITests: XCTestCase {
         try browser.click("#shuffle")
         XCTAssertTrue(try browser.wait(until: "return [...document.querySelectorAll('.cue-card')].map(e => e.dataset.cue).join(',') !== '\(first.stringValue ?? "")'", timeout: 20),
                       "other cards did not come")
+        // A language's cards: the daemon tells the new language (signin.changed) before its cards
+        // come; until they do, the old language's cards are busy and cannot be tapped.
+        let cardsShown = "[...document.querySelectorAll('.cue-card')].map(e => e.dataset.cue).join(',')"
+        let settled = "document.querySelector('#cue-grid').getAttribute('aria-busy') === 'false'"
+        let english = try browser.run("return \(cardsShown)").stringValue ?? ""
+        _ = try browser.run("""
+            window.cardsSeenInFrench = [];
+            new MutationObserver(() => {
+              if (document.querySelector('.cue-grid') && document.querySelector('#learner').textContent.endsWith('FR'))
+                window.cardsSeenInFrench.push({ ids: \(cardsShown), tappable: [...document.querySelectorAll('.cue-card')].some(e => !e.disabled) });
+            }).observe(document.body, { childList: true, subtree: true });
+            """)
         try browser.click("[data-language='fr']")
-        XCTAssertTrue(try browser.wait(until: "return document.querySelector('#learner').textContent.endsWith('FR')", timeout: 20), "the language did not change")
+        XCTAssertTrue(try browser.wait(until: "return document.querySelector('#learner').textContent.endsWith('FR') && \(cardsShown) !== '\(english)'",
+                                       timeout: 20), "the French cards did not come")
+        XCTAssertTrue(try browser.run("return \(settled)").boolValue ?? false, "the French cards are still busy")
+        let french = try browser.run("return \(cardsShown)").stringValue ?? ""
+        XCTAssertEqual(try browser.run("return window.cardsSeenInFrench.filter(s => s.ids !== '\(french)' && s.tappable).length").intValue, 0,
+                       "the English cards could be tapped while the learner practised French")
         try browser.click("[data-language='en']")
-        XCTAssertTrue(try browser.wait(until: "return document.querySelector('#learner').textContent.endsWith('EN')", timeout: 20))
+        XCTAssertTrue(try browser.wait(until: "return document.querySelector('#learner').textContent.endsWith('EN') && \(settled)", timeout: 20))
 
         // An answer, held aloud.
         try browser.click(".cue-card")

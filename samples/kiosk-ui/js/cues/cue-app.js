@@ -19,6 +19,8 @@ export class CueApp {
     this.learner = null;           // learner.get's answer
     this.signIn = { step: "email", email: "", reason: null, sent: false };
     this.cards = null;             // cues.get's answer
+    this.cardsLanguage = null;     // the language those cards were asked in
+    this.cardsAsked = null;        // the latest cues.get on its way: { ticket, language }
     this.cue = null;               // the card being answered
     this.answer = null;            // {cueId, state, answerId, recordingId, steps, transcript, evaluation, failed}
     this.history = null;           // cue.history's answer
@@ -117,15 +119,24 @@ export class CueApp {
     const learner = await this.act("learner.language", { language: code });
     if (!learner) return;
     this.learner = learner;
-    await this.loadCards(false);
+    // The daemon's signin.changed may have asked for this language's cards already.
+    if (this.cardsAsked?.language !== learner.language) await this.loadCards(false);
     this.render();
   }
 
   // MARK: cards and answers
 
   async loadCards(shuffle) {
+    // Only the latest request's answer is shown: an older one may be the language just left.
+    const asked = { ticket: (this.cardsAsked?.ticket ?? 0) + 1, language: this.learner?.language ?? null };
+    this.cardsAsked = asked;
     const cards = await this.act("cues.get", shuffle ? { shuffle: true } : {});
-    if (cards) this.cards = cards;
+    if (this.cardsAsked !== asked) return;
+    this.cardsAsked = null;
+    if (cards) {
+      this.cards = cards;
+      this.cardsLanguage = asked.language;
+    }
     this.render();
   }
 
@@ -208,6 +219,9 @@ export class CueApp {
     switch (event.event) {
       case "signin.changed":
         this.learner = data.learner;
+        // The language changed (here or from another client): the cards shown are the old one's.
+        if (this.cards && data.learner.signed_in && data.learner.profile_id && data.learner.language !== this.cardsLanguage
+            && this.cardsAsked?.language !== data.learner.language) this.loadCards(false);
         if (!data.learner.signed_in && data.reason) this.notice("warning", "signInAgain");
         break;
       case "level":
