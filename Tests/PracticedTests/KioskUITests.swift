@@ -11,23 +11,29 @@ import XCTest
 /// practice-sim behind it. Only the page is touched: taps, a held push-to-talk button, typed
 /// text. Every line the page read from the daemon or wrote to it is checked against the
 /// protocol's JSON Schema. Screenshots of each screen go to `.build/kiosk-ui-screenshots/`
-/// (or `$PRACTICED_SCREENSHOTS`).
-final class KioskUITests: XCTestCase {
+/// (or `$PRACTICED_SCREENSHOTS`). The same tests run on cog, the browser the kiosk ships,
+/// in ``KioskUITestsOnCog``.
+class KioskUITests: XCTestCase {
+    /// The browser the tests drive.
+    class var browserKind: WebDriver.Browser { .chromium }
+    /// Where the screenshots go: chromium's in the folder itself, cog's in `cog/`.
+    var screenshots: String { Self.browserKind == .chromium ? Self.screenshotFolder : "\(Self.screenshotFolder)/cog" }
+
     private var rig: KioskRig!
     /// The real TalkCo server's recorded answers, and a daemon on them.
     private var replay: TraceReplayServer?
     private var replayDaemon: DaemonHarness?
     private var bridge: ChildProcess?
     private var bridgeOutput = ""
-    private var browser: WebDriver!
+    var browser: WebDriver!
     /// The launch page's address (`file://…/launch.html`), as the launcher prints it.
     private var address = ""
     /// Console errors a test expects (substrings); any other fails it at tear-down.
-    private var expectedConsoleErrors: [String] = []
+    var expectedConsoleErrors: [String] = []
 
     static let uiDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("samples/kiosk-ui").path
-    static let screenshots: String = ProcessInfo.processInfo.environment["PRACTICED_SCREENSHOTS"]
+    static let screenshotFolder: String = ProcessInfo.processInfo.environment["PRACTICED_SCREENSHOTS"]
         ?? URL(fileURLWithPath: uiDirectory).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(".build/kiosk-ui-screenshots").path
 
     override func tearDown() {
@@ -47,7 +53,7 @@ final class KioskUITests: XCTestCase {
     }
 
     /// The rig, the bridge as the launcher starts it, and a browser on the page.
-    private func start(width: Int = 1280, height: Int = 800, browsing: Bool = true, arguments: [String] = [],
+    func start(width: Int = 1280, height: Int = 800, browsing: Bool = true, arguments: [String] = [],
                        _ configure: (inout SimulatorConfiguration) -> Void = { _ in }) throws {
         rig = try KioskRig(arguments: arguments, configure)
         try openPage(socket: rig.daemon.socketPath, directory: rig.directory, width: width, height: height, browsing: browsing)
@@ -69,7 +75,7 @@ final class KioskUITests: XCTestCase {
         }
         address = DaemonHarness.read(bridgeOutput).trimmingCharacters(in: .whitespacesAndNewlines)
         guard browsing else { return }
-        browser = try WebDriver(width: width, height: height)
+        browser = try WebDriver(width: width, height: height, browser: Self.browserKind)
         try browser.open(address)
     }
 
@@ -96,7 +102,7 @@ final class KioskUITests: XCTestCase {
     private func shoot(_ name: String) throws {
         let width = try browser.run("return innerWidth").intValue ?? 1280
         let height = try browser.run("return innerHeight").intValue ?? 800
-        for (w, h) in [(800, 480), (1280, 800)] {
+        for (w, h) in browser.kioskSizes {
             try browser.resize(width: w, height: h)
             // The conversation's newest line is in view at this size too (the page follows
             // a change of size; before, the 800×480 shots showed the first lines).
@@ -105,7 +111,7 @@ final class KioskUITests: XCTestCase {
                 return !newest || newest.getBoundingClientRect().bottom <= lines.getBoundingClientRect().bottom + 1;
                 """, timeout: 5)
             XCTAssertTrue(newestInView, "\(name) at \(w)x\(h): the newest line is out of view")
-            try browser.screenshot(to: "\(Self.screenshots)/\(name)-\(w)x\(h).png")
+            try browser.screenshot(to: "\(screenshots)/\(name)-\(w)x\(h).png")
         }
         try checkLongTexts(name)
         try browser.resize(width: width, height: height)
@@ -115,10 +121,10 @@ final class KioskUITests: XCTestCase {
     /// sizes: nothing past the screen's right edge, nothing scrolls sideways.
     private func checkLongTexts(_ name: String, file: StaticString = #filePath, line: UInt = #line) throws {
         try browser.stretchTexts()
-        for (w, h) in [(800, 480), (1280, 800)] {
+        for (w, h) in browser.kioskSizes {
             try browser.resize(width: w, height: h)
             XCTAssertEqual(try browser.layoutProblems(), [], "\(name) at \(w)x\(h) with 2,000-character words", file: file, line: line)
-            try browser.screenshot(to: "\(Self.screenshots)/\(name)-long-words-\(w)x\(h).png")
+            try browser.screenshot(to: "\(screenshots)/\(name)-long-words-\(w)x\(h).png")
         }
         try browser.restoreTexts()
     }
@@ -248,6 +254,10 @@ final class KioskUITests: XCTestCase {
         try browser.click("#tab-profile")
         XCTAssertNotNil(try browser.wait(for: "#cefr", timeout: 20))
         XCTAssertEqual(try count(".dimension"), 3)
+        // Each dimension shows its patterns or says it has none (practice-sim's grammar has none).
+        XCTAssertEqual(try browser.run("return [...document.querySelectorAll('.dimension')].filter(d => !d.querySelector('.pattern, .nothing')).length"), 0,
+                       "a dimension card shows nothing")
+        XCTAssertEqual(try count(".dimension .nothing"), 1)
         try browser.click("#evaluate")
         XCTAssertTrue(try browser.wait(until: "return /^[ABC][12]$/.test(document.getElementById('cefr').textContent)", timeout: 20), "no CEFR level")
         try assertOnOneLine("#cefr")
@@ -257,7 +267,7 @@ final class KioskUITests: XCTestCase {
         // A tutor's emoji is drawn as a colour glyph (without a colour emoji font, a grey box).
         try browser.click("#tab-practice")
         try browser.run("window.practicedKiosk.store.line('tutor', 'Well done 🎉🙂'); window.practicedKiosk.store.session.stage = 'ready'; window.practicedKiosk.render()")
-        let emoji = "\(Self.screenshots)/conversation-emoji.png"
+        let emoji = "\(screenshots)/conversation-emoji.png"
         try browser.screenshot(of: ".line.tutor:last-child .said", to: emoji)
         XCTAssertGreaterThan(try KioskPageChecks.colouredPixels(inPNG: emoji), 60, "the emoji in \(emoji) is not in colour")
 
@@ -292,11 +302,11 @@ final class KioskUITests: XCTestCase {
         rig.microphone.say(Array(stimulus.samples[..<upToPause]))
         XCTAssertTrue(try browser.wait(until: "return window.practicedKiosk.store.stillListening === true", timeout: 20), "never showed still listening")
         XCTAssertEqual(try browser.text(try XCTUnwrap(try browser.find("#stage"))), "還在聽，慢慢說")
-        try browser.screenshot(to: "\(Self.screenshots)/conversation-still-listening-1280x800.png")
-        try browser.resize(width: 800, height: 480)
-        XCTAssertEqual(try browser.layoutProblems(), [], "still listening at 800x480")
-        try browser.screenshot(to: "\(Self.screenshots)/conversation-still-listening-800x480.png")
-        try browser.resize(width: 1280, height: 800)
+        for (w, h) in browser.kioskSizes {
+            try browser.resize(width: w, height: h)
+            XCTAssertEqual(try browser.layoutProblems(), [], "still listening at \(w)x\(h)")
+            try browser.screenshot(to: "\(screenshots)/conversation-still-listening-\(w)x\(h).png")
+        }
         try browser.click("#done-speaking")
         guard let recorded = watcher.wait(for: "turn.recorded", after: mark, timeout: 10) else { return XCTFail("done did not end the turn") }
         XCTAssertEqual(recorded["data"]?["end_reason"], "released", "the learner's done ends the turn, not the pause")
@@ -424,7 +434,7 @@ final class KioskUITests: XCTestCase {
     /// sizes: beside a long summary or title, a flex item once shrank to "B" over "1", "Ba"
     /// over "ck". The lines are the text's own boxes (a Range's client rectangles).
     private func assertOnOneLine(_ selector: String, file: StaticString = #filePath, line: UInt = #line) throws {
-        for (w, h) in [(800, 480), (1280, 800)] {
+        for (w, h) in browser.kioskSizes {
             try browser.resize(width: w, height: h)
             let lines = try browser.run("""
                 const range = document.createRange(); range.selectNodeContents(document.querySelector(arguments[0]));
@@ -432,18 +442,18 @@ final class KioskUITests: XCTestCase {
                 """, [.string(selector)])
             XCTAssertEqual(lines, .int(1), "\(selector) broke over lines at \(w)x\(h)", file: file, line: line)
         }
-        try browser.resize(width: 1280, height: 800)
+        try browser.resize(width: browser.kioskSizes.last!.width, height: browser.kioskSizes.last!.height)
     }
 
     /// A cue screen at both kiosk sizes.
     private func shootCues(_ name: String, longTexts: Bool = true) throws {
-        for (w, h) in [(800, 480), (1280, 800)] {
+        for (w, h) in browser.kioskSizes {
             try browser.resize(width: w, height: h)
-            try browser.screenshot(to: "\(Self.screenshots)/\(name)-\(w)x\(h).png")
+            try browser.screenshot(to: "\(screenshots)/\(name)-\(w)x\(h).png")
         }
         // Not under a finger that holds push-to-talk: the page is not redrawn then.
         if longTexts { try checkLongTexts(name) }
-        try browser.resize(width: 1280, height: 800)
+        try browser.resize(width: browser.kioskSizes.last!.width, height: browser.kioskSizes.last!.height)
     }
 
     /// The bridge relays to the daemon only for the token the launcher made at this start,

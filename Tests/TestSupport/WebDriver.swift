@@ -1,9 +1,11 @@
 import Foundation
 import PracticeKit
 
-/// Debian's chromium driven headless through chromedriver's W3C WebDriver protocol (JSON
-/// over HTTP on loopback): the browser suite of the kiosk UI clicks, holds and types as a
-/// learner would, reads what the page shows, and takes screenshots.
+/// A browser driven headless through its W3C WebDriver (JSON over HTTP on loopback): the
+/// browser suite of the kiosk UI clicks, holds and types as a learner would, reads what the
+/// page shows, and takes screenshots. Two browsers, each through its own Debian driver:
+/// chromium through chromedriver, and WPE WebKit's cog (what the kiosk ships) through
+/// `WPEWebDriver`, which starts cog on its headless platform.
 public final class WebDriver {
     public struct Failure: Error, CustomStringConvertible {
         public let description: String
@@ -14,21 +16,41 @@ public final class WebDriver {
         let id: String
     }
 
+    public enum Browser: String, Sendable {
+        case chromium
+        /// cog on WPE WebKit. Its headless platform has one view size, 800 × 600, that
+        /// WebDriver cannot change; it has no console log endpoint (the page's errors are
+        /// collected in the page instead, see ``open(_:)``), and a W3C touch reaches the page
+        /// as a mouse's pointer events.
+        case wpe
+    }
+
+    public let browser: Browser
     private let driver: ChildProcess
     private let base: URL
     private let session: String
     private let directory: URL
     /// The W3C name of an element reference in JSON.
     static let elementKey = "element-6066-11e4-a52e-4f735466cecf"
+    /// The one view size of cog's headless platform.
+    static let wpeViewport = (width: 800, height: 600)
 
-    /// Starts chromedriver and a headless chromium whose page is `width` × `height` CSS
-    /// pixels.
-    public init(width: Int, height: Int) throws {
+    /// The page sizes this browser can show: the kiosk's two screens (the 7" 800 × 480 and
+    /// 1280 × 800) on chromium, cog's one on WPE.
+    public var kioskSizes: [(width: Int, height: Int)] {
+        browser == .wpe ? [Self.wpeViewport] : [(800, 480), (1280, 800)]
+    }
+
+    /// Starts the driver and a headless browser whose page is `width` × `height` CSS
+    /// pixels (on WPE, always 800 × 600).
+    public init(width: Int, height: Int, browser: Browser = .chromium) throws {
+        self.browser = browser
         directory = try makeTemporaryDirectory()
         let port = try Self.freePort()
-        driver = try ChildProcess(executable: "/usr/bin/chromedriver", arguments: ["--port=\(port)"], environment: ["PATH": "/usr/bin:/bin"],
-                                  stdoutPath: directory.appendingPathComponent("chromedriver.log").path,
-                                  stderrPath: directory.appendingPathComponent("chromedriver.err").path)
+        let (executable, name) = browser == .wpe ? ("/usr/bin/WPEWebDriver", "WPEWebDriver") : ("/usr/bin/chromedriver", "chromedriver")
+        driver = try ChildProcess(executable: executable, arguments: ["--port=\(port)"], environment: ["PATH": "/usr/bin:/bin"],
+                                  stdoutPath: directory.appendingPathComponent("\(name).log").path,
+                                  stderrPath: directory.appendingPathComponent("\(name).err").path)
         base = URL(string: "http://127.0.0.1:\(port)")!
         let deadline = Date().addingTimeInterval(20)
         while true {
@@ -36,22 +58,30 @@ public final class WebDriver {
                 _ = try Self.call(base, "GET", "/status", nil)
                 break
             } catch {
-                guard Date() < deadline else { throw Failure(description: "chromedriver did not start: \(error)") }
+                guard Date() < deadline else { throw Failure(description: "\(name) did not start: \(error)") }
                 usleep(50_000)
             }
         }
-        let arguments = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                         "--hide-scrollbars", "--force-device-scale-factor=1", "--window-size=\(width),\(height)",
-                         "--user-data-dir=\(directory.appendingPathComponent("profile").path)"].map { JSONValue.string($0) }
-        let capabilities: JSONValue = ["capabilities": ["alwaysMatch": [
-            "browserName": "chrome",
-            "goog:chromeOptions": ["binary": "/usr/bin/chromium", "args": .array(arguments)],
-            "goog:loggingPrefs": ["browser": "ALL"],
-        ]]]
+        let capabilities: JSONValue
+        switch browser {
+        case .chromium:
+            let arguments = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                             "--hide-scrollbars", "--force-device-scale-factor=1", "--window-size=\(width),\(height)",
+                             "--user-data-dir=\(directory.appendingPathComponent("profile").path)"].map { JSONValue.string($0) }
+            capabilities = ["capabilities": ["alwaysMatch": [
+                "browserName": "chrome",
+                "goog:chromeOptions": ["binary": "/usr/bin/chromium", "args": .array(arguments)],
+                "goog:loggingPrefs": ["browser": "ALL"],
+            ]]]
+        case .wpe:
+            capabilities = ["capabilities": ["alwaysMatch": [
+                "wpe:browserOptions": ["binary": "/usr/bin/cog", "args": ["--automation", "--platform=headless"]],
+            ]]]
+        }
         let created = try Self.call(base, "POST", "/session", capabilities)
         guard let session = created["sessionId"]?.stringValue else { throw Failure(description: "no WebDriver session: \(created)") }
         self.session = session
-        try resize(width: width, height: height)
+        if browser == .chromium { try resize(width: width, height: height) }
     }
 
     deinit {
@@ -61,13 +91,47 @@ public final class WebDriver {
     }
 
     /// The page's viewport set to exactly `width` × `height` (the window's own frame aside).
+    /// On WPE, whose one size is 800 × 600, any other size is a failure, never ignored.
     public func resize(width: Int, height: Int) throws {
+        guard browser == .chromium else {
+            guard (width, height) == Self.wpeViewport else {
+                throw Failure(description: "cog's headless view is 800 x 600: no \(width) x \(height) (use kioskSizes)")
+            }
+            return
+        }
         _ = try command("POST", "/goog/cdp/execute", ["cmd": "Emulation.setDeviceMetricsOverride", "params": [
             "width": .int(width), "height": .int(height), "deviceScaleFactor": 1, "mobile": false,
         ]])
     }
 
-    public func open(_ url: String) throws { _ = try command("POST", "/url", ["url": .string(url)]) }
+    /// Opens `url`. On WPE, whose driver keeps no console log, the page then gets a
+    /// collector of what chromium's log would call SEVERE (`console.error`, an uncaught
+    /// error or rejection, a resource that failed to load), once its address has settled
+    /// (the launch page moves on to the UI): what happened before that is not seen there.
+    public func open(_ url: String) throws {
+        _ = try command("POST", "/url", ["url": .string(url)])
+        guard browser == .wpe else { return }
+        var (address, settled) = ("", 0)
+        let deadline = Date().addingTimeInterval(10)
+        while settled < 3, Date() < deadline {
+            let now = try run("return document.readyState === 'complete' ? location.href : ''").stringValue ?? ""
+            settled = !now.isEmpty && now == address ? settled + 1 : 0
+            address = now
+            usleep(50_000)
+        }
+        try run("""
+            if (window.__severe) return;
+            window.__severe = [];
+            const keep = (message) => window.__severe.push({ level: 'SEVERE', message: String(message) });
+            const error = console.error.bind(console);
+            console.error = (...parts) => { keep(parts.map(String).join(' ')); error(...parts); };
+            window.addEventListener('error', (event) => {
+              const source = event.target && (event.target.src || event.target.href);
+              keep(source ? `${source} - failed to load` : `${event.message} (${event.filename}:${event.lineno})`);
+            }, true);
+            window.addEventListener('unhandledrejection', (event) => keep(`Uncaught (in promise) ${event.reason}`));
+            """)
+    }
 
     /// Runs `script` (a function body) in the page; its return value.
     @discardableResult
@@ -95,8 +159,11 @@ public final class WebDriver {
     public func wait(for selector: String, timeout: Double = 20, text predicate: (String) -> Bool = { _ in true }) throws -> Element? {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            // The page may re-render between the find and the read: look again.
-            if let element = try find(selector), let text = try? text(element), predicate(text) { return element }
+            // The page may re-render between the find and the read, or (WPEWebDriver) while
+            // the elements are listed: look again.
+            do {
+                if let element = try find(selector), let text = try? text(element), predicate(text) { return element }
+            } catch let failure as Failure where failure.description.contains("stale element") {}
             usleep(50_000)
         }
         return nil
@@ -112,7 +179,12 @@ public final class WebDriver {
         return false
     }
 
-    public func text(_ element: Element) throws -> String { try command("GET", "/element/\(element.id)/text", nil).stringValue ?? "" }
+    /// The element's rendered text. On WPE, its `innerText` read in the page: WPEWebDriver's
+    /// own answer was empty for a title cut with an ellipsis that the page showed whole.
+    public func text(_ element: Element) throws -> String {
+        guard browser == .wpe else { return try command("GET", "/element/\(element.id)/text", nil).stringValue ?? "" }
+        return try run("return arguments[0].innerText", [[Self.elementKey: .string(element.id)]]).stringValue ?? ""
+    }
 
     /// A click as a learner's tap: WebDriver checks that the element is there and enabled.
     public func click(_ selector: String) throws {
@@ -144,21 +216,25 @@ public final class WebDriver {
     /// Presses (down) or releases (up) the pointer on `selector`: a push-to-talk hold. A
     /// mouse: chromedriver's touch input on headless chromium delivered the press of a
     /// held touch but never its release.
-    public func pointer(_ down: Bool, on selector: String) throws {
+    public func pointer(_ down: Bool, on selector: String) throws { try pointer(down, on: selector, as: "mouse") }
+
+    private func pointer(_ down: Bool, on selector: String, as kind: String) throws {
         guard let element = try find(selector) else { throw Failure(description: "no \(selector) to press") }
         let origin: JSONValue = [Self.elementKey: .string(element.id)]
         let steps: [JSONValue] = down
             ? [["type": "pointerMove", "origin": origin, "x": 0, "y": 0, "duration": 0], ["type": "pointerDown", "button": 0]]
             : [["type": "pointerUp", "button": 0]]
-        _ = try command("POST", "/actions", ["actions": [["type": "pointer", "id": "finger", "parameters": ["pointerType": "mouse"],
+        _ = try command("POST", "/actions", ["actions": [["type": "pointer", "id": .string("\(kind)-finger"), "parameters": ["pointerType": .string(kind)],
                                                            "actions": .array(steps)]]])
     }
 
     /// A finger put on the middle of `selector` (down) or lifted, as the touch screen's
     /// driver reports it: Chrome DevTools' `Input.dispatchTouchEvent`, which goes through
     /// the browser's input pipeline (W3C touch actions on headless chromium deliver a held
-    /// touch's press but not its release).
+    /// touch's press but not its release). On WPE, a W3C touch action: its headless
+    /// platform hands it to the page as a mouse's pointer events.
     public func touch(_ down: Bool, on selector: String) throws {
+        if browser == .wpe { return try pointer(down, on: selector, as: "touch") }
         let box = try run("""
             const r = document.querySelector(arguments[0]).getBoundingClientRect();
             return [Math.round(r.left + r.width / 2), Math.round(r.top + r.height / 2)];
@@ -191,7 +267,8 @@ public final class WebDriver {
 
     /// The page's console messages since the last call (errors the page logged).
     public func consoleLog() throws -> [JSONValue] {
-        (try command("POST", "/se/log", ["type": "browser"])).arrayValue ?? []
+        guard browser == .wpe else { return (try command("POST", "/se/log", ["type": "browser"])).arrayValue ?? [] }
+        return try run("const seen = window.__severe || []; window.__severe = []; return seen;").arrayValue ?? []
     }
 
     private func command(_ method: String, _ path: String, _ body: JSONValue?) throws -> JSONValue {

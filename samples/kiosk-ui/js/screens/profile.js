@@ -28,6 +28,8 @@ export function renderProfile(app) {
     el("div", { class: "weak-points", id: "weak-points" }, ISSUE_TYPES.map((dimension) =>
       el("div", { class: `dimension mark-${dimension}`, data: { dimension } }, [
         el("h3", {}, [el("span", { class: `issue issue-${dimension}`, text: t(dimension) })]),
+        // A dimension without patterns says so: an empty card read as a screen that failed.
+        (weak[dimension] ?? []).length === 0 ? el("p", { class: "muted nothing", text: t("nothingToWorkOn") }) : null,
         ...(weak[dimension] ?? []).map((pattern) => el("details", { class: "pattern" }, [
           el("summary", { text: pattern.pattern }),
           el("ul", {}, (pattern.examples ?? []).map((example) => el("li", { class: "example" }, [
