@@ -3,13 +3,23 @@ import PracticeKit
 import TestSupport
 import XCTest
 
-/// The launcher with `--browser cog` as the unit runs it: cage headless (wlroots with the
+/// The launcher (cog, its default browser) as the unit runs it: cage headless (wlroots with the
 /// pixman renderer), cog on the launch page read through its kiosk: scheme, the bridge, the
 /// daemon as a process. The page must come up and talk to the daemon through the bridge, in
 /// one web process, with the token on no command line and in none of the launcher's output,
-/// and a SIGTERM to the launcher must leave no process and no folder behind.
+/// and a SIGTERM to the launcher, or a crashed web process, must leave no process and no
+/// folder behind.
 final class KioskCogLauncherTests: XCTestCase {
-    func testCogShowsThePageInOneWebProcessWithTheTokenNowhereAndStopsClean() throws {
+    /// The launcher as the unit starts it, and the daemon it shows.
+    private struct Run {
+        let daemon: DaemonHarness
+        let launcher: ChildProcess
+        let folder: String, port: UInt16, output: String, errors: String
+        /// What the unit sends to the journal: cog's log (through the launcher's filter) and the bridge's.
+        func journal() -> String { DaemonHarness.read(output) + DaemonHarness.read(errors) }
+    }
+
+    private func startLauncher() throws -> Run {
         // cage will not run as root: the launcher runs as nobody (65534), as the unit runs it as
         // practiced-ui, a member of the socket's group. Its UI and the bridge are copied where
         // that user can read them (CI's clone may be a folder it cannot enter).
@@ -22,18 +32,15 @@ final class KioskCogLauncherTests: XCTestCase {
         XCTAssertEqual(chown(runtime, 65534, 65534), 0)
         let output = "\(daemon.directory)/launcher.out", errors = "\(daemon.directory)/launcher.err"
         let port = try WebDriver.freePort()
+        // No --browser: cog is the default.
         let launcher = try ChildProcess(executable: "/usr/bin/setpriv", arguments: [
             "--reuid=65534", "--regid=65534", "--clear-groups",
-            "/bin/bash", "\(ui)/practiced-kiosk-ui", "--browser", "cog", "--port", "\(port)", "--socket", daemon.socketPath, "--ui", ui,
+            "/bin/bash", "\(ui)/practiced-kiosk-ui", "--port", "\(port)", "--socket", daemon.socketPath, "--ui", ui,
         ], environment: [
             "PATH": "/usr/bin:/bin", "HOME": runtime, "XDG_RUNTIME_DIR": runtime,
             "WLR_BACKENDS": "headless", "WLR_LIBINPUT_NO_DEVICES": "1", "WLR_RENDERER": "pixman", "PRACTICED_KIOSK_BRIDGE": bridge,
         ], stdoutPath: output, stderrPath: errors)
-        // What the unit sends to the journal: cog's log (through the launcher's filter) and the bridge's.
-        func journal() -> String { DaemonHarness.read(output) + DaemonHarness.read(errors) }
-        var stopped = false
-        defer { if !stopped { launcher.terminate(signal: SIGKILL) } }
-        let folder = "\(runtime)/practiced-kiosk-ui.65534"
+        let run = Run(daemon: daemon, launcher: launcher, folder: "\(runtime)/practiced-kiosk-ui.65534", port: port, output: output, errors: errors)
 
         // The page ran its script: it opened the WebSocket through the bridge, said hello,
         // subscribed and asked for the daemon's status (the daemon counts the requests it
@@ -47,31 +54,61 @@ final class KioskCogLauncherTests: XCTestCase {
                 .flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
             if asked < 1 { usleep(200_000) }
         }
-        XCTAssertGreaterThanOrEqual(asked, 1, "the page never asked for the status: \(journal())")
-        XCTAssertTrue(journal().contains("WebSocket open"), journal())
+        XCTAssertGreaterThanOrEqual(asked, 1, "the page never asked for the status: \(run.journal())")
+        XCTAssertTrue(run.journal().contains("WebSocket open"), run.journal())
+        return run
+    }
+
+    /// The web processes the launcher started.
+    private func webProcesses(of run: Run) -> [Int32] {
+        commandLines().filter { pid, arguments in
+            arguments.hasPrefix("/usr/lib/x86_64-linux-gnu/wpe-webkit") && arguments.contains("WPEWebProcess") && isDescendant(pid, of: run.launcher.pid)
+        }.map(\.pid)
+    }
+
+    /// Nothing of the launcher's left: its folder, its processes.
+    private func assertNothingLeft(by run: Run, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertFalse(FileManager.default.fileExists(atPath: run.folder), "the run's folder outlived the launcher", file: file, line: line)
+        let left = commandLines().map(\.arguments).filter { $0.contains(run.folder) || $0.contains("--listen 127.0.0.1:\(run.port)") }
+        XCTAssertEqual(left, [], "processes of the launcher's outlived it", file: file, line: line)
+    }
+
+    func testCogShowsThePageInOneWebProcessWithTheTokenNowhereAndStopsClean() throws {
+        let run = try startLauncher()
+        var stopped = false
+        defer { if !stopped { run.launcher.terminate(signal: SIGKILL) } }
 
         // The token: in the launch page only.
-        let page = DaemonHarness.read("\(folder)/launch.html")
+        let page = DaemonHarness.read("\(run.folder)/launch.html")
         let token = try XCTUnwrap(page.firstMatch(of: /token=([0-9a-f]{64})/).map { String($0.1) }, page)
-        var webProcesses = 0
-        for (pid, arguments) in commandLines() {
+        for (_, arguments) in commandLines() {
             XCTAssertFalse(arguments.contains(token), "the token is on a command line: \(arguments)")
-            if arguments.hasPrefix("/usr/lib/x86_64-linux-gnu/wpe-webkit") && arguments.contains("WPEWebProcess"),
-               isDescendant(pid, of: launcher.pid) {
-                webProcesses += 1
-            }
         }
-        XCTAssertEqual(webProcesses, 1, "the launch page and the UI in one web process")
-        XCTAssertFalse(journal().contains(token), "the token reached the launcher's output (the journal)")
-        XCTAssertTrue(journal().contains("token=(hidden)"), "cog's log of the address, token blotted out")
+        XCTAssertEqual(webProcesses(of: run).count, 1, "the launch page and the UI in one web process")
+        XCTAssertFalse(run.journal().contains(token), "the token reached the launcher's output (the journal)")
+        XCTAssertTrue(run.journal().contains("token=(hidden)"), "cog's log of the address, token blotted out")
 
         // SIGTERM: the launcher ends cog, cage and the bridge, and removes its folder.
-        launcher.terminate(signal: SIGTERM)
-        XCTAssertNotNil(launcher.waitForExit(timeout: 30), "the launcher did not end on SIGTERM")
+        run.launcher.send(signal: SIGTERM)
+        XCTAssertEqual(run.launcher.waitForExit(timeout: 30), 0, "the launcher did not end cleanly on SIGTERM (the unit's stop)")
         stopped = true
-        XCTAssertFalse(FileManager.default.fileExists(atPath: folder), "the run's folder outlived the launcher")
-        let left = commandLines().map(\.arguments).filter { $0.contains(folder) || $0.contains("--listen 127.0.0.1:\(port)") }
-        XCTAssertEqual(left, [], "processes of the launcher's outlived it")
+        assertNothingLeft(by: run)
+    }
+
+    /// A web process that crashes ends cog (`--webprocess-failure=exit`), and so the launcher,
+    /// with a failure, for the unit to restart the whole (`Restart=always`): no error page
+    /// left up, nothing left behind.
+    func testACrashedWebProcessEndsTheLauncherForTheUnitToRestart() throws {
+        let run = try startLauncher()
+        defer { if run.launcher.isRunning { run.launcher.terminate(signal: SIGKILL) } }
+        let web = try XCTUnwrap(webProcesses(of: run).first, "no web process")
+        // Killed as the kernel's OOM killer would kill it.
+        XCTAssertEqual(kill(web, SIGKILL), 0)
+        let status = run.launcher.waitForExit(timeout: 30)
+        XCTAssertNotNil(status, "the launcher outlived its crashed web process: \(run.journal().split(separator: "\n").filter { !$0.contains("output test failed") }.suffix(30).joined(separator: "\n"))")
+        XCTAssertNotEqual(status, 0, "the launcher ended as if all were well: the unit would not count a failure")
+        XCTAssertTrue(run.journal().contains("the browser ended"), "the launcher did not say why it stopped")
+        assertNothingLeft(by: run)
     }
 
     /// Every process's command line, its arguments joined by spaces.
