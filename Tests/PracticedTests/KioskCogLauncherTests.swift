@@ -66,6 +66,16 @@ final class KioskCogLauncherTests: XCTestCase {
         }.map(\.pid)
     }
 
+    /// After a failed test too: the launcher stopped as the unit stops it, and whatever of
+    /// its run is still there killed (a SIGKILL to the launcher alone left cage and cog
+    /// running, which skewed every later measurement of WebKit's memory).
+    private func stop(_ run: Run) {
+        if run.launcher.isRunning { run.launcher.terminate(signal: SIGTERM, grace: 15) }
+        for (pid, arguments) in commandLines() where arguments.contains(run.folder) || arguments.contains("--listen 127.0.0.1:\(run.port)") {
+            kill(pid, SIGKILL)
+        }
+    }
+
     /// Nothing of the launcher's left: its folder, its processes.
     private func assertNothingLeft(by run: Run, file: StaticString = #filePath, line: UInt = #line) {
         XCTAssertFalse(FileManager.default.fileExists(atPath: run.folder), "the run's folder outlived the launcher", file: file, line: line)
@@ -75,8 +85,7 @@ final class KioskCogLauncherTests: XCTestCase {
 
     func testCogShowsThePageInOneWebProcessWithTheTokenNowhereAndStopsClean() throws {
         let run = try startLauncher()
-        var stopped = false
-        defer { if !stopped { run.launcher.terminate(signal: SIGKILL) } }
+        defer { stop(run) }
 
         // The token: in the launch page only.
         let page = DaemonHarness.read("\(run.folder)/launch.html")
@@ -91,7 +100,6 @@ final class KioskCogLauncherTests: XCTestCase {
         // SIGTERM: the launcher ends cog, cage and the bridge, and removes its folder.
         run.launcher.send(signal: SIGTERM)
         XCTAssertEqual(run.launcher.waitForExit(timeout: 30), 0, "the launcher did not end cleanly on SIGTERM (the unit's stop)")
-        stopped = true
         assertNothingLeft(by: run)
     }
 
@@ -100,7 +108,7 @@ final class KioskCogLauncherTests: XCTestCase {
     /// left up, nothing left behind.
     func testACrashedWebProcessEndsTheLauncherForTheUnitToRestart() throws {
         let run = try startLauncher()
-        defer { if run.launcher.isRunning { run.launcher.terminate(signal: SIGKILL) } }
+        defer { stop(run) }
         let web = try XCTUnwrap(webProcesses(of: run).first, "no web process")
         // Killed as the kernel's OOM killer would kill it.
         XCTAssertEqual(kill(web, SIGKILL), 0)
