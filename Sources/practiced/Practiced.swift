@@ -33,6 +33,9 @@ struct Practiced {
         case .printProtocolReference:
             print(ProtocolReference.markdown, terminator: "")
             return
+        case .printProtocolModule:
+            print(ProtocolJavaScriptModule.text, terminator: "")
+            return
         case .run:
             break
         }

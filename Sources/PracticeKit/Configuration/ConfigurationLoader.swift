@@ -30,6 +30,8 @@ public struct ConfigurationLoader: Sendable {
         case printSchema
         /// Print the generated protocol reference (docs/protocol/reference.md).
         case printProtocolReference
+        /// Print the protocol's names as a JavaScript module (samples/kiosk-ui/js/protocol.js).
+        case printProtocolModule
     }
 
     public struct Result: Equatable, Sendable {
@@ -63,6 +65,7 @@ public struct ConfigurationLoader: Sendable {
             case "--check-config": action = .checkConfig; continue
             case "--print-schema": action = .printSchema; continue
             case "--print-protocol-reference": action = .printProtocolReference; continue
+            case "--print-protocol-module": action = .printProtocolModule; continue
             default: break
             }
             var name = argument
@@ -158,6 +161,8 @@ public struct ConfigurationLoader: Sendable {
               --print-schema    print the JSON Schema of the control protocol, practiced/1
               --print-protocol-reference
                                 print the protocol reference generated from the same types (Markdown)
+              --print-protocol-module
+                                print the protocol's command, event and topic names as a JavaScript module
 
             settings (file key; environment variable; flag), each overriding the one before:
 

@@ -23,6 +23,31 @@ final class ProtocolSchemaTests: XCTestCase {
                       "docs/protocol/reference.md is stale: regenerate it with `practiced --print-protocol-reference > docs/protocol/reference.md`")
     }
 
+    func testTheUIsProtocolModuleIsTheGeneratedOne() throws {
+        let committed = try String(contentsOf: Self.root.appendingPathComponent("samples/kiosk-ui/js/protocol.js"), encoding: .utf8)
+        XCTAssertTrue(committed == ProtocolJavaScriptModule.text,
+                      "samples/kiosk-ui/js/protocol.js is stale: regenerate it with `practiced --print-protocol-module > samples/kiosk-ui/js/protocol.js`")
+        XCTAssertTrue(committed.contains("  SessionStart: \"session.start\","))
+        XCTAssertTrue(committed.contains("  SignInChanged: \"signin.changed\", // cue"))
+    }
+
+    /// The UI sends commands and switches on events by the module's names only: a command or
+    /// an event spelt by hand is one the drift test above cannot see.
+    func testTheUISpellsNoCommandOrEventByHand() throws {
+        let names = Set(ProtocolCatalog.commandNames + ProtocolCatalog.events.map { $0.name })
+        let folder = Self.root.appendingPathComponent("samples/kiosk-ui/js")
+        var spelt: [String] = []
+        for case let file as String in FileManager.default.enumerator(atPath: folder.path) ?? NSEnumerator()
+        where file.hasSuffix(".js") && file != "protocol.js" {
+            let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
+            for match in text.matches(of: /(?:request|act)\(\s*"([a-z_.]+)"|case\s+"([a-z_.]+)"\s*:/) {
+                let name = String(match.1 ?? match.2 ?? "")
+                if names.contains(name) { spelt.append("\(file): \"\(name)\"") }
+            }
+        }
+        XCTAssertEqual(spelt, [], "wire names spelt by hand in the UI (use Command.X / Event.X from protocol.js)")
+    }
+
     func testTheCatalogNamesEveryCommandTheDaemonAnswersOnce() {
         let names = ProtocolCatalog.commandNames
         XCTAssertEqual(Set(names).count, names.count, "a command is listed twice")

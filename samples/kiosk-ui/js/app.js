@@ -13,10 +13,11 @@ import { renderReview } from "./screens/review.js";
 import { renderSummary } from "./screens/summary.js";
 import { renderProfile } from "./screens/profile.js";
 import { CueApp } from "./cues/cue-app.js";
+import { Command, Topic } from "./protocol.js";
 
 // `level` is not among them: following it keeps the daemon's microphone open, so the page
 // follows it only through `level.watch`, while a screen shows the level (``watchLevel``).
-const TOPICS = ["session", "playback", "speech", "device", "cue"];
+const TOPICS = [Topic.session, Topic.playback, Topic.speech, Topic.device, Topic.cue];
 
 class App {
   constructor(root, { url, token }) {
@@ -59,7 +60,7 @@ class App {
    *  Chatterbox's cue practice (``CueApp``), which then renders the page. */
   async chooseApp() {
     let status = null;
-    try { status = await this.connection.request("status"); } catch (error) { this.failed(error); }
+    try { status = await this.connection.request(Command.Status); } catch (error) { this.failed(error); }
     if (status?.backend?.kind === "chatterbox") {
       this.watchLevel(true);  // the cue screens show the level throughout
       this.cues = this.cues ?? new CueApp(this.root, this.connection);
@@ -72,8 +73,8 @@ class App {
 
   /** Topics and profile for the home screen (the daemon answers stale copies offline). */
   async loadHome() {
-    try { this.store.topics = await this.connection.request("topics"); } catch (error) { this.failed(error); }
-    try { this.store.profile = await this.connection.request("profile", { action: "get" }); } catch (error) { this.failed(error); }
+    try { this.store.topics = await this.connection.request(Command.Topics); } catch (error) { this.failed(error); }
+    try { this.store.profile = await this.connection.request(Command.Profile, { action: "get" }); } catch (error) { this.failed(error); }
     this.render();
   }
 
@@ -83,7 +84,7 @@ class App {
   watchLevel(on) {
     if (this.store.link.state !== "open" || this.levelWatched === on) return;
     this.levelWatched = on;
-    this.connection.request("level.watch", { enabled: on }).catch((error) => this.failed(error));
+    this.connection.request(Command.LevelWatch, { enabled: on }).catch((error) => this.failed(error));
   }
 
   changed(what) {
@@ -92,7 +93,7 @@ class App {
       if (bar) bar.replaceWith(levelBar(this.store));
       return;
     }
-    if (what === "stage" && this.store.handsFree && this.store.session.stage === "ready") this.act("listen");
+    if (what === "stage" && this.store.handsFree && this.store.session.stage === "ready") this.act(Command.Listen);
     if (this.holding) {
       // Nothing under a finger that holds the button is replaced (a touch whose element
       // leaves the page is cancelled, and its release would never come): the page is
@@ -126,19 +127,19 @@ class App {
     this.store.resetConversation();
     this.store.startedHere = true;
     this.store.session.topic_id = topicId;
-    this.act("session.start", { mode, topic_id: topicId });
+    this.act(Command.SessionStart, { mode, topic_id: topicId });
   }
 
   holdToTalk() {
     if (this.holding) return;
     this.holding = true;
-    this.act("turn.start");
+    this.act(Command.TurnStart);
   }
 
   releaseTalk() {
     if (!this.holding) return;
     this.holding = false;
-    this.act("turn.stop");
+    this.act(Command.TurnStop);
     if (this.renderPending) {
       this.renderPending = false;
       this.render();
@@ -148,36 +149,36 @@ class App {
   setHandsFree(on) {
     this.store.handsFree = on;
     const stage = this.store.session.stage;
-    if (on && stage === "ready") this.act("listen");
-    if (!on && stage === "listening") this.act("turn.cancel");
+    if (on && stage === "ready") this.act(Command.Listen);
+    if (!on && stage === "listening") this.act(Command.TurnCancel);
     this.render();
   }
 
   async say() {
     const text = this.sayInput.value.trim();
     if (!text) return;
-    if (await this.act("say", { text })) this.sayInput.value = "";
+    if (await this.act(Command.Say, { text })) this.sayInput.value = "";
   }
 
   async askCorrection(segmentId, message) {
-    const correction = await this.act("correction.ask", { segment_id: segmentId, message });
+    const correction = await this.act(Command.CorrectionAsk, { segment_id: segmentId, message });
     if (correction) this.store.addCorrection(correction);
     return Boolean(correction);
   }
 
   async evaluate() {
-    const answer = await this.act("profile", { action: "evaluate" });
+    const answer = await this.act(Command.Profile, { action: "evaluate" });
     if (answer) { this.store.profile = answer; this.render(); }
   }
 
   async setGoal(goal) {
-    const answer = await this.act("profile", { action: "learning_goal", learning_goal: goal || null });
+    const answer = await this.act(Command.Profile, { action: "learning_goal", learning_goal: goal || null });
     if (answer) { this.store.profile = answer; this.render(); }
   }
 
   showTab(tab) {
     this.store.tab = tab;
-    if (tab === "profile") this.act("profile", { action: "get" }).then((answer) => { if (answer) { this.store.profile = answer; this.render(); } });
+    if (tab === "profile") this.act(Command.Profile, { action: "get" }).then((answer) => { if (answer) { this.store.profile = answer; this.render(); } });
     this.render();
   }
 

@@ -4,6 +4,8 @@
 // who may drive it. This module frames lines, matches replies to requests by id, hands
 // events to listeners, and reconnects with backoff when the daemon or the bridge goes away.
 
+import { Command, PROTOCOL } from "./protocol.js";
+
 const MAX_LINE_BYTES = 65536;
 
 /** A request the daemon answered with `ok: false`: its code, message and retryable flag. */
@@ -136,8 +138,8 @@ export class DaemonConnection {
   /** After the daemon's hello: name the protocol, then subscribe (the snapshot follows). */
   async start() {
     try {
-      await this.request("hello", { protocol: "practiced/1", client: "practiced kiosk UI" });
-      await this.request("subscribe", { topics: this.topics });
+      await this.request(Command.Hello, { protocol: PROTOCOL, client: "practiced kiosk UI" });
+      await this.request(Command.Subscribe, { topics: this.topics });
       this.attempt = 0;
       this.setState("open");
     } catch (error) {

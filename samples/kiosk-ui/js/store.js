@@ -2,6 +2,8 @@
 // (from the snapshot a subscription starts with, then `session.stage`), the conversation's
 // lines and notices, the review and the summary. Screens read it and re-render on change.
 
+import { Event } from "./protocol.js";
+
 const CONVERSATION_STAGES = new Set(["starting", "greeting", "ready", "listening", "recording", "uploading", "replying", "ending"]);
 const REVIEW_STAGES = new Set(["reviewing", "reviewed", "finishing"]);
 
@@ -75,12 +77,12 @@ export class Store {
   apply(event) {
     const data = event.data ?? {};
     switch (event.event) {
-      case "snapshot":
+      case Event.DaemonSnapshot:
         this.setSession(data.session);
         if (data.session.stage === "idle") this.startedHere = false;
         this.changed("screen");
         break;
-      case "session.stage": {
+      case Event.SessionStage: {
         const before = this.screen;
         this.setSession(data);
         if (data.stage === "idle") this.startedHere = false;
@@ -91,57 +93,57 @@ export class Store {
         this.changed(before === this.screen ? "stage" : "screen");
         break;
       }
-      case "session.created":
+      case Event.SessionCreated:
         if (!this.startedHere) {
           this.resetConversation();
           this.notice("info", "otherClient");
         }
         break;
-      case "transcript": this.line("you", data.text); break;
-      case "reply.text": this.line("tutor", data.text); break;
-      case "turn.discarded":
+      case Event.Transcript: this.line("you", data.text); break;
+      case Event.ReplyText: this.line("tutor", data.text); break;
+      case Event.TurnDiscarded:
         // A cancel is the learner's own doing (hands-free off, `turn.cancel`): nothing to tell.
         if (data.reason === "no_speech") this.notice("warning", "noSpeech");
         else if (data.reason === "device_error") this.notice("error", "deviceError", data.message);
         break;
-      case "turn.unanswered":
-      case "greeting.unanswered": {
+      case Event.TurnUnanswered:
+      case Event.GreetingUnanswered: {
         const keys = { empty_transcript: "emptyAnswer", no_audio: "noAudio", no_transcript: "noTranscript", too_short: "tooShort" };
         this.notice("warning", keys[data.outcome] ?? "noAudio");
         break;
       }
-      case "turn.retrying":
-      case "reply.retrying":
+      case Event.TurnRetrying:
+      case Event.ReplyRetrying:
         this.notice("warning", "retrying", data.message);
         break;
-      case "turn.pending": this.notice("pending", "pending", data.message, data.turn_id); break;
-      case "turn.rejected": this.notice("error", "rejected", data.message); break;
-      case "turn.failed": this.notice("error", "turnFailed", data.message); break;
-      case "reply.incomplete": this.notice("error", "incomplete", data.message); break;
-      case "greeting.failed": this.notice("error", "greetingFailed", data.message); break;
-      case "session.failed": this.notice("error", "sessionFailed", data.message); break;
-      case "spool.discarded":
+      case Event.TurnPending: this.notice("pending", "pending", data.message, data.turn_id); break;
+      case Event.TurnRejected: this.notice("error", "rejected", data.message); break;
+      case Event.TurnFailed: this.notice("error", "turnFailed", data.message); break;
+      case Event.ReplyIncomplete: this.notice("error", "incomplete", data.message); break;
+      case Event.GreetingFailed: this.notice("error", "greetingFailed", data.message); break;
+      case Event.SessionFailed: this.notice("error", "sessionFailed", data.message); break;
+      case Event.SpoolDiscarded:
         this.notices = this.notices.filter((n) => n.turnId !== data.turn_id);
         this.changed("notices");
         break;
-      case "level":
+      case Event.Level:
         this.level = data.rms_dbfs;
         this.changed("level");
         break;
-      case "speech.started": this.speaking = true; this.setStillListening(false); this.changed("level"); break;
-      case "speech.stopped": this.speaking = false; this.setStillListening(false); this.changed("level"); break;
+      case Event.SpeechStarted: this.speaking = true; this.setStillListening(false); this.changed("level"); break;
+      case Event.SpeechStopped: this.speaking = false; this.setStillListening(false); this.changed("level"); break;
       // Learned endpointing: the learner paused and smart-turn heard more to come.
-      case "speech.paused": this.setStillListening(data.waiting === true); break;
-      case "review.progress": this.reviewProgress = data; this.changed("review"); break;
+      case Event.SpeechPaused: this.setStillListening(data.waiting === true); break;
+      case Event.ReviewProgress: this.reviewProgress = data; this.changed("review"); break;
       // Copies: corrections asked later are added to the segments here.
-      case "review.ready": this.review = structuredClone(data); this.changed("review"); break;
-      case "review.failed":
-      case "review.finish_failed":
+      case Event.ReviewReady: this.review = structuredClone(data); this.changed("review"); break;
+      case Event.ReviewFailed:
+      case Event.ReviewFinishFailed:
         this.notice("error", "actionFailed", data.message);
         break;
-      case "correction.added": this.addCorrection(data); break;
-      case "correction.failed": this.notice("error", "actionFailed", data.message); break;
-      case "session.completed":
+      case Event.CorrectionAdded: this.addCorrection(data); break;
+      case Event.CorrectionFailed: this.notice("error", "actionFailed", data.message); break;
+      case Event.SessionCompleted:
         this.summary = { summary: data.summary, note: data.note };
         if (data.review) this.review = structuredClone(data.review);
         this.changed("summary");

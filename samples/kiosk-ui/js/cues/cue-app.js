@@ -11,6 +11,7 @@ import { renderSignIn } from "./signin.js";
 import { renderCards } from "./cards.js";
 import { renderAnswer } from "./answer.js";
 import { renderHistory } from "./history.js";
+import { Command, Event } from "../protocol.js";
 
 export class CueApp {
   constructor(root, connection) {
@@ -43,7 +44,7 @@ export class CueApp {
   }
 
   async loadLearner() {
-    const learner = await this.act("learner.get");
+    const learner = await this.act(Command.LearnerGet);
     if (learner) this.learner = learner;
     if (this.learner?.signed_in && this.learner.profile_id) await this.loadCards(false);
     this.render();
@@ -82,7 +83,7 @@ export class CueApp {
     const email = this.emailInput.value.trim();
     if (!email) return;
     this.signIn.email = email;
-    if (await this.act("signin.request_code", { email })) {
+    if (await this.act(Command.SignInRequestCode, { email })) {
       this.signIn.step = "code";
       this.notices = [];
       this.render();
@@ -93,7 +94,7 @@ export class CueApp {
   async enterCode() {
     const code = this.codeInput.value.trim();
     if (!code) return;
-    const learner = await this.act("signin.code", { email: this.signIn.email, code });
+    const learner = await this.act(Command.SignInCode, { email: this.signIn.email, code });
     if (!learner) return;
     this.codeInput.value = "";
     this.learner = learner;
@@ -104,7 +105,7 @@ export class CueApp {
   }
 
   async signOut() {
-    const learner = await this.act("signout");
+    const learner = await this.act(Command.SignOut);
     if (learner) {
       this.learner = learner;
       this.cards = null;
@@ -116,7 +117,7 @@ export class CueApp {
   }
 
   async chooseLanguage(code) {
-    const learner = await this.act("learner.language", { language: code });
+    const learner = await this.act(Command.LearnerLanguage, { language: code });
     if (!learner) return;
     this.learner = learner;
     // The daemon's signin.changed may have asked for this language's cards already.
@@ -130,7 +131,7 @@ export class CueApp {
     // Only the latest request's answer is shown: an older one may be the language just left.
     const asked = { ticket: (this.cardsAsked?.ticket ?? 0) + 1, language: this.learner?.language ?? null };
     this.cardsAsked = asked;
-    const cards = await this.act("cues.get", shuffle ? { shuffle: true } : {});
+    const cards = await this.act(Command.CuesGet, shuffle ? { shuffle: true } : {});
     if (this.cardsAsked !== asked) return;
     this.cardsAsked = null;
     if (cards) {
@@ -148,7 +149,7 @@ export class CueApp {
   }
 
   home() {
-    if (this.answer && ["recording", "listening"].includes(this.answer.state)) this.act("cue.cancel");
+    if (this.answer && ["recording", "listening"].includes(this.answer.state)) this.act(Command.CueCancel);
     this.cue = null;
     this.viewing = null;
     this.render();
@@ -159,13 +160,13 @@ export class CueApp {
     this.holding = true;
     this.answer = { cueId: this.cue.cue_id, state: "recording", steps: [] };
     this.render();
-    if (!(await this.act("cue.record", { cue_id: this.cue.cue_id }))) this.answer = null;
+    if (!(await this.act(Command.CueRecord, { cue_id: this.cue.cue_id }))) this.answer = null;
   }
 
   releaseTalk() {
     if (!this.holding) return;
     this.holding = false;
-    this.act("cue.stop");
+    this.act(Command.CueStop);
     this.render();
   }
 
@@ -173,9 +174,9 @@ export class CueApp {
     this.handsFree = on;
     if (on && this.cue) {
       this.answer = { cueId: this.cue.cue_id, state: "listening", steps: [] };
-      if (!(await this.act("cue.record", { cue_id: this.cue.cue_id, hands_free: true }))) this.answer = null;
+      if (!(await this.act(Command.CueRecord, { cue_id: this.cue.cue_id, hands_free: true }))) this.answer = null;
     } else if (!on && this.answer?.state === "listening") {
-      await this.act("cue.cancel");
+      await this.act(Command.CueCancel);
       this.answer = null;
     }
     this.render();
@@ -186,7 +187,7 @@ export class CueApp {
     this.cue = null;
     this.viewing = null;
     this.render();
-    const history = await this.act("cue.history", { limit: 20 });
+    const history = await this.act(Command.CueHistory, { limit: 20 });
     if (history) this.history = history;
     this.render();
   }
@@ -203,11 +204,11 @@ export class CueApp {
     this.render();
   }
 
-  play(recordingId) { return this.act("cue.play", { recording_id: recordingId }); }
+  play(recordingId) { return this.act(Command.CuePlay, { recording_id: recordingId }); }
 
   async askAgain(recordingId) {
     if (this.answer?.recordingId === recordingId) this.answer.failed = null;
-    await this.act("cue.results", { recording_id: recordingId });
+    await this.act(Command.CueResults, { recording_id: recordingId });
     this.render();
   }
 
@@ -217,55 +218,55 @@ export class CueApp {
     const data = event.data ?? {};
     const answer = this.answer;
     switch (event.event) {
-      case "signin.changed":
+      case Event.SignInChanged:
         this.learner = data.learner;
         // The language changed (here or from another client): the cards shown are the old one's.
         if (this.cards && data.learner.signed_in && data.learner.profile_id && data.learner.language !== this.cardsLanguage
             && this.cardsAsked?.language !== data.learner.language) this.loadCards(false);
         if (!data.learner.signed_in && data.reason) this.notice("warning", "signInAgain");
         break;
-      case "level":
+      case Event.Level:
         this.level = data.rms_dbfs;
         return this.renderLevel();
-      case "speech.started": this.speaking = true; return this.renderLevel();
-      case "speech.stopped": this.speaking = false; return this.renderLevel();
-      case "cue.recording":
+      case Event.SpeechStarted: this.speaking = true; return this.renderLevel();
+      case Event.SpeechStopped: this.speaking = false; return this.renderLevel();
+      case Event.CueRecordingStarted:
         if (answer && answer.cueId === data.cue_id) answer.state = data.hands_free ? "listening" : "recording";
         break;
-      case "cue.recorded":
+      case Event.CueRecorded:
         if (answer && answer.cueId === data.cue_id) { answer.state = "recorded"; answer.duration = data.duration_s; }
         break;
-      case "cue.discarded":
+      case Event.CueDiscarded:
         if (answer && answer.cueId === data.cue_id) this.answer = null;
         if (data.reason === "no_speech") this.notice("warning", "cueNoSpeech");
         else if (data.reason === "device_error") this.notice("error", "deviceError", data.message);
         if (this.handsFree && data.reason === "no_speech" && this.cue) this.setHandsFree(true);
         break;
-      case "cue.spooled":
+      case Event.CueSpooled:
         if (answer && answer.cueId === data.cue_id) { answer.state = "saved"; answer.answerId = data.answer_id; }
         break;
-      case "cue.spool_failed": this.notice("error", "cueNotKept", data.message); break;
-      case "cue.upload":
+      case Event.CueSpoolFailed: this.notice("error", "cueNotKept", data.message); break;
+      case Event.CueUploadStep:
         if (answer && answer.answerId === data.answer_id) { answer.state = "uploading"; answer.steps.push(data.step); }
         break;
-      case "cue.upload_retrying":
+      case Event.CueUploadRetrying:
         if (answer && answer.answerId === data.answer_id) answer.state = "waiting";
         break;
-      case "cue.upload_failed":
+      case Event.CueUploadFailed:
         if (answer && answer.answerId === data.answer_id) answer.state = "kept";
         this.notice("error", data.reason ? `reason_${data.reason}` : "cueUploadFailed", data.reason ? null : data.error);
         break;
-      case "cue.uploaded":
+      case Event.CueUploaded:
         if (answer && answer.answerId === data.answer_id) { answer.state = "uploaded"; answer.recordingId = data.recording_id; }
         if (this.handsFree) this.handsFree = false;
         break;
-      case "cue.transcript":
+      case Event.CueTranscript:
         if (answer && answer.recordingId === data.recording_id) { answer.transcriptStatus = data.status; answer.transcript = data.transcript; }
         break;
-      case "cue.evaluation":
+      case Event.CueEvaluation:
         if (answer && answer.recordingId === data.recording_id) { answer.evaluationStatus = data.status; answer.evaluation = data.evaluation; }
         break;
-      case "cue.results_failed":
+      case Event.CueResultsFailed:
         if (answer && answer.recordingId === data.recording_id) answer.failed = data.step;
         break;
       default:

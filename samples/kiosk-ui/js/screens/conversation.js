@@ -8,6 +8,7 @@
 
 import { el } from "../dom.js";
 import { language, t } from "../i18n.js";
+import { Command } from "../protocol.js";
 
 const STAGE_KEYS = {
   idle: "stageIdle", starting: "stageStarting", greeting: "stageGreeting", ready: "stageReady", listening: "stageListening",
@@ -25,8 +26,8 @@ function levelBar(store) {
 function notice(app, item) {
   const actions = [];
   if (item.kind === "pending" && item.turnId) {
-    actions.push(el("button", { class: "small", text: t("retrySend"), data: { action: "spool-retry" }, on: { click: () => app.act("spool.retry", { turn_id: item.turnId }) } }));
-    actions.push(el("button", { class: "small secondary", text: t("discard"), data: { action: "spool-discard" }, on: { click: () => app.act("spool.discard", { turn_id: item.turnId }) } }));
+    actions.push(el("button", { class: "small", text: t("retrySend"), data: { action: "spool-retry" }, on: { click: () => app.act(Command.SpoolRetry, { turn_id: item.turnId }) } }));
+    actions.push(el("button", { class: "small secondary", text: t("discard"), data: { action: "spool-discard" }, on: { click: () => app.act(Command.SpoolDiscard, { turn_id: item.turnId }) } }));
   }
   return el("div", { class: `notice ${item.kind}`, data: { notice: item.key }, attrs: { role: "status" } }, [
     el("span", { class: "notice-text", text: t(item.key) + (item.detail && item.kind === "error" ? ` ${item.detail}` : "") }),
@@ -74,17 +75,17 @@ export function renderConversation(app) {
     el("span", { text: t("handsFree") }),
   ]);
   const controls = stage === "failed"
-    ? [el("button", { class: "primary", id: "home", text: t("done"), on: { click: () => app.act("session.close") } })]
+    ? [el("button", { class: "primary", id: "home", text: t("done"), on: { click: () => app.act(Command.SessionClose) } })]
     : [
       talk,
       // Hands-free, the learner may end the turn at once instead of waiting for the pause.
       ...(store.handsFree && stage === "recording"
-        ? [el("button", { class: "primary", id: "done-speaking", text: t("doneSpeaking"), attrs: { disabled: !linked }, on: { click: () => app.act("turn.stop") } })]
+        ? [el("button", { class: "primary", id: "done-speaking", text: t("doneSpeaking"), attrs: { disabled: !linked }, on: { click: () => app.act(Command.TurnStop) } })]
         : []),
       el("div", { class: "row" }, [
         handsFree,
-        el("button", { class: "secondary", id: "stop", text: t("stop"), attrs: { disabled: !canStop }, on: { click: () => app.act("playback.stop") } }),
-        el("button", { class: "end", id: "end", text: reviewMode ? t("endReview") : t("endConversation"), attrs: { disabled: !ready }, on: { click: () => app.act("session.end") } }),
+        el("button", { class: "secondary", id: "stop", text: t("stop"), attrs: { disabled: !canStop }, on: { click: () => app.act(Command.PlaybackStop) } }),
+        el("button", { class: "end", id: "end", text: reviewMode ? t("endReview") : t("endConversation"), attrs: { disabled: !ready }, on: { click: () => app.act(Command.SessionEnd) } }),
       ]),
       el("form", { class: "say", id: "say", on: { submit: (event) => { event.preventDefault(); app.say(); } } }, [
         app.sayInput,

@@ -7,6 +7,7 @@
 
 import { el } from "../dom.js";
 import { t } from "../i18n.js";
+import { Command } from "../protocol.js";
 
 export const ISSUE_TYPES = ["grammar", "naturalness", "sentence_structure"];
 
@@ -61,7 +62,7 @@ export function renderReview(app) {
       el("div", { class: `notice ${item.kind}`, data: { notice: item.key }, text: t(item.key) + (item.detail ? ` ${item.detail}` : "") }))),
     el("div", { class: "segments", id: "segments" }, (review?.segments ?? []).map((item) => segment(app, item))),
     el("div", { class: "controls" }, [
-      el("button", { class: "primary", id: "finish", text: t("finishLearning"), attrs: { disabled: stage !== "reviewed" }, on: { click: () => app.act("review.finish") } }),
+      el("button", { class: "primary", id: "finish", text: t("finishLearning"), attrs: { disabled: stage !== "reviewed" }, on: { click: () => app.act(Command.ReviewFinish) } }),
     ]),
   ]);
 }

@@ -4,6 +4,7 @@
 import { el } from "../dom.js";
 import { t } from "../i18n.js";
 import { ISSUE_TYPES } from "./review.js";
+import { Command } from "../protocol.js";
 
 export function renderSummary(app) {
   const summary = app.store.summary?.summary ?? app.store.review?.summary ?? null;
@@ -22,6 +23,6 @@ export function renderSummary(app) {
   return el("section", { class: "screen summary", id: "screen-summary" }, [
     el("h1", { text: t("summaryTitle") }),
     ...body,
-    el("div", { class: "controls" }, [el("button", { class: "primary", id: "done", text: t("done"), on: { click: () => app.act("session.close") } })]),
+    el("div", { class: "controls" }, [el("button", { class: "primary", id: "done", text: t("done"), on: { click: () => app.act(Command.SessionClose) } })]),
   ]);
 }
