@@ -10,20 +10,20 @@ final class ClientLimitTests: XCTestCase {
         var clients: [ControlClient] = []
         for _ in 0..<64 { clients.append(try daemon.client()) }
         for (index, client) in clients.enumerated() {
-            XCTAssertEqual(try client.request("ping")["pong"], .bool(true), "client \(index)")
+            XCTAssertEqual(try client.request(Command.Ping.self)["pong"], .bool(true), "client \(index)")
         }
         XCTAssertThrowsError(try daemon.client()) { error in
             guard case .command(let failure) = error as? ControlClient.Failure else { return XCTFail("\(error)") }
             XCTAssertEqual(failure.code, .tooManyClients)
             XCTAssertTrue(failure.retryable)
         }
-        XCTAssertEqual(try clients[0].request("status")["clients"], .int(64))
+        XCTAssertEqual(try clients[0].request(Command.Status.self)["clients"], .int(64))
         clients.removeLast()
         // A slot is free once the daemon has seen the hang-up: wait for it with a deadline.
         let deadline = Date().addingTimeInterval(5)
         var admitted: ControlClient?
         while admitted == nil, Date() < deadline {
-            if (try? clients[0].request("status")["clients"]) == .int(63) { admitted = try? daemon.client() }
+            if (try? clients[0].request(Command.Status.self)["clients"]) == .int(63) { admitted = try? daemon.client() }
         }
         XCTAssertNotNil(admitted)
     }
@@ -58,7 +58,7 @@ final class ClientLimitTests: XCTestCase {
         held.forEach { close($0) }
         held = []
         XCTAssertTrue(daemon.waitForLog("accepting clients on the control socket again", timeout: 10))
-        XCTAssertEqual(try daemon.client().request("ping")["pong"], true)
+        XCTAssertEqual(try daemon.client().request(Command.Ping.self)["pong"], true)
         XCTAssertEqual(daemon.log.components(separatedBy: "Too many open files").count - 1, 1, "logged more than once:\n\(daemon.log)")
     }
 
@@ -67,11 +67,11 @@ final class ClientLimitTests: XCTestCase {
         let slow = try daemon.client()
         var small: Int32 = 4096
         setsockopt(slow.fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
-        _ = try slow.request("subscribe", ["topics": ["level"]])
+        _ = try slow.request(Command.Subscribe.self, ["topics": ["level"]])
         // From here on the slow client reads nothing.
 
         let fast = try daemon.client()
-        _ = try fast.request("subscribe", ["topics": ["level"]])
+        _ = try fast.request(Command.Subscribe.self, ["topics": ["level"]])
         var seqs: [Int] = []
         while seqs.count < 400, let event = fast.waitForEvent("level", timeout: 5) {
             seqs.append(try XCTUnwrap(event["seq"]?.intValue))
@@ -79,7 +79,7 @@ final class ClientLimitTests: XCTestCase {
         XCTAssertEqual(seqs.count, 400)
         XCTAssertEqual(seqs, Array(seqs[0]..<(seqs[0] + 400)), "every event, in order, none lost")
 
-        let status = try fast.request("status")
+        let status = try fast.request(Command.Status.self)
         XCTAssertEqual(status["counters"]?["slow_clients_dropped"], .int(1))
         XCTAssertTrue(daemon.log.contains("does not read"), daemon.log)
         // The slow client finds its connection closed after what was queued for it.
@@ -93,11 +93,11 @@ final class ClientLimitTests: XCTestCase {
         let daemon = try DaemonHarness(arguments: ["--socket-idle-timeout-s", "1"])
         let idle = try daemon.client()
         let subscriber = try daemon.client()
-        _ = try subscriber.request("subscribe", ["topics": ["device"]])
+        _ = try subscriber.request(Command.Subscribe.self, ["topics": ["device"]])
         XCTAssertThrowsError(try idle.readLine(timeout: 5)) {
             XCTAssertEqual($0 as? ControlClient.Failure, .protocolError("the daemon closed the connection"))
         }
-        XCTAssertEqual(try subscriber.request("ping")["pong"], .bool(true))
+        XCTAssertEqual(try subscriber.request(Command.Ping.self)["pong"], .bool(true))
     }
 
     /// Found by the chaos run: a client waiting for a slow backend (here 3 s, three idle
@@ -107,7 +107,7 @@ final class ClientLimitTests: XCTestCase {
         sim.simulator.faults.latencyMs = 3_000
         let daemon = try DaemonHarness(backend: sim.baseURL, arguments: ["--socket-idle-timeout-s", "1"])
         let waiting = try daemon.client()
-        let topics = try waiting.request("topics", timeout: 15)
+        let topics = try waiting.request(Command.Topics.self, timeout: 15)
         XCTAssertFalse(topics["topics"]?.arrayValue?.isEmpty ?? true, "\(topics)")
         // Its idle time counts from the answer: closed about a second later, not at once.
         let answered = Date()

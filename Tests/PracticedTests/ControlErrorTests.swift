@@ -13,7 +13,7 @@ final class ControlErrorTests: XCTestCase {
 
     /// The daemon still answers a fresh client.
     private func assertStillServing(file: StaticString = #filePath, line: UInt = #line) {
-        XCTAssertEqual(try daemon.client().request("ping")["pong"], .bool(true), file: file, line: line)
+        XCTAssertEqual(try daemon.client().request(Command.Ping.self)["pong"], .bool(true), file: file, line: line)
     }
 
     private func rawReply(_ client: ControlClient) throws -> JSONValue { try client.readMessage(timeout: 10) }
@@ -36,7 +36,7 @@ final class ControlErrorTests: XCTestCase {
         XCTAssertEqual(try rawReply(client)["error"]?["code"], "malformed_json")
         XCTAssertEqual(try rawReply(client)["error"]?["code"], "malformed_json")
         // The same connection goes on working.
-        XCTAssertEqual(try client.request("ping")["pong"], .bool(true))
+        XCTAssertEqual(try client.request(Command.Ping.self)["pong"], .bool(true))
         assertStillServing()
     }
 
@@ -54,16 +54,16 @@ final class ControlErrorTests: XCTestCase {
     func testUnknownCommandBadArgumentsAndIDs() throws {
         let client = try daemon.client()
         XCTAssertEqual(client.failure("make.coffee")?.code, .unknownCommand)
-        XCTAssertEqual(client.failure("play")?.code, .badArguments)
-        XCTAssertEqual(client.failure("play", ["path": 5])?.code, .badArguments)
-        XCTAssertEqual(client.failure("play", ["path": "relative.wav"])?.code, .badArguments)
-        XCTAssertEqual(client.failure("subscribe", ["topics": ["weather"]])?.code, .badArguments)
+        XCTAssertEqual(client.failure(Command.Play.self)?.code, .badArguments)
+        XCTAssertEqual(client.failure(Command.Play.self, ["path": 5])?.code, .badArguments)
+        XCTAssertEqual(client.failure(Command.Play.self, ["path": "relative.wav"])?.code, .badArguments)
+        XCTAssertEqual(client.failure(Command.Subscribe.self, ["topics": ["weather"]])?.code, .badArguments)
         // `state` is a topic (the snapshot's) but not one to follow: refused, with the ones that are.
-        let state = client.failure("subscribe", ["topics": ["level", "state"]])
+        let state = client.failure(Command.Subscribe.self, ["topics": ["level", "state"]])
         XCTAssertEqual(state?.code, .badArguments)
         XCTAssertTrue(state?.message.contains("cue, daemon, device, level, playback, session, speech") ?? false, "\(String(describing: state))")
-        XCTAssertEqual(client.failure("subscribe", ["topics": "level"])?.code, .badArguments)
-        XCTAssertEqual(client.failure("level.watch", ["enabled": "yes"])?.code, .badArguments)
+        XCTAssertEqual(client.failure(Command.Subscribe.self, ["topics": "level"])?.code, .badArguments)
+        XCTAssertEqual(client.failure(Command.LevelWatch.self, ["enabled": "yes"])?.code, .badArguments)
         try client.send(Array(#"{"id": [1], "command": "ping"}"#.utf8) + [0x0A])
         XCTAssertEqual(try rawReply(client)["error"]?["code"], "bad_arguments")
         try client.send(Array(#"{"id": "a7", "args": {}}"#.utf8) + [0x0A])
@@ -75,11 +75,11 @@ final class ControlErrorTests: XCTestCase {
 
     func testHelloRulesInvalidStateAndUnsupportedProtocol() throws {
         let late = try daemon.client()
-        _ = try late.request("ping")
-        XCTAssertEqual(late.failure("hello", ["protocol": "practiced/1"])?.code, .invalidState, "hello comes first or not at all")
+        _ = try late.request(Command.Ping.self)
+        XCTAssertEqual(late.failure(Command.Hello.self, ["protocol": "practiced/1"])?.code, .invalidState, "hello comes first or not at all")
 
         let future = try daemon.client()
-        XCTAssertEqual(future.failure("hello", ["protocol": "practiced/2"])?.code, .unsupportedProtocol)
+        XCTAssertEqual(future.failure(Command.Hello.self, ["protocol": "practiced/2"])?.code, .unsupportedProtocol)
         XCTAssertThrowsError(try future.readLine(timeout: 5), "the connection is closed after an unsupported version")
         assertStillServing()
     }
@@ -87,19 +87,19 @@ final class ControlErrorTests: XCTestCase {
     func testFileErrorAndDeviceError() throws {
         let client = try daemon.client()
         // Outside play.directories a missing file is not told apart from a stranger's file.
-        XCTAssertEqual(client.failure("play", ["path": "/nonexistent/clip.wav"])?.code, .permissionDenied)
-        XCTAssertEqual(client.failure("play", ["path": .string("\(daemon.directory)/state/sounds/missing.wav")])?.code, .fileError)
+        XCTAssertEqual(client.failure(Command.Play.self, ["path": "/nonexistent/clip.wav"])?.code, .permissionDenied)
+        XCTAssertEqual(client.failure(Command.Play.self, ["path": .string("\(daemon.directory)/state/sounds/missing.wav")])?.code, .fileError)
         let notWAV = "\(daemon.directory)/not.wav"
         _ = FileManager.default.createFile(atPath: notWAV, contents: Data("hello".utf8))
-        XCTAssertEqual(client.failure("play", ["path": .string(notWAV)])?.code, .fileError)
+        XCTAssertEqual(client.failure(Command.Play.self, ["path": .string(notWAV)])?.code, .fileError)
 
         // A speaker that cannot open: play is a retryable device error; the rest works.
         let broken = try DaemonHarness(arguments: ["--playback-device", "alsa:no_such_pcm_for_tests"])
         let other = try broken.client()
-        let error = try XCTUnwrap(other.failure("play", ["path": .string("\(SimulatorHarness.samplesDirectory)/reply-1.wav")]))
+        let error = try XCTUnwrap(other.failure(Command.Play.self, ["path": .string("\(SimulatorHarness.samplesDirectory)/reply-1.wav")]))
         XCTAssertEqual(error.code, .deviceError)
         XCTAssertTrue(error.retryable)
-        let playback = try other.request("status")["devices"]?["playback"]
+        let playback = try other.request(Command.Status.self)["devices"]?["playback"]
         XCTAssertEqual(playback?["state"], "failed")
         XCTAssertTrue(playback?["error"]?.stringValue?.contains("no_such_pcm_for_tests") ?? false, "the failure's text, in its own member: \(String(describing: playback))")
         XCTAssertTrue(broken.log.contains("playback device alsa:no_such_pcm_for_tests"), "logged")
@@ -107,7 +107,7 @@ final class ControlErrorTests: XCTestCase {
 
     func testBackendUnavailableWithoutACache() throws {
         // The default backend of the harness is a closed port, and the state is fresh.
-        let error = try XCTUnwrap(try daemon.client().failure("topics"))
+        let error = try XCTUnwrap(try daemon.client().failure(Command.Topics.self))
         XCTAssertEqual(error.code, .backendUnavailable)
         XCTAssertTrue(error.retryable)
         assertStillServing()

@@ -25,7 +25,7 @@ final class ConversationTests: XCTestCase {
     func testAConversationOverHTTPS() throws {
         rig = try KioskRig(tls: true)
         try converse()
-        let status = try rig.daemon.client().request("status")
+        let status = try rig.daemon.client().request(Command.Status.self)
         XCTAssertEqual(status["backend"]?["url"]?.stringValue?.hasPrefix("https://localhost:"), true, "\(status["backend"] ?? .null)")
     }
 
@@ -36,7 +36,7 @@ final class ConversationTests: XCTestCase {
     func testAConversationOnA48kHzStereoSpeakerAndMicrophone() throws {
         rig = try KioskRig(hardware: .usb48kStereo)
         try converse()
-        let status = try rig.daemon.client().request("status")
+        let status = try rig.daemon.client().request(Command.Status.self)
         XCTAssertEqual(status["devices"]?["playback"]?["format"], "float 48000 Hz stereo")
         XCTAssertEqual(status["devices"]?["capture"]?["format"], "s16 48000 Hz stereo")
         // The last turn sent was push-to-talk with learner-2.
@@ -80,16 +80,16 @@ final class ConversationTests: XCTestCase {
     private func anotherPushToTalkTurnSNR() throws -> Double {
         let watcher = try rig.watcher()
         let control = try rig.daemon.client()
-        _ = try control.request("session.close")
+        _ = try control.request(Command.SessionClose.self)
         var mark = watcher.count
-        _ = try control.request("session.start", ["topic_id": "travel", "mode": "conversation"])
+        _ = try control.request(Command.SessionStart.self, ["topic_id": "travel", "mode": "conversation"])
         XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
         mark = watcher.count
         let from = rig.microphone.spoken.value
-        _ = try control.request("turn.start")
+        _ = try control.request(Command.TurnStart.self)
         rig.microphone.say(KioskRig.learner2)
         XCTAssertTrue(rig.microphone.spoken.wait(timeout: 10) { $0 >= from + KioskRig.learner2.count })
-        _ = try control.request("turn.stop")
+        _ = try control.request(Command.TurnStop.self)
         XCTAssertNotNil(watcher.wait(for: "reply.finished", after: mark))
         return try lastTurnSNR()
     }
@@ -133,7 +133,7 @@ final class ConversationTests: XCTestCase {
         let control = try rig.daemon.client()
 
         // Greeting: played through the speaker, the text released with it.
-        let started = try control.request("session.start", ["topic_id": "travel", "mode": "conversation"])
+        let started = try control.request(Command.SessionStart.self, ["topic_id": "travel", "mode": "conversation"])
         XCTAssertNotNil(started["session_id"]?.stringValue)
         let loudBefore = rig.loudSamples
         guard let greeted = watcher.wait(for: "reply.finished", where: { $0["greeting"] == true }) else { return }
@@ -143,7 +143,7 @@ final class ConversationTests: XCTestCase {
 
         // A hands-free turn: the learner speaks, stops, and the turn ends by itself.
         var mark = watcher.count
-        _ = try control.request("listen")
+        _ = try control.request(Command.Listen.self)
         rig.microphone.say(KioskRig.learner)
         guard let recorded = watcher.wait(for: "turn.recorded", after: mark) else { return }
         XCTAssertEqual(recorded["data"]?["end_reason"], "endOfSpeech")
@@ -167,48 +167,48 @@ final class ConversationTests: XCTestCase {
         // A silent push-to-talk turn: discarded by the 300-RMS gate, nothing uploaded.
         let chats = rig.chatRequests.count
         mark = watcher.count
-        _ = try control.request("turn.start")
+        _ = try control.request(Command.TurnStart.self)
         // The learner holds the button through 0.6 s of silence.
         let from = rig.microphone.written.value
         XCTAssertTrue(rig.microphone.written.wait(timeout: 5) { $0 >= from + 14_400 })
-        _ = try control.request("turn.stop")
+        _ = try control.request(Command.TurnStop.self)
         guard let discarded = watcher.wait(for: "turn.discarded", after: mark) else { return }
         XCTAssertEqual(discarded["data"]?["reason"], "no_speech")
         XCTAssertEqual(rig.chatRequests.count, chats, "a silent turn was uploaded")
 
         // A push-to-talk turn with speech.
         mark = watcher.count
-        _ = try control.request("turn.start")
+        _ = try control.request(Command.TurnStart.self)
         rig.microphone.say(KioskRig.learner2)
         XCTAssertTrue(rig.microphone.spoken.wait(timeout: 10) { $0 >= KioskRig.learner.count + KioskRig.learner2.count })
-        _ = try control.request("turn.stop")
+        _ = try control.request(Command.TurnStop.self)
         XCTAssertNotNil(watcher.wait(for: "transcript", after: mark))
         XCTAssertNotNil(watcher.wait(for: "reply.finished", after: mark))
         XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
 
         // End, review with marks, a correction, finish, the summary.
         mark = watcher.count
-        let ended = try control.request("session.end")
+        let ended = try control.request(Command.SessionEnd.self)
         XCTAssertEqual(ended["status"], "reviewing")
         guard let ready = watcher.wait(for: "review.ready", after: mark) else { return }
         let segments = ready["data"]?["segments"]?.arrayValue ?? []
         XCTAssertEqual(segments.count, 2)
         XCTAssertTrue(segments.contains { !($0["ai_marks"]?.arrayValue?.isEmpty ?? true) })
         XCTAssertNotNil(watcher.waitForStage("reviewed", after: mark))
-        XCTAssertEqual(control.failure("say", ["text": "hello"])?.code, .invalidState)
+        XCTAssertEqual(control.failure(Command.Say.self, ["text": "hello"])?.code, .invalidState)
         let segment = try XCTUnwrap(segments.first?["id"]?.intValue)
-        let correction = try control.request("correction.ask", ["segment_id": .int(segment), "message": "I goed to Japan"])
+        let correction = try control.request(Command.CorrectionAsk.self, ["segment_id": .int(segment), "message": "I goed to Japan"])
         XCTAssertEqual(correction["segment_id"], .int(segment))
         XCTAssertFalse(correction["correction"]?.stringValue?.isEmpty ?? true)
-        let review = try control.request("review.get")
+        let review = try control.request(Command.ReviewGet.self)
         XCTAssertEqual(review["review"]?["segments"]?.arrayValue?.first?["corrections"]?.arrayValue?.count, 1)
-        _ = try control.request("review.finish")
+        _ = try control.request(Command.ReviewFinish.self)
         guard let completed = watcher.wait(for: "session.completed", after: mark) else { return }
         XCTAssertEqual(completed["data"]?["note"], "summary ready")
         XCTAssertFalse(completed["data"]?["summary"]?["overall"]?.stringValue?.isEmpty ?? true)
         XCTAssertNotNil(watcher.waitForStage("completed", after: mark))
         // Every turn that held speech left the spool once answered; exactly two were sent.
-        XCTAssertEqual(try control.request("spool.list")["turns"]?.arrayValue?.count, 0)
+        XCTAssertEqual(try control.request(Command.SpoolList.self)["turns"]?.arrayValue?.count, 0)
         XCTAssertEqual(rig.chatRequests.count, 2)
     }
 
@@ -220,7 +220,7 @@ final class ConversationTests: XCTestCase {
         rig = try KioskRig()
         let watcher = try rig.watcher(topics: ["session", "playback", "speech"])
         let control = try rig.daemon.client()
-        _ = try control.request("session.start", ["topic_id": "travel"])
+        _ = try control.request(Command.SessionStart.self, ["topic_id": "travel"])
         XCTAssertNotNil(watcher.waitForStage("ready"))
         let words = KioskRig.learner
         let firstSyllable = try XCTUnwrap(words.firstIndex { abs(Int($0)) > 300 })
@@ -234,7 +234,7 @@ final class ConversationTests: XCTestCase {
         // The daemon tells that it heard speech (250 ms into it) with nobody listening; the
         // UI's listen comes a round trip later.
         XCTAssertNotNil(watcher.wait(for: "speech.started", after: mark))
-        _ = try control.request("listen")
+        _ = try control.request(Command.Listen.self)
         XCTAssertNotNil(watcher.waitForStage("recording", after: mark), "the speech in progress did not start the turn")
         guard let recorded = watcher.wait(for: "turn.recorded", after: mark) else { return }
         XCTAssertEqual(recorded["data"]?["end_reason"], "endOfSpeech")
@@ -262,16 +262,16 @@ final class ConversationTests: XCTestCase {
         rig = try KioskRig()
         let watcher = try rig.watcher()
         let control = try rig.daemon.client()
-        _ = try control.request("session.start", ["mode": "review"])
+        _ = try control.request(Command.SessionStart.self, ["mode": "review"])
         XCTAssertNotNil(watcher.waitForStage("ready"))
         let mark = watcher.count
-        _ = try control.request("say", ["text": "I have went there"])
+        _ = try control.request(Command.Say.self, ["text": "I have went there"])
         XCTAssertEqual(watcher.wait(for: "transcript", after: mark)?["data"]?["text"], "I have went there")
         XCTAssertNotNil(watcher.wait(for: "reply.finished", after: mark))
         XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
-        XCTAssertEqual(try control.request("session.end")["status"], "ended")
+        XCTAssertEqual(try control.request(Command.SessionEnd.self)["status"], "ended")
         XCTAssertNotNil(watcher.waitForStage("idle", after: mark))
-        XCTAssertEqual(control.failure("review.get")?.code, .invalidState)
+        XCTAssertEqual(control.failure(Command.ReviewGet.self)?.code, .invalidState)
         let creates = rig.sim.simulator.requestLog.filter { $0["path"] == "/sessions" }
         XCTAssertEqual(creates.count, 1)
     }
@@ -280,14 +280,14 @@ final class ConversationTests: XCTestCase {
         rig = try KioskRig { $0.pace = 1 }
         let watcher = try rig.watcher()
         let control = try rig.daemon.client()
-        _ = try control.request("session.start", ["topic_id": "food_dining"])
+        _ = try control.request(Command.SessionStart.self, ["topic_id": "food_dining"])
         XCTAssertNotNil(watcher.waitForStage("ready"))
         rig.sim.simulator.faults.lateVoidTranscript = true
         let mark = watcher.count
-        _ = try control.request("turn.start")
+        _ = try control.request(Command.TurnStart.self)
         rig.microphone.say(KioskRig.learner)
         XCTAssertTrue(rig.microphone.spoken.wait(timeout: 10) { $0 >= KioskRig.learner.count })
-        _ = try control.request("turn.stop")
+        _ = try control.request(Command.TurnStop.self)
         guard let discarded = watcher.wait(for: "turn.unanswered", after: mark, where: { $0["outcome"] == "empty_transcript" }) else { return }
         guard let stopped = watcher.wait(for: "playback.finished", after: mark) else { return }
         XCTAssertEqual(stopped["data"]?["interrupted"], true)
@@ -299,21 +299,21 @@ final class ConversationTests: XCTestCase {
         XCTAssertTrue(watcher.all("reply.text", after: mark).isEmpty, "a void turn's reply text was shown")
         XCTAssertEqual(watcher.wait(for: "reply.finished", after: mark)?["data"]?["outcome"], "empty_transcript")
         XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
-        XCTAssertEqual(try control.request("spool.list")["turns"]?.arrayValue?.count, 0, "an answered void turn stays in the spool")
+        XCTAssertEqual(try control.request(Command.SpoolList.self)["turns"]?.arrayValue?.count, 0, "an answered void turn stays in the spool")
     }
 
     func testBargeInStopsTheReplyWithinAPeriodAndTheNextTurnGetsARealReply() throws {
         rig = try KioskRig { $0.pace = 1 }
         let watcher = try rig.watcher()
         let control = try rig.daemon.client()
-        _ = try control.request("session.start", ["topic_id": "workplace"])
+        _ = try control.request(Command.SessionStart.self, ["topic_id": "workplace"])
         XCTAssertNotNil(watcher.waitForStage("ready"))
         var mark = watcher.count
-        _ = try control.request("say", ["text": "I work in a bank"])
+        _ = try control.request(Command.Say.self, ["text": "I work in a bank"])
         XCTAssertNotNil(watcher.wait(for: "reply.audio_started", after: mark))
         mark = watcher.count
         let sent = DispatchTime.now().uptimeNanoseconds
-        let stop = try control.request("playback.stop")
+        let stop = try control.request(Command.PlaybackStop.self)
         XCTAssertEqual(stop["stopped"], true)
         guard let finished = watcher.wait(for: "playback.finished", after: mark) else { return }
         XCTAssertEqual(finished["data"]?["interrupted"], true, "the reply played to its end: \(finished)")
@@ -325,7 +325,7 @@ final class ConversationTests: XCTestCase {
         // The stopped reply's stream is read to its end before the next upload, so the
         // backend is no longer busy with it: the next turn gets a real reply, not an empty one.
         mark = watcher.count
-        _ = try control.request("say", ["text": "Sorry, I said I work in a bank"])
+        _ = try control.request(Command.Say.self, ["text": "Sorry, I said I work in a bank"])
         guard let drained = watcher.wait(for: "reply.drained", after: mark) else { return }
         XCTAssertEqual(drained["data"]?["timed_out"], false)
         XCTAssertEqual(drained["data"]?["complete"], true)
@@ -352,9 +352,9 @@ final class ConversationTests: XCTestCase {
             }
             XCTAssertGreaterThan(errors, 0)
         }
-        _ = try control.request("session.start", ["topic_id": "travel"])
+        _ = try control.request(Command.SessionStart.self, ["topic_id": "travel"])
         XCTAssertNotNil(first.waitForStage("ready"))
-        _ = try control.request("say", ["text": "Hello there"])
+        _ = try control.request(Command.Say.self, ["text": "Hello there"])
         XCTAssertNotNil(first.wait(for: "reply.finished", after: 0, where: { $0["greeting"] == false }))
         XCTAssertNotNil(first.waitForStage("ready", after: first.position(of: "reply.text", after: 0) ?? 0))
         XCTAssertNotNil(second.wait(for: "reply.finished", where: { $0["greeting"] == false }))
@@ -367,6 +367,6 @@ final class ConversationTests: XCTestCase {
         let seen = sessionEvents(first)
         XCTAssertFalse(seen.isEmpty)
         XCTAssertEqual(Array(sessionEvents(second).prefix(seen.count)), seen)
-        XCTAssertEqual(try control.request("ping")["pong"], true)
+        XCTAssertEqual(try control.request(Command.Ping.self)["pong"], true)
     }
 }

@@ -18,8 +18,8 @@ final class CuePracticeTests: XCTestCase {
     }
 
     private func signIn(_ control: ControlClient) throws -> JSONValue {
-        XCTAssertEqual(try control.request("signin.request_code", ["email": .string(email)])["sent"], true)
-        return try control.request("signin.code", ["email": .string(email), "code": "123456"])
+        XCTAssertEqual(try control.request(Command.SignInRequestCode.self, ["email": .string(email)])["sent"], true)
+        return try control.request(Command.SignInCode.self, ["email": .string(email), "code": "123456"])
     }
 
     /// Sign in with the mailed code, choose cards, answer one aloud, and get the transcript
@@ -29,26 +29,26 @@ final class CuePracticeTests: XCTestCase {
         rig = try KioskRig(chatterbox: ChatterboxHarness())
         let control = try rig.daemon.client()
         let watcher = try rig.watcher(topics: ["cue", "playback"])
-        let status = try control.request("status")
+        let status = try control.request(Command.Status.self)
         XCTAssertEqual(status["backend"]?["kind"], "chatterbox")
         XCTAssertEqual(status["learner"]?["signed_in"], false)
-        XCTAssertEqual(control.failure("cues.get")?.code, .signInRequired)
+        XCTAssertEqual(control.failure(Command.CuesGet.self)?.code, .signInRequired)
         // TalkCo's conversation is not this backend's.
-        let conversation = control.failure("session.start", ["topic_id": "travel"])
+        let conversation = control.failure(Command.SessionStart.self, ["topic_id": "travel"])
         XCTAssertEqual(conversation?.code, .invalidState)
         XCTAssertTrue(conversation?.message.contains("backend.kind = talkco") ?? false, "\(String(describing: conversation))")
         // A wrong code is refused by its hint; the right one signs in with a profile.
-        XCTAssertEqual(try control.request("signin.request_code", ["email": .string(email)])["sent"], true)
-        let wrong = control.failure("signin.code", ["email": .string(email), "code": "000000"])
+        XCTAssertEqual(try control.request(Command.SignInRequestCode.self, ["email": .string(email)])["sent"], true)
+        let wrong = control.failure(Command.SignInCode.self, ["email": .string(email), "code": "000000"])
         XCTAssertEqual(wrong?.code, .refused)
         XCTAssertEqual(wrong?.reason, "invalid_login_code")
-        let learner = try control.request("signin.code", ["email": .string(email), "code": "123456"])
+        let learner = try control.request(Command.SignInCode.self, ["email": .string(email), "code": "123456"])
         XCTAssertEqual(learner["signed_in"], true)
         XCTAssertEqual(learner["language"], "en")
         XCTAssertNotNil(learner["profile_id"]?.intValue)
         XCTAssertEqual(learner["languages"]?.arrayValue?.count, 5)
         XCTAssertNotNil(watcher.wait(for: "signin.changed", where: { $0["learner"]?["signed_in"] == true }))
-        XCTAssertEqual(try control.request("status")["learner"]?["email"]?.stringValue, email)
+        XCTAssertEqual(try control.request(Command.Status.self)["learner"]?["email"]?.stringValue, email)
 
         // The tokens are kept 0600 in the state directory and never logged.
         let tokens = rig.directory + "/state/chatterbox-tokens.json"
@@ -56,15 +56,15 @@ final class CuePracticeTests: XCTestCase {
         XCTAssertEqual(mode & 0o777, 0o600)
         XCTAssertFalse(rig.daemon.log.contains("sim.access."), "a token in the log")
 
-        let cards = try XCTUnwrap(try control.request("cues.get")["cues"]?.arrayValue)
+        let cards = try XCTUnwrap(try control.request(Command.CuesGet.self)["cues"]?.arrayValue)
         XCTAssertEqual(cards.count, 5)
-        let shuffled = try XCTUnwrap(try control.request("cues.get", ["shuffle": true])["cues"]?.arrayValue)
+        let shuffled = try XCTUnwrap(try control.request(Command.CuesGet.self, ["shuffle": true])["cues"]?.arrayValue)
         XCTAssertNotEqual(shuffled.compactMap { $0["cue_id"]?.intValue }, cards.compactMap { $0["cue_id"]?.intValue })
         let cue = try XCTUnwrap(shuffled.first?["cue_id"]?.intValue)
 
         // Hands-free: the recorder waits for speech and ends the answer on silence.
         let mark = watcher.events.value.count
-        XCTAssertEqual(try control.request("cue.record", ["cue_id": .int(cue), "hands_free": true])["stage"], "listening")
+        XCTAssertEqual(try control.request(Command.CueRecord.self, ["cue_id": .int(cue), "hands_free": true])["stage"], "listening")
         rig.microphone.say(KioskRig.learner)
         guard let recorded = watcher.wait(for: "cue.recorded", after: mark) else { return }
         XCTAssertEqual(recorded["data"]?["cue_id"]?.intValue, cue)
@@ -93,19 +93,19 @@ final class CuePracticeTests: XCTestCase {
         XCTAssertEqual(try runTool("ffmpeg", ["-v", "warning", "-i", m4a, "-f", "null", "-"]).trimmingCharacters(in: .whitespacesAndNewlines), "")
 
         // The history has it with its results; the learner hears it again.
-        let history = try control.request("cue.history")
+        let history = try control.request(Command.CueHistory.self)
         XCTAssertEqual(history["recordings"]?.arrayValue?.first?["recording_id"]?.intValue, recording)
         XCTAssertEqual(history["recordings"]?.arrayValue?.first?["evaluation_status"], "ready")
         let loud = rig.loudSamples
-        let played = try control.request("cue.play", ["recording_id": .int(recording)])
+        let played = try control.request(Command.CuePlay.self, ["recording_id": .int(recording)])
         XCTAssertGreaterThan(played["duration_s"]?.doubleValue ?? 0, 1)
         XCTAssertNotNil(watcher.wait(for: "playback.finished", after: mark))
         XCTAssertTrue(rig.heard.wait(timeout: 5) { $0.loud > loud + 1_000 }, "the recording was not heard")
 
         // Signing out forgets the tokens; cue commands then ask for sign-in.
-        XCTAssertEqual(try control.request("signout")["signed_in"], false)
+        XCTAssertEqual(try control.request(Command.SignOut.self)["signed_in"], false)
         XCTAssertFalse(FileManager.default.fileExists(atPath: tokens))
-        XCTAssertEqual(control.failure("cues.get")?.code, .signInRequired)
+        XCTAssertEqual(control.failure(Command.CuesGet.self)?.code, .signInRequired)
     }
 
     /// An answer recorded while the files service cannot be reached stays spooled through
@@ -117,18 +117,18 @@ final class CuePracticeTests: XCTestCase {
         var control = try rig.daemon.client()
         var watcher = try rig.watcher(topics: ["cue"])
         _ = try signIn(control)
-        let cue = try XCTUnwrap(try control.request("cues.get")["cues"]?.arrayValue?.first?["cue_id"]?.intValue)
-        XCTAssertEqual(try control.request("cue.record", ["cue_id": .int(cue)])["stage"], "recording")
+        let cue = try XCTUnwrap(try control.request(Command.CuesGet.self)["cues"]?.arrayValue?.first?["cue_id"]?.intValue)
+        XCTAssertEqual(try control.request(Command.CueRecord.self, ["cue_id": .int(cue)])["stage"], "recording")
         rig.microphone.say(KioskRig.learner)
         XCTAssertTrue(rig.microphone.spoken.wait(timeout: 10) { $0 >= KioskRig.learner.count })
-        _ = try control.request("cue.stop")
+        _ = try control.request(Command.CueStop.self)
         guard let spooled = watcher.wait(for: "cue.spooled") else { return }
         let answer = try XCTUnwrap(spooled["data"]?["answer_id"]?.stringValue)
         XCTAssertNotNil(watcher.wait(for: "cue.upload_retrying", where: { $0["answer_id"]?.stringValue == answer }))
         let spool = rig.directory + "/state/spool/cues"
         XCTAssertTrue(FileManager.default.fileExists(atPath: "\(spool)/\(answer).m4a"))
         // spool.list has it, with why its upload failed.
-        let listed = try control.request("spool.list")["answers"]?.arrayValue ?? []
+        let listed = try control.request(Command.SpoolList.self)["answers"]?.arrayValue ?? []
         XCTAssertEqual(listed.map { $0["answer_id"] }, [.string(answer)])
         XCTAssertEqual(listed.first?["cue_id"]?.intValue, cue)
         XCTAssertNotNil(listed.first?["last_error"]?.stringValue, "\(listed)")
@@ -150,7 +150,7 @@ final class CuePracticeTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: "\(spool)/\(answer).m4a"), "the uploaded answer left the spool")
         XCTAssertEqual(cues.simulator.uploads.count, 1)
         // The garbled one was set aside whole, logged and listed; never uploaded.
-        let setAside = try control.request("spool.list")["set_aside"]?.arrayValue ?? []
+        let setAside = try control.request(Command.SpoolList.self)["set_aside"]?.arrayValue ?? []
         XCTAssertEqual(setAside.map { $0["id"] }, [.string(garbled)])
         XCTAssertEqual(setAside.first?["kind"], "cue_answer")
         let folder = try XCTUnwrap(setAside.first?["path"]?.stringValue)
@@ -165,8 +165,8 @@ final class CuePracticeTests: XCTestCase {
         let control = try rig.daemon.client()
         let watcher = try rig.watcher(topics: ["cue"])
         _ = try signIn(control)
-        let cue = try XCTUnwrap(try control.request("cues.get")["cues"]?.arrayValue?.first?["cue_id"]?.intValue)
-        _ = try control.request("cue.record", ["cue_id": .int(cue), "hands_free": true])
+        let cue = try XCTUnwrap(try control.request(Command.CuesGet.self)["cues"]?.arrayValue?.first?["cue_id"]?.intValue)
+        _ = try control.request(Command.CueRecord.self, ["cue_id": .int(cue), "hands_free": true])
         rig.microphone.say(KioskRig.learner)
         guard let failed = watcher.wait(for: "cue.results_failed", timeout: 30) else { return }
         XCTAssertEqual(failed["data"]?["step"], "transcription")
@@ -174,7 +174,7 @@ final class CuePracticeTests: XCTestCase {
         // Asked again by the client, the (now healthy) provider answers.
         let recording = try XCTUnwrap(failed["data"]?["recording_id"]?.intValue)
         let mark = watcher.events.value.count
-        _ = try control.request("cue.results", ["recording_id": .int(recording)])
+        _ = try control.request(Command.CueResults.self, ["recording_id": .int(recording)])
         XCTAssertNotNil(watcher.wait(for: "cue.transcript", after: mark, where: { $0["status"] == "ready" }))
         XCTAssertNotNil(watcher.wait(for: "cue.evaluation", after: mark, where: { $0["status"] == "ready" }))
     }
@@ -189,9 +189,9 @@ final class CuePracticeTests: XCTestCase {
         _ = try signIn(control)
         cues.simulator.update { $0.badRefresh = true }
         _ = try RawHTTP.exchange(cues.baseURL, "PUT", "/_sim/chatterbox", contentType: "application/json", body: Array(#"{"expire_tokens": true}"#.utf8))
-        XCTAssertEqual(control.failure("cues.get")?.code, .signInRequired)
+        XCTAssertEqual(control.failure(Command.CuesGet.self)?.code, .signInRequired)
         XCTAssertNotNil(watcher.wait(for: "signin.changed", where: { $0["learner"]?["signed_in"] == false && $0["reason"] != .null }))
-        XCTAssertEqual(try control.request("learner.get")["signed_in"], false)
+        XCTAssertEqual(try control.request(Command.LearnerGet.self)["signed_in"], false)
         XCTAssertFalse(FileManager.default.fileExists(atPath: rig.directory + "/state/chatterbox-tokens.json"))
     }
 
@@ -204,7 +204,7 @@ final class CuePracticeTests: XCTestCase {
         let control = try rig.daemon.client()
         let watcher = try rig.watcher(topics: ["playback"])
         _ = try signIn(control)
-        let cards = try XCTUnwrap(try control.request("cues.get")["cues"]?.arrayValue)
+        let cards = try XCTUnwrap(try control.request(Command.CuesGet.self)["cues"]?.arrayValue)
         let cueIDs = cards.compactMap { $0["cue_id"]?.intValue }
         XCTAssertEqual(cueIDs.count, 5)
 
@@ -241,22 +241,22 @@ final class CuePracticeTests: XCTestCase {
             }
             return ids
         }
-        let played = try control.request("cue.play", ["recording_id": .int(recordings[0])])
+        let played = try control.request(Command.CuePlay.self, ["recording_id": .int(recordings[0])])
         XCTAssertEqual(played["duration_s"]?.doubleValue ?? 0, Double(KioskRig.learner.count) / 24_000, accuracy: 0.05)
         XCTAssertNotNil(watcher.wait(for: "playback.finished"), "the phone's 48 kHz AAC-LC did not play")
         for (id, codec) in [(recordings[1], "HE-AAC"), (recordings[2], "Opus")] {
-            let error = try XCTUnwrap(control.failure("cue.play", ["recording_id": .int(id)]), codec)
+            let error = try XCTUnwrap(control.failure(Command.CuePlay.self, ["recording_id": .int(id)]), codec)
             XCTAssertEqual(error.code, .fileError, codec)
             XCTAssertTrue(error.message.contains(codec), "\(codec): \(error.message)")
         }
 
         // The backend gone: the cards kept are given back, stale, with the error.
         cues.server.stop()
-        let offline = try control.request("cues.get")
+        let offline = try control.request(Command.CuesGet.self)
         XCTAssertEqual(offline["stale"], true)
         XCTAssertEqual(offline["cues"]?.arrayValue?.compactMap { $0["cue_id"]?.intValue }, cards.compactMap { $0["cue_id"]?.intValue })
         XCTAssertNotNil(offline["error"]?.stringValue)
-        XCTAssertEqual(control.failure("cues.get", ["shuffle": true])?.code, .backendUnavailable, "a new batch needs the backend")
+        XCTAssertEqual(control.failure(Command.CuesGet.self, ["shuffle": true])?.code, .backendUnavailable, "a new batch needs the backend")
     }
 
     /// A TalkCo daemon refuses cue practice by its backend's kind, and shows no learner.
@@ -268,7 +268,7 @@ final class CuePracticeTests: XCTestCase {
             XCTAssertEqual(error?.code, .invalidState, command)
             XCTAssertTrue(error?.message.contains("backend.kind = chatterbox") ?? false, "\(command): \(String(describing: error))")
         }
-        let status = try control.request("status")
+        let status = try control.request(Command.Status.self)
         XCTAssertEqual(status["backend"]?["kind"], "talkco")
         XCTAssertEqual(status["learner"], .null)
     }

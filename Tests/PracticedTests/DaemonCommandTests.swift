@@ -16,16 +16,16 @@ final class DaemonCommandTests: XCTestCase {
         XCTAssertEqual(client.hello["server"]?.stringValue, "practiced \(PracticeDaemon.version)")
         XCTAssertEqual(client.hello["max_line_bytes"], .int(65_536))
 
-        XCTAssertEqual(try client.request("hello", ["protocol": "practiced/1.4", "client": "ui 2.0"])["protocol"], "practiced/1",
+        XCTAssertEqual(try client.request(Command.Hello.self, ["protocol": "practiced/1.4", "client": "ui 2.0"])["protocol"], "practiced/1",
                        "a newer minor version is accepted; unknown fields are ignored")
-        XCTAssertEqual(try client.request("ping")["pong"], .bool(true))
+        XCTAssertEqual(try client.request(Command.Ping.self)["pong"], .bool(true))
         // Typed: the command's name from its type, its result read as its result type.
         XCTAssertTrue(try client.send(Command.Ping.self).pong)
         let typed = try client.send(Command.Status.self)
         XCTAssertEqual([typed.devices.capture.state, typed.devices.playback.state], [.running, .running])
         XCTAssertNil(typed.devices.capture.error)
 
-        let status = try client.request("status")
+        let status = try client.request(Command.Status.self)
         XCTAssertEqual(status["backend"]?["reachable"], .bool(true))
         XCTAssertEqual(status["backend"]?["url"]?.stringValue, sim.baseURL.absoluteString)
         XCTAssertEqual(status["devices"]?["capture"]?["state"], "running")
@@ -34,12 +34,12 @@ final class DaemonCommandTests: XCTestCase {
         XCTAssertEqual(status["user_id"]?.stringValue?.count, 9, "a generated 9-digit user id")
         XCTAssertEqual(status["clients"], .int(1))
 
-        let config = try client.request("config.get")
+        let config = try client.request(Command.ConfigGet.self)
         XCTAssertEqual(config["capture.device"], "null:")
         XCTAssertEqual(config["socket.path"]?.stringValue, daemon.socketPath)
         XCTAssertEqual(config["speech.threshold"], "300")
 
-        let metrics = try XCTUnwrap(try client.request("metrics")["text"]?.stringValue)
+        let metrics = try XCTUnwrap(try client.request(Command.Metrics.self)["text"]?.stringValue)
         XCTAssertTrue(metrics.contains("# TYPE practiced_control_requests_total counter"))
         XCTAssertTrue(metrics.contains("practiced_control_requests_total{command=\"ping\"} 2"), metrics)
         XCTAssertTrue(metrics.contains("practiced_clients 1"))
@@ -51,18 +51,18 @@ final class DaemonCommandTests: XCTestCase {
         let daemon = try DaemonHarness(backend: sim.baseURL)
         let client = try daemon.client()
         let checked = ProtocolConformance.checked
-        let devices = try client.request("devices", timeout: 30)
+        let devices = try client.request(Command.Devices.self, timeout: 30)
         XCTAssertNotNil(devices["capture"]?.arrayValue)
         XCTAssertNotNil(devices["playback"]?.arrayValue)
         XCTAssertNotNil(devices["errors"]?.arrayValue, "no sound card here: what could not be listed is named, not fatal")
-        let topics = try client.request("topics")
+        let topics = try client.request(Command.Topics.self)
         XCTAssertEqual(topics["stale"], .bool(false))
         XCTAssertEqual(topics["topics"]?.arrayValue?.count, 6)
 
         // Offline: the cached list, marked stale.
         sim.simulator.shutdown()
         sim.server.stop()
-        let offline = try client.request("topics", timeout: 60)
+        let offline = try client.request(Command.Topics.self, timeout: 60)
         XCTAssertEqual(offline["stale"], .bool(true))
         XCTAssertEqual(offline["topics"]?.arrayValue?.count, 6)
         XCTAssertEqual(ProtocolConformance.checked.results, checked.results + 3, "each result was checked against its command's schema")
@@ -71,13 +71,13 @@ final class DaemonCommandTests: XCTestCase {
     func testPlayStreamsAFileToTheSpeakerAndReportsStartAndFinish() throws {
         let daemon = try DaemonHarness()
         let listener = try daemon.client()
-        _ = try listener.request("subscribe", ["topics": ["playback"]])
+        _ = try listener.request(Command.Subscribe.self, ["topics": ["playback"]])
         let snapshot = try XCTUnwrap(listener.waitForEvent("snapshot"))
         XCTAssertEqual(snapshot["topic"], "state")
         XCTAssertEqual(snapshot["data"]?["playing"], .bool(false))
 
         let path = "\(SimulatorHarness.samplesDirectory)/reply-2.wav"
-        let played = try daemon.client().request("play", ["path": .string(path)])
+        let played = try daemon.client().request(Command.Play.self, ["path": .string(path)])
         XCTAssertEqual(try XCTUnwrap(played["duration_s"]?.doubleValue), 3.206, accuracy: 0.01)
         XCTAssertNotNil(listener.waitForEvent("playback.started"))
         let finished = try XCTUnwrap(listener.waitForEvent("playback.finished", timeout: 15))
@@ -88,20 +88,20 @@ final class DaemonCommandTests: XCTestCase {
     func testPlaybackStopInterruptsWithinAFewPeriods() throws {
         let daemon = try DaemonHarness()
         let client = try daemon.client()
-        _ = try client.request("subscribe", ["topics": ["playback"]])
-        _ = try client.request("play", ["path": .string("\(SimulatorHarness.samplesDirectory)/greeting.wav")])
+        _ = try client.request(Command.Subscribe.self, ["topics": ["playback"]])
+        _ = try client.request(Command.Play.self, ["path": .string("\(SimulatorHarness.samplesDirectory)/greeting.wav")])
         XCTAssertNotNil(client.waitForEvent("playback.started"))
-        XCTAssertEqual(try client.request("playback.stop")["stopped"], .bool(true))
+        XCTAssertEqual(try client.request(Command.PlaybackStop.self)["stopped"], .bool(true))
         let finished = try XCTUnwrap(client.waitForEvent("playback.finished"))
         XCTAssertEqual(finished["data"]?["interrupted"], .bool(true))
         XCTAssertLessThan(try XCTUnwrap(finished["data"]?["played_s"]?.doubleValue), 4.5, "stopped before the end of 5 s")
-        XCTAssertEqual(try client.request("playback.stop")["stopped"], .bool(false), "stop when idle is harmless")
+        XCTAssertEqual(try client.request(Command.PlaybackStop.self)["stopped"], .bool(false), "stop when idle is harmless")
     }
 
     func testLevelWatchStreamsInputLevels() throws {
         let daemon = try DaemonHarness(arguments: ["--audio-level-interval-ms", "20"])
         let client = try daemon.client()
-        let result = try client.request("level.watch")
+        let result = try client.request(Command.LevelWatch.self)
         XCTAssertEqual(result["interval_ms"], .int(20))
         XCTAssertEqual(result["capture"], "running")
         var levels: [Double] = []
@@ -118,9 +118,9 @@ final class DaemonCommandTests: XCTestCase {
     func testUnsubscribeStopsEvents() throws {
         let daemon = try DaemonHarness(arguments: ["--audio-level-interval-ms", "20"])
         let client = try daemon.client()
-        _ = try client.request("subscribe", ["topics": ["level"]])
+        _ = try client.request(Command.Subscribe.self, ["topics": ["level"]])
         XCTAssertNotNil(client.waitForEvent("level"))
-        XCTAssertEqual(try client.request("unsubscribe", ["topics": ["level"]])["topics"], .array([]))
+        XCTAssertEqual(try client.request(Command.Unsubscribe.self, ["topics": ["level"]])["topics"], .array([]))
         // Drain what was sent before the reply; then nothing more comes.
         while (try? client.nextEvent(timeout: 0.2)) != nil {}
         XCTAssertThrowsError(try client.nextEvent(timeout: 0.5)) { XCTAssertEqual($0 as? ControlClient.Failure, .timedOut) }

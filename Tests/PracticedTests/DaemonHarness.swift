@@ -169,7 +169,12 @@ struct HarnessError: Error, CustomStringConvertible {
 }
 
 extension ControlClient {
-    /// A request that must fail; its error.
+    /// Command `C`, which must fail; its error.
+    func failure<C: ControlCommand>(_ command: C.Type, _ args: JSONValue = .object([]), file: StaticString = #filePath, line: UInt = #line) -> ControlError? {
+        failure(C.name, args, file: file, line: line)
+    }
+
+    /// A request that must fail; its error (a name the protocol does not have, or a hostile one).
     func failure(_ command: String, _ args: JSONValue = .object([]), file: StaticString = #filePath, line: UInt = #line) -> ControlError? {
         do {
             let result = try request(command, args)

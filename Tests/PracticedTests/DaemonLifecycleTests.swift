@@ -25,20 +25,20 @@ final class DaemonLifecycleTests: XCTestCase {
         try "speech.threshold = 300\nsocket.max_clients = 64\n".write(toFile: file, atomically: true, encoding: .utf8)
         let daemon = try DaemonHarness(directory: directory)
         let client = try daemon.client()
-        _ = try client.request("subscribe", ["topics": ["daemon"]])
+        _ = try client.request(Command.Subscribe.self, ["topics": ["daemon"]])
 
         try "# tuned\nspeech.threshold = 450\nsocket.max_clients = 8\n".write(toFile: file, atomically: true, encoding: .utf8)
         kill(daemon.process.pid, SIGHUP)
         XCTAssertNotNil(daemon.notify.wait(for: "RELOADING=1", timeout: 5))
         let reloaded = try XCTUnwrap(client.waitForEvent("config.reloaded"))
         XCTAssertEqual(reloaded["data"]?["speech.threshold"], "450")
-        XCTAssertEqual(try client.request("config.get")["socket.max_clients"], "8")
+        XCTAssertEqual(try client.request(Command.ConfigGet.self)["socket.max_clients"], "8")
 
         try "speech.threshold = loud\n".write(toFile: file, atomically: true, encoding: .utf8)
         kill(daemon.process.pid, SIGHUP)
         let failed = try XCTUnwrap(client.waitForEvent("config.reload_failed"))
         XCTAssertTrue(failed["data"]?["message"]?.stringValue?.contains("speech.threshold = 'loud'") ?? false)
-        XCTAssertEqual(try client.request("config.get")["speech.threshold"], "450", "the running configuration is kept")
+        XCTAssertEqual(try client.request(Command.ConfigGet.self)["speech.threshold"], "450", "the running configuration is kept")
         XCTAssertTrue(daemon.process.isRunning)
     }
 
@@ -65,7 +65,7 @@ final class DaemonLifecycleTests: XCTestCase {
                                        passing: [(listener.fd, 3)], viaShell: true)
         close(listener.fd)  // the daemon holds its own copy
         let client = try daemon.client()
-        XCTAssertEqual(try client.request("ping")["pong"], .bool(true))
+        XCTAssertEqual(try client.request(Command.Ping.self)["pong"], .bool(true))
         XCTAssertTrue(daemon.log.contains("(socket activation)"), daemon.log)
         XCTAssertEqual(daemon.process.terminate(signal: SIGTERM), 0)
         XCTAssertTrue(FileManager.default.fileExists(atPath: path), "systemd owns an activated socket's file")
@@ -87,7 +87,7 @@ final class DaemonLifecycleTests: XCTestCase {
                                                   "--capture-device", "null:", "--playback-device", "null:", "--backend-url", "http://127.0.0.1:9"],
                                       environment: ["PATH": "/usr/bin:/bin", "HOME": directory, "PRACTICED_CONFIG": "/dev/null"],
                                       stderrPath: "\(directory)/daemon.log")
-        XCTAssertTrue(Poll.until(timeout: 20) { (try? ControlClient(path: socket).request("ping")["pong"]) == .bool(true) },
+        XCTAssertTrue(Poll.until(timeout: 20) { (try? ControlClient(path: socket).request(Command.Ping.self)["pong"]) == .bool(true) },
                       DaemonHarness.read("\(directory)/daemon.log"))
         let lines = DaemonHarness.read(trace).split(separator: "\n")
         // The first traced pid is the daemon's main thread: stopped through it, as strace
@@ -130,7 +130,7 @@ final class DaemonLifecycleTests: XCTestCase {
         // The crowd leaves; a new client is served.
         waiting.forEach { close($0) }
         waiting = []
-        XCTAssertTrue(Poll.until(timeout: 10) { (try? daemon.client().request("ping")["pong"]) == .bool(true) }, daemon.log)
+        XCTAssertTrue(Poll.until(timeout: 10) { (try? daemon.client().request(Command.Ping.self)["pong"]) == .bool(true) }, daemon.log)
     }
 
     /// systemd gives services a soft descriptor limit of 1,024 under a hard one of 524,288
@@ -155,12 +155,12 @@ final class DaemonLifecycleTests: XCTestCase {
         close(stale.fd)
         XCTAssertTrue(FileManager.default.fileExists(atPath: path))
         let first = try DaemonHarness(directory: directory)
-        XCTAssertEqual(try first.client().request("ping")["pong"], .bool(true))
+        XCTAssertEqual(try first.client().request(Command.Ping.self)["pong"], .bool(true))
 
         let second = try DaemonHarness(directory: directory, waitReady: false)
         XCTAssertEqual(second.process.waitForExit(timeout: 10), 75)
         XCTAssertTrue(second.log.contains("already running"), second.log)
-        XCTAssertEqual(try first.client().request("ping")["pong"], .bool(true), "the first daemon keeps its socket")
+        XCTAssertEqual(try first.client().request(Command.Ping.self)["pong"], .bool(true), "the first daemon keeps its socket")
     }
 
     func testSomethingElseAtTheSocketPathIsLeftAlone() throws {

@@ -82,8 +82,8 @@ final class FloodTests: XCTestCase {
         XCTAssertLessThan(p99, goal, "a well-behaved client waited for the flood")
         XCTAssertGreaterThan(answered.value, 1_000, "the flood was not served at all")
         // The daemon lives and answers; the flooders were held back, not served without end.
-        XCTAssertEqual(try daemon.client().request("ping")["pong"], true)
-        XCTAssertNotNil(try client.request("status")["counters"]?["throttled"])
+        XCTAssertEqual(try daemon.client().request(Command.Ping.self)["pong"], true)
+        XCTAssertNotNil(try client.request(Command.Status.self)["counters"]?["throttled"])
     }
 
     /// Clients that come and go by the thousand, each leaving in a different way (after its
@@ -138,7 +138,7 @@ final class FloodTests: XCTestCase {
         let client = try daemon.client()
         var pings = 0
         while Date() < deadline {
-            XCTAssertEqual(try client.request("ping")["pong"], true, "after \(connections.value) connections")
+            XCTAssertEqual(try client.request(Command.Ping.self)["pong"], true, "after \(connections.value) connections")
             pings += 1
             guard daemon.process.isRunning else { break }
         }
@@ -146,10 +146,10 @@ final class FloodTests: XCTestCase {
         print("figures: \(connections.value) connections in \(seconds) s, \(pings) pings answered meanwhile")
         XCTAssertTrue(daemon.process.isRunning, "the daemon died (status \(daemon.process.status ?? -1)): \(daemon.log.suffix(2_000))")
         XCTAssertGreaterThan(connections.value, 1_000, "too few connections to stand for churn")
-        XCTAssertEqual(try daemon.client().request("ping")["pong"], true)
+        XCTAssertEqual(try daemon.client().request(Command.Ping.self)["pong"], true)
         // Every client that left was let go: none is left behind.
         let waited = Date()
-        let released = Poll.until(timeout: 3) { ((try? client.request("status")["clients"]?.intValue) ?? -1) == 1 }
+        let released = Poll.until(timeout: 3) { ((try? client.request(Command.Status.self)["clients"]?.intValue) ?? -1) == 1 }
         print("figures: released after \(Date().timeIntervalSince(waited)) s")
         XCTAssertTrue(released, "clients still held: \(Self.heldClients(in: daemon.log))")
     }
@@ -165,7 +165,7 @@ final class FloodTests: XCTestCase {
         // Meanwhile another client is not slowed.
         let other = try daemon.client()
         let pinged = Date()
-        XCTAssertEqual(try other.request("ping")["pong"], true)
+        XCTAssertEqual(try other.request(Command.Ping.self)["pong"], true)
         XCTAssertLessThan(Date().timeIntervalSince(pinged), 0.5)
         var replies = 0
         while replies < 150, let message = try? fast.readMessage(timeout: 10) {
@@ -174,7 +174,7 @@ final class FloodTests: XCTestCase {
         XCTAssertEqual(replies, 150, "every held-back request is answered in the end")
         // A burst of 50, then 50 a second: about 2 s for the 100 beyond the burst.
         XCTAssertGreaterThan(Date().timeIntervalSince(started), 1.5, "the rate limit did not hold the client back")
-        XCTAssertGreaterThanOrEqual(try other.request("status")["counters"]?["throttled"]?.intValue ?? 0, 1)
+        XCTAssertGreaterThanOrEqual(try other.request(Command.Status.self)["counters"]?["throttled"]?.intValue ?? 0, 1)
         XCTAssertTrue(daemon.waitForLog("requests/s: held back"), "the throttling was not logged")
     }
 

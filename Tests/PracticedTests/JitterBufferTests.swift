@@ -31,7 +31,7 @@ final class JitterBufferTests: XCTestCase {
 
         // A steady backend: the greeting and two turns start at the 50 ms lead.
         var mark = watcher.count
-        _ = try control.request("session.start", ["topic_id": "travel"])
+        _ = try control.request(Command.SessionStart.self, ["topic_id": "travel"])
         XCTAssertNotNil(watcher.waitForStage("ready", after: mark, timeout: 30))
         try converse(turns: 2, variant: 0, control: control, watcher: watcher)
         let steady = watcher.all("reply.finished", after: mark)

@@ -49,7 +49,7 @@ final class KioskCogLauncherTests: XCTestCase {
         let deadline = Date().addingTimeInterval(60)
         var asked = 0.0
         while asked < 1 && Date() < deadline && launcher.isRunning {
-            let metrics = try client.request("metrics")["text"]?.stringValue ?? ""
+            let metrics = try client.request(Command.Metrics.self)["text"]?.stringValue ?? ""
             asked = metrics.split(separator: "\n").first { $0.hasPrefix("practiced_control_requests_total{command=\"status\"}") }
                 .flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
             if asked < 1 { usleep(200_000) }

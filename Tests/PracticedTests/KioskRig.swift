@@ -169,7 +169,7 @@ final class EventWatcher: @unchecked Sendable {
 
     init(client: ControlClient, topics: [String]) throws {
         self.client = client
-        _ = try client.request("subscribe", ["topics": .array(topics.map { .string($0) })])
+        _ = try client.request(Command.Subscribe.self, ["topics": .array(topics.map { .string($0) })])
         // The thread holds what it needs, not the watcher: `deinit` stops it.
         struct Reader: @unchecked Sendable { let client: ControlClient }
         let reader = Reader(client: client), events = events, running = running

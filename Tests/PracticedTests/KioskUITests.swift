@@ -487,7 +487,7 @@ class KioskUITests: XCTestCase {
             XCTAssertEqual(answer?.status, 403, "\(query) \(protocols): not refused")
             XCTAssertFalse(String(decoding: answer?.body ?? [], as: UTF8.self).contains("hello"), "\(query) \(protocols): relayed to the daemon")
         }
-        XCTAssertEqual(try control.request("status")["clients"], .int(1), "no stranger reached the socket")
+        XCTAssertEqual(try control.request(Command.Status.self)["clients"], .int(1), "no stranger reached the socket")
         // The right token: upgraded, and the daemon's hello comes through.
         let admitted = try XCTUnwrap(try upgrade("", protocols: "binary, practiced.token.\(token)"), "no answer for the right token")
         XCTAssertEqual(admitted.status, 101)
@@ -572,7 +572,7 @@ class KioskUITests: XCTestCase {
         XCTAssertNotNil(try browser.wait(for: "#screen-topics", timeout: 10))
 
         // Another client starts a session: the page follows it and says so.
-        _ = try rig.daemon.client().request("session.start", ["mode": "conversation", "topic_id": "travel"], timeout: 20)
+        _ = try rig.daemon.client().request(Command.SessionStart.self, ["mode": "conversation", "topic_id": "travel"], timeout: 20)
         XCTAssertNotNil(try browser.wait(for: "[data-notice='otherClient']", timeout: 20))
         try waitForStage("ready")
         try checkMessagesAgainstTheSchema()

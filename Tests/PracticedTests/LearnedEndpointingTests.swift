@@ -24,11 +24,11 @@ final class LearnedEndpointingTests: XCTestCase {
         rig = try KioskRig(arguments: ["--speech-endpoint", "model", "--speech-models-dir", Self.models])
         let watcher = try rig.watcher(topics: ["session", "playback", "speech"])
         let control = try rig.daemon.client()
-        _ = try control.request("session.start", ["topic_id": "travel"])
+        _ = try control.request(Command.SessionStart.self, ["topic_id": "travel"])
         XCTAssertNotNil(watcher.waitForStage("ready"))
         XCTAssertNotNil(watcher.wait(for: "playback.finished"))
         let mark = watcher.count
-        _ = try control.request("listen")
+        _ = try control.request(Command.Listen.self)
         rig.microphone.say(stimulus.samples)
         guard let paused = watcher.wait(for: "speech.paused", after: mark) else { return XCTFail("no speech.paused at the hesitation") }
         XCTAssertEqual(paused["data"]?["waiting"], true)

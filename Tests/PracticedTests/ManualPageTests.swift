@@ -251,7 +251,7 @@ final class ManualPageTests: XCTestCase {
         XCTAssertEqual(try complete("practicectl start ", socket: "\(directory)/none.sock"), [])
         let sim = try SimulatorHarness()
         let daemon = try DaemonHarness(backend: sim.baseURL)
-        let topics = try daemon.client().request("topics")["topics"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
+        let topics = try daemon.client().request(Command.Topics.self)["topics"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
         XCTAssertGreaterThan(topics.count, 1)
         XCTAssertEqual(try complete("practicectl start ", socket: daemon.socketPath), topics.sorted())
         XCTAssertEqual(try complete("practicectl --socket \(daemon.socketPath) start ", socket: "\(directory)/none.sock"), topics.sorted())

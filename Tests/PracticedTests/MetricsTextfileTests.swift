@@ -31,7 +31,7 @@ final class MetricsTextfileTests: XCTestCase {
 
         var daemon: DaemonHarness? = try DaemonHarness(backend: sim.baseURL, arguments: ["--metrics-textfile", file, "--metrics-textfile-interval-s", "1"])
         let client = try daemon!.client()
-        _ = try client.request("status")
+        _ = try client.request(Command.Status.self)
         XCTAssertThrowsError(try client.request("no.such.command"))  // an error reply: practiced_control_errors_total
         XCTAssertTrue(eventually { ((try? String(contentsOfFile: file, encoding: .utf8)) ?? "").contains("practiced_control_errors_total{code=") },
                       "the textfile was not written with the error counter:\n\(daemon!.log)")
@@ -79,7 +79,7 @@ final class MetricsTextfileTests: XCTestCase {
         XCTAssertTrue(daemon.waitForLog("metrics textfile not written"), daemon.log)
         // Three intervals at least pass before the directory appears.
         let client = try daemon.client()
-        XCTAssertTrue(eventually { ((try? client.request("status"))?["uptime_s"]?.doubleValue ?? 0) >= 3.5 })
+        XCTAssertTrue(eventually { ((try? client.request(Command.Status.self))?["uptime_s"]?.doubleValue ?? 0) >= 3.5 })
         XCTAssertEqual(daemon.log.components(separatedBy: "metrics textfile not written").count - 1, 1, "logged once, not every interval:\n\(daemon.log)")
         try FileManager.default.createDirectory(atPath: "\(parent)/textfiles", withIntermediateDirectories: false)
         XCTAssertTrue(eventually { FileManager.default.fileExists(atPath: file) }, daemon.log)

@@ -37,7 +37,7 @@ final class PlayFileTests: XCTestCase {
         let daemon = try DaemonHarness()
         let before = try resident(daemon)
         let started = Date()
-        let error = try XCTUnwrap(daemon.client().failure("play", ["path": "/dev/zero"]))
+        let error = try XCTUnwrap(daemon.client().failure(Command.Play.self, ["path": "/dev/zero"]))
         XCTAssertEqual(error.code, .fileError)
         XCTAssertTrue(error.message.contains("not a regular file"), error.message)
         XCTAssertLessThan(Date().timeIntervalSince(started), 2)
@@ -49,12 +49,12 @@ final class PlayFileTests: XCTestCase {
         let fifo = "\(scratch!)/clip.wav"
         XCTAssertEqual(mkfifo(fifo, 0o644), 0)
         let client = try daemon.client(timeout: 5)
-        let error = try XCTUnwrap(client.failure("play", ["path": .string(fifo)]))
+        let error = try XCTUnwrap(client.failure(Command.Play.self, ["path": .string(fifo)]))
         XCTAssertEqual(error.code, .fileError)
         // Not wedged: another client plays a real file.
-        let played = try daemon.client().request("play", ["path": .string("\(SimulatorHarness.samplesDirectory)/reply-2.wav")])
+        let played = try daemon.client().request(Command.Play.self, ["path": .string("\(SimulatorHarness.samplesDirectory)/reply-2.wav")])
         XCTAssertEqual(try XCTUnwrap(played["duration_s"]?.doubleValue), 3.206, accuracy: 0.01)
-        XCTAssertEqual(try client.request("ping")["pong"], true)
+        XCTAssertEqual(try client.request(Command.Ping.self)["pong"], true)
     }
 
     func testAStrangersFilesAreDeniedAndTheAnswerRevealsNothing() throws {
@@ -81,16 +81,16 @@ final class PlayFileTests: XCTestCase {
         // 1 GiB of declared samples: over the default limit of 1 GiB with its header.
         let huge = try sparseWAV("huge.wav", dataBytes: 1 << 30)
         let daemon = try DaemonHarness()
-        let refused = try XCTUnwrap(daemon.client().failure("play", ["path": .string(huge)]))
+        let refused = try XCTUnwrap(daemon.client().failure(Command.Play.self, ["path": .string(huge)]))
         XCTAssertEqual(refused.code, .fileError)
         XCTAssertTrue(refused.message.contains("play.max_bytes"), refused.message)
 
         // Two hours at 24 kHz: streamed as the player drains, never held whole.
         let long = try sparseWAV("two-hours.wav", dataBytes: 24_000 * 2 * 7_200)
         let client = try daemon.client()
-        _ = try client.request("subscribe", ["topics": ["playback"]])
+        _ = try client.request(Command.Subscribe.self, ["topics": ["playback"]])
         let before = try resident(daemon)
-        let played = try client.request("play", ["path": .string(long)])
+        let played = try client.request(Command.Play.self, ["path": .string(long)])
         XCTAssertEqual(played["duration_s"], 7_200)
         XCTAssertNotNil(client.waitForEvent("playback.started"))
         // A few seconds in, the daemon holds no more than before (the file is 346 MB).
@@ -101,7 +101,7 @@ final class PlayFileTests: XCTestCase {
             usleep(100_000)
         }
         XCTAssertLessThan(peak - before, 24 << 20, "resident memory grew by \(peak - before) bytes")
-        XCTAssertEqual(try client.request("playback.stop")["stopped"], true)
+        XCTAssertEqual(try client.request(Command.PlaybackStop.self)["stopped"], true)
         XCTAssertEqual(client.waitForEvent("playback.finished")?["data"]?["interrupted"], true)
     }
 
@@ -120,7 +120,7 @@ final class PlayFileTests: XCTestCase {
         let threadsBefore = try ProcessStatistics(pid: daemon.process.pid).threads
 
         let first = Date()
-        let error = try XCTUnwrap(daemon.client(timeout: 5).failure("play", ["path": .string(mount.stalledFile)]))
+        let error = try XCTUnwrap(daemon.client(timeout: 5).failure(Command.Play.self, ["path": .string(mount.stalledFile)]))
         XCTAssertEqual(error.code, .fileError)
         XCTAssertTrue(error.retryable)
         XCTAssertTrue(error.message.contains("not opened within 500 ms"), error.message)
@@ -136,7 +136,7 @@ final class PlayFileTests: XCTestCase {
                 guard let client = try? ControlClient(path: socket, timeout: 5) else { return }
                 for _ in 0..<5 {
                     let asked = Date()
-                    if (try? client.request("play", ["path": .string(stalled)], timeout: 5)) == nil {
+                    if (try? client.request(Command.Play.self, ["path": .string(stalled)], timeout: 5)) == nil {
                         answered.update { $0.append(Date().timeIntervalSince(asked)) }
                     }
                 }
@@ -145,7 +145,7 @@ final class PlayFileTests: XCTestCase {
         var pings: [Double] = []
         while group.wait(timeout: .now() + 0.05) == .timedOut {
             let asked = Date()
-            XCTAssertEqual(try polite.request("ping", timeout: 2)["pong"], true)
+            XCTAssertEqual(try polite.request(Command.Ping.self, timeout: 2)["pong"], true)
             pings.append(Date().timeIntervalSince(asked))
         }
         XCTAssertEqual(answered.value.count, 40, "every play of the stalled file failed with an answer")
@@ -155,7 +155,7 @@ final class PlayFileTests: XCTestCase {
         XCTAssertLessThanOrEqual(stuck, 8, "threads stuck in the stalled filesystem: \(stuck)")
 
         // With four opens stuck, a healthy file is refused too, at once and saying why.
-        let busy = try XCTUnwrap(polite.failure("play", ["path": .string("\(SimulatorHarness.samplesDirectory)/reply-2.wav")]))
+        let busy = try XCTUnwrap(polite.failure(Command.Play.self, ["path": .string("\(SimulatorHarness.samplesDirectory)/reply-2.wav")]))
         XCTAssertEqual(busy.code, .fileError)
         XCTAssertTrue(busy.retryable)
         XCTAssertTrue(busy.message.contains("still opening"), busy.message)
@@ -163,7 +163,7 @@ final class PlayFileTests: XCTestCase {
         // The mount dies: the stuck opens fail, their slots come back.
         mount.release()
         XCTAssertTrue(Poll.until(timeout: 10) {
-            (try? polite.request("play", ["path": .string("\(SimulatorHarness.samplesDirectory)/reply-2.wav")])) != nil
+            (try? polite.request(Command.Play.self, ["path": .string("\(SimulatorHarness.samplesDirectory)/reply-2.wav")])) != nil
         }, "play did not recover after the mount went away")
         XCTAssertTrue(daemon.waitForLog("not opened within 500 ms"), "the stall is logged")
         kill(daemon.process.pid, SIGTERM)

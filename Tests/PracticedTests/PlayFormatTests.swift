@@ -31,7 +31,7 @@ final class PlayFormatTests: XCTestCase {
     func testEveryPCMAndFloatFormatPlaysConvertedToTheSpeaker() throws {
         let daemon = try DaemonHarness()
         let client = try daemon.client()
-        _ = try client.request("subscribe", ["topics": ["playback"]])
+        _ = try client.request(Command.Subscribe.self, ["topics": ["playback"]])
         XCTAssertNotNil(client.waitForEvent("snapshot"))
         let formats: [WAVFormat] = [
             WAVFormat(sampleRate: 48_000, channels: 2, sampleFormat: .float),
@@ -50,7 +50,7 @@ final class PlayFormatTests: XCTestCase {
                 0.5 * sin(2 * Double.pi * 1_000 * Double(frame) / Double(format.sampleRate))
             })
             let before = try speaker(daemon).count
-            let played = try client.request("play", ["path": .string(path)])
+            let played = try client.request(Command.Play.self, ["path": .string(path)])
             XCTAssertEqual(try XCTUnwrap(played["duration_s"]?.doubleValue), 0.5, accuracy: 0.001, "\(format)")
             let finished = try XCTUnwrap(client.waitForEvent("playback.finished", timeout: 10), "\(format)")
             XCTAssertEqual(try XCTUnwrap(finished["data"]?["played_s"]?.doubleValue), 0.5, accuracy: 0.01, "\(format)")
@@ -75,7 +75,7 @@ final class PlayFormatTests: XCTestCase {
     func testMPEG4AACFilesPlayAndOtherCodecsAreNamed() throws {
         let daemon = try DaemonHarness()
         let client = try daemon.client()
-        _ = try client.request("subscribe", ["topics": ["playback"]])
+        _ = try client.request(Command.Subscribe.self, ["topics": ["playback"]])
         XCTAssertNotNil(client.waitForEvent("snapshot"))
         let tone = WAVFormat(sampleRate: 48_000, channels: 2)
         let source = write("tone.wav", WAVFixture.file(tone, frames: 24_000) { frame, _ in
@@ -92,7 +92,7 @@ final class PlayFormatTests: XCTestCase {
         try runTool("ffmpeg", ["-v", "error", "-y", "-i", source, "-ar", "44100", "-c:a", "aac", "-b:a", "96k", stereo])
         for path in [ours, iphone, stereo] {
             let before = try speaker(daemon).count
-            let played = try client.request("play", ["path": .string(path)])
+            let played = try client.request(Command.Play.self, ["path": .string(path)])
             XCTAssertEqual(try XCTUnwrap(played["duration_s"]?.doubleValue), 0.5, accuracy: 0.002, path)
             let finished = try XCTUnwrap(client.waitForEvent("playback.finished", timeout: 10), path)
             XCTAssertEqual(try XCTUnwrap(finished["data"]?["played_s"]?.doubleValue), 0.5, accuracy: 0.01, path)
@@ -112,7 +112,7 @@ final class PlayFormatTests: XCTestCase {
         let record = try JSONSerialization.jsonObject(with: Data(contentsOf: trace)) as! [String: Any]
         let body = try XCTUnwrap(Data(base64Encoded: (record["response"] as! [String: Any])["body_base64"] as! String))
         let recording = write("recording.m4a", [UInt8](body))
-        let played = try client.request("play", ["path": .string(recording)])
+        let played = try client.request(Command.Play.self, ["path": .string(recording)])
         XCTAssertEqual(try XCTUnwrap(played["duration_s"]?.doubleValue), 3.545, accuracy: 0.001, "ffprobe's duration of the trace's file")
         let finished = try XCTUnwrap(client.waitForEvent("playback.finished", timeout: 15))
         XCTAssertEqual(try XCTUnwrap(finished["data"]?["played_s"]?.doubleValue), 3.545, accuracy: 0.02)
@@ -126,7 +126,7 @@ final class PlayFormatTests: XCTestCase {
         XCTAssertGreaterThan(frames.count, 10)
         for frame in frames[6...] { for i in frame.offset..<(frame.offset + frame.size) { bytes[i] = 0xFF } }
         XCTAssertTrue(FileManager.default.createFile(atPath: broken, contents: Data(bytes)))
-        _ = try client.request("play", ["path": .string(broken)])
+        _ = try client.request(Command.Play.self, ["path": .string(broken)])
         let failed = try XCTUnwrap(client.waitForEvent("playback.failed", timeout: 10), "no playback.failed for garbage frames")
         XCTAssertTrue(failed["data"]?["message"]?.stringValue?.contains("decoding failed at frame") ?? false, "\(failed)")
         XCTAssertNotNil(client.waitForEvent("playback.finished", timeout: 10))
@@ -135,11 +135,11 @@ final class PlayFormatTests: XCTestCase {
         for (codec, name) in [("alac", "alac"), ("libopus", "Opus")] {
             let path = "\(scratch!)/other-\(codec).mp4"
             try runTool("ffmpeg", ["-v", "error", "-y", "-i", source, "-c:a", codec, path])
-            let error = try XCTUnwrap(client.failure("play", ["path": .string(path)]), codec)
+            let error = try XCTUnwrap(client.failure(Command.Play.self, ["path": .string(path)]), codec)
             XCTAssertEqual(error.code, .fileError, codec)
             XCTAssertTrue(error.message.contains(name), "\(codec): \(error.message)")
         }
-        XCTAssertEqual(try client.request("ping")["pong"], .bool(true), "the daemon serves on")
+        XCTAssertEqual(try client.request(Command.Ping.self)["pong"], .bool(true), "the daemon serves on")
     }
 
     func testEncodingsTheDecoderDoesNotReadAreTypedErrors() throws {
@@ -157,17 +157,17 @@ final class PlayFormatTests: XCTestCase {
             ("slow.wav", WAVFixture.file(WAVFormat(sampleRate: 4_000, channels: 1), frames: 10) { _, _ in 0 }, "8,000 to 192,000 Hz"),
         ]
         for (name, bytes, message) in cases {
-            let error = try XCTUnwrap(client.failure("play", ["path": .string(write(name, bytes))]), name)
+            let error = try XCTUnwrap(client.failure(Command.Play.self, ["path": .string(write(name, bytes))]), name)
             XCTAssertEqual(error.code, .fileError, name)
             XCTAssertTrue(error.message.contains(message), "\(name): \(error.message)")
         }
-        XCTAssertEqual(try client.request("ping")["pong"], .bool(true), "the daemon serves on")
+        XCTAssertEqual(try client.request(Command.Ping.self)["pong"], .bool(true), "the daemon serves on")
     }
 
     func testAClipMixedOverAnotherIsSummedThroughTheLimiterAndOnlyWithMix() throws {
         let daemon = try DaemonHarness()
         let client = try daemon.client()
-        _ = try client.request("subscribe", ["topics": ["playback"]])
+        _ = try client.request(Command.Subscribe.self, ["topics": ["playback"]])
         XCTAssertNotNil(client.waitForEvent("snapshot"))
         let speech = WAVFormat(sampleRate: 24_000, channels: 1)
         // Under: 2 s of 440 Hz at 0.6. Over: 1 s of 1 kHz at 0.6, at 48 kHz float (converted
@@ -177,9 +177,9 @@ final class PlayFormatTests: XCTestCase {
             0.6 * sin(2 * Double.pi * 1_000 * Double(i) / 48_000)
         })
         let before = try speaker(daemon).count
-        _ = try client.request("play", ["path": .string(under)])
+        _ = try client.request(Command.Play.self, ["path": .string(under)])
         XCTAssertNotNil(client.waitForEvent("playback.started"))
-        let mixed = try client.request("play", ["path": .string(over), "mix": true])
+        let mixed = try client.request(Command.Play.self, ["path": .string(over), "mix": true])
         XCTAssertEqual(try XCTUnwrap(mixed["duration_s"]?.doubleValue), 1, accuracy: 0.001)
         // Both end; the mixed one first.
         let first = try XCTUnwrap(client.waitForEvent("playback.finished", timeout: 10))
@@ -203,7 +203,7 @@ final class PlayFormatTests: XCTestCase {
         XCTAssertLessThan(largestJump, 0.5, "no wrap-around or hard edge anywhere")
 
         // Without mix, a second clip while one plays is the same as before: it takes the speaker.
-        _ = try client.request("play", ["path": .string(under)])
+        _ = try client.request(Command.Play.self, ["path": .string(under)])
         XCTAssertNotNil(client.waitForEvent("playback.started"))
     }
 }

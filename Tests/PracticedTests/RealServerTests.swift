@@ -28,7 +28,7 @@ final class RealServerTests: XCTestCase {
 
     /// Creates the recorded session and plays its recorded greeting.
     private func startSession(_ control: ControlClient, _ watcher: EventWatcher) throws {
-        _ = try control.request("session.start", ["topic_id": "daily_life", "mode": "conversation"])
+        _ = try control.request(Command.SessionStart.self, ["topic_id": "daily_life", "mode": "conversation"])
         XCTAssertNotNil(watcher.waitForStage("ready"))
     }
 
@@ -36,10 +36,10 @@ final class RealServerTests: XCTestCase {
     private func talkAndEnd(_ control: ControlClient, _ watcher: EventWatcher) throws {
         try startSession(control, watcher)
         let mark = watcher.count
-        _ = try control.request("say", ["text": "I very like cooking, especially beef noodles."])
+        _ = try control.request(Command.Say.self, ["text": "I very like cooking, especially beef noodles."])
         XCTAssertEqual(watcher.wait(for: "reply.finished", after: mark, where: { $0["greeting"] == false })?["data"]?["outcome"], "answered")
         XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
-        XCTAssertEqual(try control.request("session.end")["status"], "reviewing")
+        XCTAssertEqual(try control.request(Command.SessionEnd.self)["status"], "reviewing")
         XCTAssertNotNil(watcher.wait(for: "review.ready", after: mark))
         XCTAssertNotNil(watcher.waitForStage("reviewed", after: mark))
     }
@@ -51,14 +51,14 @@ final class RealServerTests: XCTestCase {
         try replay.queue("02", "03", "07", "17", "18", "19", "20", "21", "24", "25", "26", "27")
         let (control, watcher) = try startDaemon()
         try talkAndEnd(control, watcher)
-        let correction = try control.request("correction.ask", ["segment_id": 19, "message": "這句怎麼說比較自然？"])
+        let correction = try control.request(Command.CorrectionAsk.self, ["segment_id": 19, "message": "這句怎麼說比較自然？"])
         XCTAssertEqual(correction["segment_id"], 19)
         // The review now holds the correction without segment_id: it must still be read.
-        let review = try control.request("review.get")
+        let review = try control.request(Command.ReviewGet.self)
         XCTAssertEqual(review["stale"], false, "the review was not read: \(review)")
         XCTAssertEqual(review["review"]?["segments"]?.arrayValue?.first?["corrections"]?.arrayValue?.first?["id"], 4)
         let mark = watcher.count
-        _ = try control.request("review.finish")
+        _ = try control.request(Command.ReviewFinish.self)
         guard let completed = watcher.wait(for: "session.completed", after: mark) else { return }
         XCTAssertEqual(completed["data"]?["note"], "summary ready")
         XCTAssertEqual(completed["data"]?["summary"], try Trace.load("27").json?["summary"])
@@ -81,7 +81,7 @@ final class RealServerTests: XCTestCase {
         try talkAndEnd(control, watcher)
 
         // Defect 5: an answered 500 is not "unreachable".
-        let refused = try XCTUnwrap(control.failure("correction.ask", ["segment_id": 19, "message": "可以再解釋一次嗎？"]))
+        let refused = try XCTUnwrap(control.failure(Command.CorrectionAsk.self, ["segment_id": 19, "message": "可以再解釋一次嗎？"]))
         XCTAssertEqual(refused.code, .backendError)
         XCTAssertEqual(refused.status, 500)
         XCTAssertTrue(refused.retryable)
@@ -100,12 +100,12 @@ final class RealServerTests: XCTestCase {
         // Defect 1: the server completed it meanwhile; a second finish hears "Session
         // already completed" (400) and the session is completed, with its summary.
         let mark = watcher.count
-        let finished = try control.request("review.finish")
+        let finished = try control.request(Command.ReviewFinish.self)
         XCTAssertEqual(finished["status"], "completed")
         guard let completed = watcher.wait(for: "session.completed", after: mark) else { return }
         XCTAssertEqual(completed["data"]?["summary"]?["overall"], try Trace.load("27").json?["summary"]?["overall"])
         XCTAssertNotNil(watcher.waitForStage("completed", after: mark))
-        XCTAssertEqual(try control.request("session.get")["stage"], "completed")
+        XCTAssertEqual(try control.request(Command.SessionGet.self)["stage"], "completed")
     }
 
     // MARK: - Defect 2: the empty answers, each its own outcome
@@ -120,7 +120,7 @@ final class RealServerTests: XCTestCase {
         for text in ["I very like cooking.", "What do you like to eat?", "Is there any news about the weather this weekend?",
                      "Sorry, let me say that again.", "  我很喜歡 travel  "] {
             let mark = watcher.count
-            _ = try control.request("say", ["text": .string(text)])
+            _ = try control.request(Command.Say.self, ["text": .string(text)])
             guard let finished = watcher.wait(for: "reply.finished", after: mark, where: { $0["greeting"] == false }) else { return }
             let outcome = finished["data"]?["outcome"]?.stringValue ?? "?"
             outcomes.append(outcome)
@@ -139,7 +139,7 @@ final class RealServerTests: XCTestCase {
         }
         XCTAssertEqual(outcomes, ["answered", "no_audio", "no_audio", "no_audio", "answered"])
         XCTAssertEqual(watcher.all("transcript").last?["text"], "我很喜歡 travel")
-        let metrics = try control.request("metrics")["text"]?.stringValue ?? ""
+        let metrics = try control.request(Command.Metrics.self)["text"]?.stringValue ?? ""
         XCTAssertTrue(metrics.contains("practiced_turns_total{outcome=\"no_audio\"} 3"), metrics)
         XCTAssertTrue(metrics.contains("practiced_turns_total{outcome=\"answered\"} 2"), metrics)
         XCTAssertFalse(metrics.contains("outcome=\"delivered\""), "an empty turn was counted delivered")
@@ -151,7 +151,7 @@ final class RealServerTests: XCTestCase {
         replay = try TraceReplayServer(timeScale: 0.02)
         try replay.queue("02", "16")
         let (control, watcher) = try startDaemon()
-        _ = try control.request("session.start", ["topic_id": "daily_life", "mode": "conversation"])
+        _ = try control.request(Command.SessionStart.self, ["topic_id": "daily_life", "mode": "conversation"])
         guard let unanswered = watcher.wait(for: "greeting.unanswered") else { return }
         XCTAssertEqual(unanswered["data"]?["outcome"], "no_audio")
         XCTAssertNotNil(watcher.waitForStage("ready"))
@@ -169,16 +169,16 @@ final class RealServerTests: XCTestCase {
         try replay.queue("02", "03", "07")
         replay.busyAnswer = try Trace.load("12")
         let (control, watcher) = try startDaemon()
-        _ = try control.request("session.start", ["topic_id": "daily_life", "mode": "conversation"])
+        _ = try control.request(Command.SessionStart.self, ["topic_id": "daily_life", "mode": "conversation"])
         XCTAssertNotNil(watcher.wait(for: "reply.audio_started"))
         // Talk: a barge-in. The null microphone records silence, which the gate drops.
         var mark = watcher.count
-        _ = try control.request("turn.start")
-        _ = try control.request("turn.stop")
+        _ = try control.request(Command.TurnStart.self)
+        _ = try control.request(Command.TurnStop.self)
         XCTAssertEqual(watcher.wait(for: "turn.discarded", after: mark)?["data"]?["reason"], "no_speech")
         XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
         mark = watcher.count
-        _ = try control.request("say", ["text": "I very like cooking, especially beef noodles."])
+        _ = try control.request(Command.Say.self, ["text": "I very like cooking, especially beef noodles."])
         guard let finished = watcher.wait(for: "reply.finished", after: mark, where: { $0["greeting"] == false }) else { return }
         XCTAssertEqual(finished["data"]?["outcome"], "answered", "events: \(watcher.names(after: mark))")
         XCTAssertEqual(finished["data"]?["audio_bytes"]?.intValue, try Trace.load("07").audio.count)
@@ -197,13 +197,13 @@ final class RealServerTests: XCTestCase {
         replay = try TraceReplayServer(timeScale: 1)
         try replay.queue("02", "16", "07")
         let (control, watcher) = try startDaemon(arguments: ["--reply-drain-ms", "300"])
-        _ = try control.request("session.start", ["topic_id": "daily_life", "mode": "conversation"])
+        _ = try control.request(Command.SessionStart.self, ["topic_id": "daily_life", "mode": "conversation"])
         XCTAssertTrue(replay.waitForRequests(2, timeout: 10))
         var mark = watcher.count
-        XCTAssertEqual(try control.request("playback.stop")["stopped"], true)
+        XCTAssertEqual(try control.request(Command.PlaybackStop.self)["stopped"], true)
         XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
         mark = watcher.count
-        _ = try control.request("say", ["text": "I very like cooking, especially beef noodles."])
+        _ = try control.request(Command.Say.self, ["text": "I very like cooking, especially beef noodles."])
         guard let drained = watcher.wait(for: "reply.drained", after: mark) else { return }
         XCTAssertEqual(drained["data"]?["timed_out"], true)
         XCTAssertEqual(drained["data"]?["greeting"], true)
@@ -217,7 +217,7 @@ final class RealServerTests: XCTestCase {
         let trace = try Trace.load("29")
         replay.queue(trace, path: "/users/630478590/profile")
         let (control, _) = try startDaemon()
-        let profile = try XCTUnwrap(try control.request("profile")["profile"])
+        let profile = try XCTUnwrap(try control.request(Command.Profile.self)["profile"])
         for key in ["user_name", "level", "learning_goal"] { XCTAssertEqual(profile[key], .null, "\(key) was dropped: \(profile)") }
         XCTAssertEqual(profile["profile_data"], trace.json?["profile_data"])
     }

@@ -10,7 +10,7 @@ final class SpoolPlacementTests: XCTestCase {
         let directory = DaemonHarness.makeDirectory()
         // The state directory's parents do not exist yet either.
         let daemon = try DaemonHarness(arguments: ["--state-dir", "\(directory)/deep/state"], directory: directory, namesSpool: false)
-        let status = try daemon.client().request("status")
+        let status = try daemon.client().request(Command.Status.self)
         XCTAssertEqual(status["session"]?["spool"]?["durable"], true, "\(status)")
         var isDirectory: ObjCBool = false
         XCTAssertTrue(FileManager.default.fileExists(atPath: "\(directory)/deep/state/spool/new", isDirectory: &isDirectory) && isDirectory.boolValue)
@@ -27,7 +27,7 @@ final class SpoolPlacementTests: XCTestCase {
 
     func testWithoutASpoolWhenToldStatusAndEveryTurnSaySo() throws {
         let daemon = try DaemonHarness(arguments: ["--spool-dir", "/proc/practiced-cannot-be-here/spool", "--spool-required", "false"])
-        let spool = try daemon.client().request("status")["session"]?["spool"]
+        let spool = try daemon.client().request(Command.Status.self)["session"]?["spool"]
         XCTAssertEqual(spool?["durable"], false)
         XCTAssertFalse(spool?["error"]?.stringValue?.isEmpty ?? true, "\(String(describing: spool))")
     }

@@ -20,7 +20,7 @@ final class TurnDeliveryTests: XCTestCase {
         rig = try KioskRig(arguments: arguments, configure)
         let watcher = try rig.watcher()
         let control = try rig.daemon.client()
-        _ = try control.request("session.start", ["topic_id": "travel"])
+        _ = try control.request(Command.SessionStart.self, ["topic_id": "travel"])
         XCTAssertNotNil(watcher.waitForStage("ready"))
         return (watcher, control)
     }
@@ -30,15 +30,15 @@ final class TurnDeliveryTests: XCTestCase {
         watcher.wait(for: "turn.spooled", after: mark, file: file, line: line)?["data"]?["turn_id"]?.stringValue
     }
 
-    private func spoolCount(_ control: ControlClient) throws -> Int? { try control.request("spool.list")["turns"]?.arrayValue?.count }
+    private func spoolCount(_ control: ControlClient) throws -> Int? { try control.request(Command.SpoolList.self)["turns"]?.arrayValue?.count }
 
     /// Records one push-to-talk turn of speech.
     private func speak(_ control: ControlClient) throws {
-        _ = try control.request("turn.start")
+        _ = try control.request(Command.TurnStart.self)
         let before = rig.microphone.spoken.value
         rig.microphone.say(KioskRig.learner)
         XCTAssertTrue(rig.microphone.spoken.wait(timeout: 10) { $0 >= before + KioskRig.learner.count })
-        _ = try control.request("turn.stop")
+        _ = try control.request(Command.TurnStop.self)
     }
 
 
@@ -51,13 +51,13 @@ final class TurnDeliveryTests: XCTestCase {
         rig = try KioskRig { $0.connectingMs = 1_500 }
         let watcher = try rig.watcher()
         let control = try rig.daemon.client()
-        _ = try control.request("session.start", ["topic_id": "travel"])
+        _ = try control.request(Command.SessionStart.self, ["topic_id": "travel"])
         // The greeting waits for the connection; a turn sent at once meets 503s and retries.
         XCTAssertNotNil(watcher.waitForStage("ready"))
         let mark = watcher.count
         rig.sim.simulator.faults.failCount = 2
         rig.sim.simulator.faults.failStatus = 503
-        _ = try control.request("say", ["text": "Is anybody there?"])
+        _ = try control.request(Command.Say.self, ["text": "Is anybody there?"])
         XCTAssertNotNil(watcher.wait(for: "reply.retrying", after: mark))
         XCTAssertNotNil(watcher.wait(for: "transcript", after: mark))
         XCTAssertNotNil(watcher.wait(for: "reply.finished", after: mark))
@@ -99,7 +99,7 @@ final class TurnDeliveryTests: XCTestCase {
         // The daemon goes on: the next turn works.
         rig.sim.simulator.faults.dropAfterEvents = nil
         let next = watcher.count
-        _ = try control.request("say", ["text": "Let me say it again"])
+        _ = try control.request(Command.Say.self, ["text": "Let me say it again"])
         XCTAssertNotNil(watcher.wait(for: "reply.finished", after: next))
     }
 
@@ -111,7 +111,7 @@ final class TurnDeliveryTests: XCTestCase {
         guard let id = spooledTurn(watcher, after: mark) else { return }
         XCTAssertNotNil(watcher.wait(for: "turn.retrying", after: mark, timeout: 30))
         // While the backend is away the turn is on disk.
-        let listed = try control.request("spool.list")["turns"]?.arrayValue ?? []
+        let listed = try control.request(Command.SpoolList.self)["turns"]?.arrayValue ?? []
         XCTAssertEqual(listed.first?["id"]?.stringValue, id)
         try rig.sim.comeBack()
         XCTAssertNotNil(watcher.wait(for: "turn.accepted", after: mark, timeout: 30, where: { $0["turn_id"]?.stringValue == id }))
@@ -130,17 +130,17 @@ final class TurnDeliveryTests: XCTestCase {
         guard let pending = watcher.wait(for: "turn.pending", after: mark, timeout: 40),
               let id = pending["data"]?["turn_id"]?.stringValue else { return }
         XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
-        XCTAssertEqual(try control.request("spool.list")["turns"]?.arrayValue?.first?["state"], "pending")
+        XCTAssertEqual(try control.request(Command.SpoolList.self)["turns"]?.arrayValue?.first?["state"], "pending")
         // The UI sends it again once the backend is back.
         try rig.sim.comeBack()
         let again = watcher.count
-        _ = try control.request("spool.retry", ["turn_id": .string(id)])
+        _ = try control.request(Command.SpoolRetry.self, ["turn_id": .string(id)])
         XCTAssertNotNil(watcher.wait(for: "turn.accepted", after: again, where: { $0["turn_id"]?.stringValue == id }))
         XCTAssertNotNil(watcher.wait(for: "reply.finished", after: again))
         XCTAssertEqual(keys()[id]?["segments"], 1)
         // Discarding needs a turn that exists.
-        XCTAssertEqual(control.failure("spool.discard", ["turn_id": .string(id)])?.code, .badArguments)
-        XCTAssertEqual(control.failure("spool.retry", ["turn_id": "../../etc/passwd"])?.code, .badArguments)
+        XCTAssertEqual(control.failure(Command.SpoolDiscard.self, ["turn_id": .string(id)])?.code, .badArguments)
+        XCTAssertEqual(control.failure(Command.SpoolRetry.self, ["turn_id": "../../etc/passwd"])?.code, .badArguments)
     }
 
     func testKilledMidUploadTheTurnIsRecoveredAtRestartAndDeliveredOnce() throws {
@@ -161,11 +161,11 @@ final class TurnDeliveryTests: XCTestCase {
         XCTAssertTrue(rig.daemon.waitForLog("wait for delivery: \(id)"), rig.daemon.log)
         watcher = try rig.watcher()
         control = try rig.daemon.client()
-        let listed = try control.request("spool.list")["turns"]?.arrayValue ?? []
+        let listed = try control.request(Command.SpoolList.self)["turns"]?.arrayValue ?? []
         XCTAssertEqual(listed.map { $0["id"]?.stringValue }, [id])
         let sessionID = listed.first?["session_id"]?.stringValue
         // The UI chooses to send it: the conversation it belongs to goes on.
-        _ = try control.request("spool.retry", ["turn_id": .string(id)])
+        _ = try control.request(Command.SpoolRetry.self, ["turn_id": .string(id)])
         XCTAssertEqual(watcher.wait(for: "session.resumed")?["data"]?["session_id"]?.stringValue, sessionID)
         XCTAssertNotNil(watcher.wait(for: "turn.accepted", where: { $0["turn_id"]?.stringValue == id }))
         XCTAssertNotNil(watcher.wait(for: "reply.finished"))
@@ -177,14 +177,14 @@ final class TurnDeliveryTests: XCTestCase {
 
     func testSIGTERMWhileRecordingSpoolsTheTurn() throws {
         let (_, control) = try kioskInSession()
-        _ = try control.request("turn.start")
+        _ = try control.request(Command.TurnStart.self)
         let before = rig.microphone.spoken.value
         rig.microphone.say(KioskRig.learner)
         XCTAssertTrue(rig.microphone.spoken.wait(timeout: 10) { $0 >= before + KioskRig.learner.count })
         XCTAssertEqual(rig.daemon.process.terminate(signal: SIGTERM), 0)
         XCTAssertTrue(rig.daemon.log.contains("spooled at shutdown"), rig.daemon.log)
         try rig.startDaemon()
-        let listed = try rig.daemon.client().request("spool.list")["turns"]?.arrayValue ?? []
+        let listed = try rig.daemon.client().request(Command.SpoolList.self)["turns"]?.arrayValue ?? []
         XCTAssertEqual(listed.count, 1)
         XCTAssertEqual(rig.chatRequests.count, 0)
     }

@@ -46,7 +46,7 @@ final class UnpacedSpeakerTests: XCTestCase {
     func testClipsAreWrittenWholeBackToBackAndNothingWhileIdle() throws {
         let (daemon, path) = try unpacedDaemon()
         let client = try daemon.client()
-        _ = try client.request("subscribe", ["topics": ["playback"]])
+        _ = try client.request(Command.Subscribe.self, ["topics": ["playback"]])
         XCTAssertTrue(try speaker(path).isEmpty, "an idle speaker writes nothing")
 
         // The clip: 1 s of a 1 kHz tone at 0.5, 48 kHz 24-bit, resampled to 24 kHz.
@@ -55,7 +55,7 @@ final class UnpacedSpeakerTests: XCTestCase {
         XCTAssertTrue(FileManager.default.createFile(atPath: tonePath, contents: Data(WAVFixture.file(format, frames: 48_000) { i, _ in
             0.5 * sin(2 * Double.pi * 1_000 * Double(i) / 48_000)
         })))
-        _ = try client.request("play", ["path": .string(tonePath)])
+        _ = try client.request(Command.Play.self, ["path": .string(tonePath)])
         let finished = try XCTUnwrap(client.waitForEvent("playback.finished"))
         XCTAssertEqual(finished["data"]?["underruns"], .int(0))
         let tone = try speaker(path)
@@ -86,8 +86,8 @@ final class UnpacedSpeakerTests: XCTestCase {
         let sim = try SimulatorHarness { $0.pace = 2 }
         let (daemon, path) = try unpacedDaemon(backend: sim.baseURL)
         let client = try daemon.client()
-        _ = try client.request("subscribe", ["topics": ["session", "playback"]])
-        _ = try client.request("session.start", ["mode": "conversation", "topic_id": "travel"], timeout: 20)
+        _ = try client.request(Command.Subscribe.self, ["topics": ["session", "playback"]])
+        _ = try client.request(Command.SessionStart.self, ["mode": "conversation", "topic_id": "travel"], timeout: 20)
         let greeted = try XCTUnwrap(client.waitForEvent("reply.finished", timeout: 20))
         XCTAssertEqual(greeted["data"]?["greeting"], .bool(true))
         let greeting = SimulatorHarness.speech.greeting.pcm.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
@@ -98,9 +98,9 @@ final class UnpacedSpeakerTests: XCTestCase {
 
         // A typed turn; its reply is stopped while it streams (barge-in), then the next
         // turn's reply plays whole after it.
-        _ = try client.request("say", ["text": "I would like to visit Kyoto."], timeout: 20)
+        _ = try client.request(Command.Say.self, ["text": "I would like to visit Kyoto."], timeout: 20)
         XCTAssertNotNil(client.waitForEvent("playback.started", timeout: 20))
-        _ = try client.request("playback.stop")
+        _ = try client.request(Command.PlaybackStop.self)
         // The stopped sound's end and the session back at ready, in either order.
         var stopped: JSONValue?, ready = false
         let deadline = Date().addingTimeInterval(20)
@@ -112,7 +112,7 @@ final class UnpacedSpeakerTests: XCTestCase {
         XCTAssertTrue(ready, "the session is ready again after the stop")
         let afterStop = try speaker(path).count
 
-        _ = try client.request("say", ["text": "What should I see there?"], timeout: 20)
+        _ = try client.request(Command.Say.self, ["text": "What should I see there?"], timeout: 20)
         let second = try XCTUnwrap(client.waitForEvent("reply.finished", timeout: 30))
         XCTAssertEqual(second["data"]?["outcome"], "answered", "\(second)")
         let all = try speaker(path)

@@ -26,7 +26,7 @@ final class VoiceBargeInTests: XCTestCase {
         rig = try KioskRig(hardware: .echoCancellingRoom) { $0.pace = 1 }
         let watcher = try rig.watcher(topics: ["session", "playback", "speech", "level"])
         let control = try rig.daemon.client()
-        _ = try control.request("session.start", ["topic_id": "travel"])
+        _ = try control.request(Command.SessionStart.self, ["topic_id": "travel"])
         var tutorAlone = 0
         // The loudest the microphone was (66 ms level events) while the tutor spoke alone:
         // the canceller's residue, against the barge-in threshold.
@@ -42,21 +42,21 @@ final class VoiceBargeInTests: XCTestCase {
             tutorAlone += 1
         }
         tutorSpeaksAlone(after: 0, "the greeting")
-        let status = try control.request("status")
+        let status = try control.request(Command.Status.self)
         XCTAssertEqual(status["devices"]?["capture"]?["echo_cancelled"], true, "the echo canceller was not recognised")
 
         let replies = ProofRun.size("PRACTICED_BARGE_IN_REPLIES", default: 10)
         let learnerTurns = replies >= 20 ? 5 : 3
         for reply in 1...(replies - 1 - learnerTurns) {
             let mark = watcher.count
-            _ = try control.request("say", ["text": .string("Tell me more, please (\(reply))")])
+            _ = try control.request(Command.Say.self, ["text": .string("Tell me more, please (\(reply))")])
             tutorSpeaksAlone(after: mark, "spoken reply \(reply)")
         }
 
         var stopDelays: [Double] = [], likeness: [Double] = []
         for turn in 1...learnerTurns {
             var mark = watcher.count
-            _ = try control.request("say", ["text": .string("What should I see first? (\(turn))")])
+            _ = try control.request(Command.Say.self, ["text": .string("What should I see first? (\(turn))")])
             XCTAssertNotNil(watcher.wait(for: "reply.audio_started", after: mark))
             // The tutor has spoken for a while when the learner speaks up.
             let heard = rig.heard.value.total
@@ -91,7 +91,7 @@ final class VoiceBargeInTests: XCTestCase {
         ].joined(separator: " "))
         XCTAssertEqual(tutorAlone, replies)
         XCTAssertEqual(stopDelays.count, learnerTurns)
-        XCTAssertEqual(try control.request("status")["devices"]?["capture"]?["parks"], 0, "an echo-cancelled microphone rested while the tutor spoke")
+        XCTAssertEqual(try control.request(Command.Status.self)["devices"]?["capture"]?["parks"], 0, "an echo-cancelled microphone rested while the tutor spoke")
         // One 10 ms period to see it, the 20 ms fade, the speaker's buffer; events cross
         // two sockets and the session's queue.
         for delay in stopDelays { XCTAssertLessThan(delay, 150) }
@@ -105,7 +105,7 @@ final class VoiceBargeInTests: XCTestCase {
         rig = try KioskRig(arguments: ["--capture-echo-cancelled", "false"], hardware: .echoCancellingRoom) { $0.pace = 1 }
         let watcher = try rig.watcher(topics: ["session", "playback", "speech"])
         let control = try rig.daemon.client()
-        _ = try control.request("session.start", ["topic_id": "travel"])
+        _ = try control.request(Command.SessionStart.self, ["topic_id": "travel"])
         XCTAssertNotNil(watcher.wait(for: "reply.audio_started"))
         let heard = rig.heard.value.total
         XCTAssertTrue(rig.heard.wait(timeout: 10) { $0.total >= heard + 12_000 })
@@ -113,7 +113,7 @@ final class VoiceBargeInTests: XCTestCase {
         guard let finished = watcher.wait(for: "reply.finished", timeout: 30) else { return }
         XCTAssertEqual(finished["data"]?["interrupted"], false, "speech over the tutor stopped it on a half-duplex kiosk")
         XCTAssertTrue(watcher.all("turn.started").isEmpty)
-        let capture = try control.request("status")["devices"]?["capture"]
+        let capture = try control.request(Command.Status.self)["devices"]?["capture"]
         XCTAssertEqual(capture?["echo_cancelled"], false)
         XCTAssertGreaterThanOrEqual(capture?["parks"]?.intValue ?? 0, 1, "the half-duplex microphone did not rest while the tutor spoke")
     }

@@ -14,12 +14,12 @@ final class VolumeTests: XCTestCase {
         var daemon: DaemonHarness? = try DaemonHarness(directory: directory)
         daemon!.keepsDirectory = true
         let client = try daemon!.client()
-        XCTAssertEqual(try client.request("volume.get")["level"], .double(1))
-        XCTAssertEqual(try client.request("volume.get")["db"], .double(0))
-        _ = try client.request("subscribe", ["topics": ["playback"]])
+        XCTAssertEqual(try client.request(Command.VolumeGet.self)["level"], .double(1))
+        XCTAssertEqual(try client.request(Command.VolumeGet.self)["db"], .double(0))
+        _ = try client.request(Command.Subscribe.self, ["topics": ["playback"]])
         XCTAssertNotNil(client.waitForEvent("snapshot"))
 
-        let set = try client.request("volume.set", ["db": .double(-6.0206)])
+        let set = try client.request(Command.VolumeSet.self, ["db": .double(-6.0206)])
         XCTAssertEqual(try XCTUnwrap(set["level"]?.doubleValue), 0.5, accuracy: 0.0001)
         XCTAssertEqual(set["db"], .double(-6))
         let changed = try XCTUnwrap(client.waitForEvent("volume.changed"))
@@ -30,7 +30,7 @@ final class VolumeTests: XCTestCase {
         // starts at the next period, while the 30 ms ramp to the new level may still run:
         // its first 60 ms are left out of the comparison.
         let clip = "\(SimulatorHarness.samplesDirectory)/reply-2.wav"
-        _ = try client.request("play", ["path": .string(clip)])
+        _ = try client.request(Command.Play.self, ["path": .string(clip)])
         XCTAssertNotNil(client.waitForEvent("playback.finished", timeout: 15))
         let original = try WAVDecoder.decode(contentsOfFile: clip).samples
         let speaker = try WAVDecoder.decode(contentsOfFile: "\(directory)/speaker.wav").samples
@@ -53,7 +53,7 @@ final class VolumeTests: XCTestCase {
         daemon = nil
         daemon = try DaemonHarness(directory: directory)
         daemon!.keepsDirectory = true
-        XCTAssertEqual(try XCTUnwrap(try daemon!.client().request("volume.get")["level"]?.doubleValue), 0.2512, accuracy: 0.0001)
+        XCTAssertEqual(try XCTUnwrap(try daemon!.client().request(Command.VolumeGet.self)["level"]?.doubleValue), 0.2512, accuracy: 0.0001)
         let shown = try DaemonHarness.practicectl(["volume"], socket: daemon!.socketPath)
         XCTAssertEqual(shown.stdout, "volume 0.251 (-12.0 dB)\n")
     }
@@ -61,16 +61,16 @@ final class VolumeTests: XCTestCase {
     func testTheConfiguredVolumeAppliesAtFirstStartAndHostileValuesAreRefused() throws {
         let daemon = try DaemonHarness(arguments: ["--audio-volume", "50%"])
         let client = try daemon.client()
-        XCTAssertEqual(try client.request("volume.get")["level"], .double(0.5))
+        XCTAssertEqual(try client.request(Command.VolumeGet.self)["level"], .double(0.5))
         for bad: JSONValue in [
             .object([]), ["level": .double(0.5), "db": .double(-6)], ["level": .double(1.5)], ["level": .double(-0.1)],
             ["db": .double(3)], ["db": .double(-1000)], ["level": "loud"], ["db": .double(1e308)],
         ] {
-            let error = try XCTUnwrap(client.failure("volume.set", bad), "\(bad)")
+            let error = try XCTUnwrap(client.failure(Command.VolumeSet.self, bad), "\(bad)")
             XCTAssertEqual(error.code, .badArguments, "\(bad)")
         }
-        XCTAssertEqual(try client.request("volume.get")["level"], .double(0.5), "a refused value changes nothing")
-        XCTAssertEqual(try client.request("volume.set", ["level": .double(0)])["db"], .null, "silence has no finite dB")
+        XCTAssertEqual(try client.request(Command.VolumeGet.self)["level"], .double(0.5), "a refused value changes nothing")
+        XCTAssertEqual(try client.request(Command.VolumeSet.self, ["level": .double(0)])["db"], .null, "silence has no finite dB")
 
         // A value out of range in the configuration stops the start with the key named.
         let refused = try DaemonHarness(arguments: ["--audio-volume", "2"], waitReady: false)

@@ -50,8 +50,8 @@ final class WaitForTests: XCTestCase {
     func testTheWaitFollowsItsOwnClipNotTheSoundItReplaced() throws {
         let daemon = try DaemonHarness()
         let client = try daemon.client()
-        _ = try client.request("subscribe", ["topics": ["playback"]])
-        _ = try client.request("play", ["path": .string(clip("long.wav", seconds: 5))])
+        _ = try client.request(Command.Subscribe.self, ["topics": ["playback"]])
+        _ = try client.request(Command.Play.self, ["path": .string(clip("long.wav", seconds: 5))])
         XCTAssertNotNil(client.waitForEvent("playback.started"))
         // The new clip interrupts the long one: its `playback.finished` (interrupted) comes
         // first, and must not end the wait for the new clip's.
@@ -62,7 +62,7 @@ final class WaitForTests: XCTestCase {
         XCTAssertTrue(run.stdout.contains("\"interrupted\":false"), run.stdout)
 
         // stop and volume wait for their own events.
-        _ = try client.request("play", ["path": .string(clip("again.wav", seconds: 5))])
+        _ = try client.request(Command.Play.self, ["path": .string(clip("again.wav", seconds: 5))])
         XCTAssertNotNil(client.waitForEvent("playback.started"))
         let stopped = try practicectl(daemon, ["--wait-for", "playback.finished", "stop"])
         XCTAssertEqual(stopped.status, 0, stopped.stderr)
@@ -86,7 +86,7 @@ final class WaitForTests: XCTestCase {
         XCTAssertEqual(level.status, 64)
         XCTAssertTrue(level.stderr.contains("does not apply"), level.stderr)
         // None of them sent its command: the daemon counts no play and no ping.
-        let metrics = try XCTUnwrap(try client.request("metrics")["text"]?.stringValue)
+        let metrics = try XCTUnwrap(try client.request(Command.Metrics.self)["text"]?.stringValue)
         XCTAssertFalse(metrics.contains("command=\"play\""), metrics)
         XCTAssertFalse(metrics.contains("command=\"ping\""), metrics)
     }
@@ -94,7 +94,7 @@ final class WaitForTests: XCTestCase {
     func testAClipThatCannotBeReadToItsEndFailsTheWait() throws {
         let daemon = try DaemonHarness()
         let client = try daemon.client()
-        _ = try client.request("subscribe", ["topics": ["playback"]])
+        _ = try client.request(Command.Subscribe.self, ["topics": ["playback"]])
         // 300 s at 8 kHz: the player's queue (120 s, rounded up to a power of two: 174.8 s)
         // fills from the file at once, and the rest is read as it plays. The file is cut to
         // 60 s under it: the reader meets the cut on its way there, or at its next read.
@@ -118,7 +118,7 @@ final class WaitForTests: XCTestCase {
         XCTAssertEqual(run.status, 1, "exit 1 on the clip's failure: \(run.stdout) \(run.stderr)")
         XCTAssertTrue(run.stdout.contains("playback.failed"), run.stdout)
         XCTAssertTrue(daemon.waitForLog("the file ended at byte"), "the failure is logged")
-        _ = try client.request("playback.stop")
+        _ = try client.request(Command.PlaybackStop.self)
         XCTAssertNotNil(client.waitForEvent("playback.finished"), "what was read played until stopped")
     }
 }

@@ -80,6 +80,12 @@ public final class ControlClient {
         }
     }
 
+    /// Sends command `C` (its name from its type) and waits for its reply; the result as the
+    /// wire has it, for a caller that reads the JSON itself (a test of the wire's shape).
+    public func request<C: ControlCommand>(_ command: C.Type, _ args: JSONValue = .object([]), timeout: Double = 10) throws(Failure) -> JSONValue {
+        try request(C.name, args, timeout: timeout)
+    }
+
     /// Sends a request and waits for its reply; the result, or the error it carried.
     public func request(_ command: String, _ args: JSONValue = .object([]), timeout: Double = 10) throws(Failure) -> JSONValue {
         let id = nextID

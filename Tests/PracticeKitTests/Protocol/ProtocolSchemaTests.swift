@@ -48,6 +48,22 @@ final class ProtocolSchemaTests: XCTestCase {
         XCTAssertEqual(spelt, [], "wire names spelt by hand in the UI (use Command.X / Event.X from protocol.js)")
     }
 
+    /// The tests send the protocol's commands by their types (`request(Command.Status.self)`):
+    /// a name spelt by hand keeps compiling when the daemon renames the command. Strings stay
+    /// for names the protocol does not have (an unknown or hostile command).
+    func testTheTestsSendCommandsByType() throws {
+        let names = Set(ProtocolCatalog.commandNames)
+        let folder = Self.root.appendingPathComponent("Tests")
+        var spelt: [String] = []
+        for case let file as String in FileManager.default.enumerator(atPath: folder.path) ?? NSEnumerator() where file.hasSuffix(".swift") {
+            let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
+            for match in text.matches(of: /(?:\.request|\bfailure)\("([a-z_.]+)"/) where names.contains(String(match.1)) {
+                spelt.append("\(file): \"\(match.1)\"")
+            }
+        }
+        XCTAssertEqual(spelt, [], "commands spelt by hand in the tests (use Command.X.self)")
+    }
+
     func testTheCatalogNamesEveryCommandTheDaemonAnswersOnce() {
         let names = ProtocolCatalog.commandNames
         XCTAssertEqual(Set(names).count, names.count, "a command is listed twice")

@@ -107,7 +107,7 @@ final class ChaosTests: XCTestCase {
             }
             let asked = Date()
             do {
-                _ = try pinger.request("ping", timeout: 5)
+                _ = try pinger.request(Command.Ping.self, timeout: 5)
                 ledger.latency("ping (well-behaved client)", seconds: Date().timeIntervalSince(asked))
                 pings += 1
             } catch {
@@ -125,9 +125,9 @@ final class ChaosTests: XCTestCase {
         rig.sim.simulator.faults = SimulatorFaults()
         let control = try rig.daemon.client(timeout: 15)
         XCTAssertTrue(Poll.until(timeout: 180) {
-            guard let session = try? control.request("session.get", timeout: 15) else { return false }
+            guard let session = try? control.request(Command.SessionGet.self, timeout: 15) else { return false }
             return session["delivering"] == .null && session["stage"]?.stringValue != "uploading"
-        }, "a delivery never ended: \((try? control.request("session.get").serialized(.compact)) ?? "-")")
+        }, "a delivery never ended: \((try? control.request(Command.SessionGet.self).serialized(.compact)) ?? "-")")
 
         // Every spooled turn reached the backend (one segment at most, whatever the
         // retries), is still listed pending, or a client discarded it.
@@ -141,7 +141,7 @@ final class ChaosTests: XCTestCase {
         // The table is the contract: a refused transition is a bug even if nobody saw it.
         let log = rig.daemon.log
         for line in log.split(separator: "\n") where line.contains("refused transition") { ledger.violation("daemon log: \(line)") }
-        let status = try control.request("status", timeout: 15)
+        let status = try control.request(Command.Status.self, timeout: 15)
         let counters = status["counters"] ?? .null
 
         // Bounded: a descriptor per client allowed at most, a few for the devices, the

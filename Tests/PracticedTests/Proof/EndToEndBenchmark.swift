@@ -52,7 +52,7 @@ final class EndToEndBenchmark: XCTestCase {
             let sessionStart = Date()
             let before = try rig.statistics()
             let mark = watcher.count
-            _ = try control.request("session.start", ["topic_id": "travel"])
+            _ = try control.request(Command.SessionStart.self, ["topic_id": "travel"])
             XCTAssertNotNil(watcher.waitForStage("ready", after: mark, timeout: 30))
             for _ in 0..<min(perSession, turns - done) {
                 let turnMark = watcher.count
@@ -75,7 +75,7 @@ final class EndToEndBenchmark: XCTestCase {
                 streamEndToFinished.append(finished)
                 roundTrip.append(trip)
             }
-            _ = try control.request("session.close")
+            _ = try control.request(Command.SessionClose.self)
             conversation += Date().timeIntervalSince(sessionStart)
             cpu += try rig.statistics().cpuSeconds - before.cpuSeconds
         }
@@ -83,7 +83,7 @@ final class EndToEndBenchmark: XCTestCase {
         XCTAssertEqual(endToUpload.count, turns, "turns measured")
 
         // Idle: the session closed, the devices released after 2 s.
-        XCTAssertTrue(Poll.until(timeout: 10) { (try? control.request("status")["devices"]?["playback"]?["state"]?.stringValue) == "idle" })
+        XCTAssertTrue(Poll.until(timeout: 10) { (try? control.request(Command.Status.self)["devices"]?["playback"]?["state"]?.stringValue) == "idle" })
         let idle = try ProcessStatistics.idle(pid: rig.daemon.process.pid, seconds: 10)
 
         if let kioskCPU, let quota {

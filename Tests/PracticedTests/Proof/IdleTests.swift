@@ -28,7 +28,7 @@ final class IdleTests: XCTestCase {
         let watcher = try rig.watcher(topics: ["session", "playback", "device"])
         let control = try rig.daemon.client()
         XCTAssertTrue(waitForDevices("idle", watcher, after: 0), "devices not closed when idle: \(watcher.names())")
-        XCTAssertEqual(try control.request("status")["devices"]?["capture"]?["state"], "idle")
+        XCTAssertEqual(try control.request(Command.Status.self)["devices"]?["capture"]?["state"], "idle")
 
         let idle = try ProcessStatistics.idle(pid: rig.daemon.process.pid, seconds: 5)
         ProofRun.report(String(format: "idle daemon: %.1f wake-ups/s, %.3f %% of a core", idle.wakeupsPerSecond, idle.coreShare * 100))
@@ -38,7 +38,7 @@ final class IdleTests: XCTestCase {
 
         // A session needs them: opened before the greeting, which plays.
         let mark = watcher.count
-        _ = try control.request("session.start", ["topic_id": "travel"])
+        _ = try control.request(Command.SessionStart.self, ["topic_id": "travel"])
         XCTAssertTrue(waitForDevices("running", watcher, after: mark))
         XCTAssertNotNil(watcher.wait(for: "reply.audio_started", after: mark))
         XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
@@ -47,7 +47,7 @@ final class IdleTests: XCTestCase {
         XCTAssertNotNil(watcher.outcome(of: id, after: mark, timeout: 30, accepting: ["reply.finished"]))
         XCTAssertFalse(watcher.all("device.state", after: mark).contains { $0["state"] == "idle" }, "devices closed during the session")
         let closed = watcher.count
-        _ = try control.request("session.close")
+        _ = try control.request(Command.SessionClose.self)
         XCTAssertTrue(waitForDevices("idle", watcher, after: closed))
     }
 
@@ -59,7 +59,7 @@ final class IdleTests: XCTestCase {
         XCTAssertTrue(waitForDevices("idle", watcher, after: 0))
         let meter = try rig.daemon.client()
         let mark = watcher.count
-        _ = try meter.request("level.watch", ["enabled": true])
+        _ = try meter.request(Command.LevelWatch.self, ["enabled": true])
         XCTAssertTrue(waitForDevices("running", watcher, after: mark))
         XCTAssertNotNil(meter.waitForEvent("level"))
         return (watcher, meter)
@@ -73,7 +73,7 @@ final class IdleTests: XCTestCase {
         XCTAssertNotNil(meter.waitForEvent("level", timeout: 1))
         XCTAssertFalse(watcher.events.wait(timeout: 6) { $0.dropFirst(kept).contains { $0["event"] == "device.state" } },
                        "devices closed under a level watcher")
-        _ = try meter.request("unsubscribe", ["topics": ["level", "speech"]])
+        _ = try meter.request(Command.Unsubscribe.self, ["topics": ["level", "speech"]])
         XCTAssertTrue(waitForDevices("idle", watcher, after: kept))
     }
 
@@ -83,7 +83,7 @@ final class IdleTests: XCTestCase {
     func testALevelWatchTurnedOffLetsTheDevicesClose() throws {
         let (watcher, meter) = try watchingTheLevel()
         let unwatched = watcher.count
-        XCTAssertEqual(try meter.request("level.watch", ["enabled": false])["watching"], false)
+        XCTAssertEqual(try meter.request(Command.LevelWatch.self, ["enabled": false])["watching"], false)
         XCTAssertTrue(waitForDevices("idle", watcher, after: unwatched), "the devices stayed open after the watch was turned off")
     }
 }

@@ -28,8 +28,8 @@ final class LoadTests: XCTestCase {
 
         init(client: ControlClient) throws {
             self.client = client
-            _ = try client.request("subscribe", ["topics": .array(ProtocolCatalog.subscribableTopicNames.map { .string($0) })])
-            _ = try client.request("level.watch")
+            _ = try client.request(Command.Subscribe.self, ["topics": .array(ProtocolCatalog.subscribableTopicNames.map { .string($0) })])
+            _ = try client.request(Command.LevelWatch.self)
             // The thread alone reads the client from here on.
             struct Owned: @unchecked Sendable { let client: ControlClient }
             let owned = Owned(client: client)
@@ -84,10 +84,10 @@ final class LoadTests: XCTestCase {
         let stalled = try rig.daemon.client()
         var small: Int32 = 4096
         setsockopt(stalled.fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
-        _ = try stalled.request("subscribe", ["topics": .array(ProtocolCatalog.subscribableTopicNames.map { .string($0) })])
-        _ = try stalled.request("level.watch")
+        _ = try stalled.request(Command.Subscribe.self, ["topics": .array(ProtocolCatalog.subscribableTopicNames.map { .string($0) })])
+        _ = try stalled.request(Command.LevelWatch.self)
 
-        _ = try control.request("session.start", ["topic_id": "travel"])
+        _ = try control.request(Command.SessionStart.self, ["topic_id": "travel"])
         XCTAssertNotNil(watcher.waitForStage("ready", timeout: 30))
         for turn in 0..<turns {
             let mark = watcher.count
@@ -95,7 +95,7 @@ final class LoadTests: XCTestCase {
             XCTAssertNotNil(watcher.outcome(of: id, after: mark, timeout: 30, accepting: TurnOutcome.final))
             XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
         }
-        let statistics = try control.request("status")
+        let statistics = try control.request(Command.Status.self)
         XCTAssertGreaterThanOrEqual(statistics["counters"]?["slow_clients_dropped"]?.intValue ?? 0, 1, "the stalled client was not dropped")
         // The stalled client's connection was closed by the daemon: reading drains what
         // the socket held, then meets the end.
@@ -108,7 +108,7 @@ final class LoadTests: XCTestCase {
 
         // The last event every reader must have: publish one and wait for all of them.
         let last = watcher.count
-        _ = try control.request("session.close")
+        _ = try control.request(Command.SessionClose.self)
         XCTAssertNotNil(watcher.waitForStage("idle", after: last))
         guard let closing = watcher.events.value.dropFirst(last).first(where: { $0["event"] == "session.stage" })?["seq"]?.intValue else {
             return XCTFail("no stage event")

@@ -40,7 +40,7 @@ extension KioskRig {
     func speakHandsFree(_ samples: [Int16], control: ControlClient, watcher: EventWatcher, file: StaticString = #filePath,
                         line: UInt = #line) throws -> String? {
         let mark = watcher.count
-        _ = try control.request("listen")
+        _ = try control.request(Command.Listen.self)
         microphone.say(samples)
         return watcher.wait(for: "turn.spooled", after: mark, timeout: 30, file: file, line: line)?["data"]?["turn_id"]?.stringValue
     }
@@ -57,7 +57,7 @@ struct SpoolAccount {
 
     /// `discarded`: turns a client removed from the spool on purpose (not lost).
     init(spooled: [String], discarded: Set<String> = [], rig: KioskRig, control: ControlClient) throws {
-        pending = Set(try control.request("spool.list", timeout: 15)["turns"]?.arrayValue?.compactMap { $0["turn_id"]?.stringValue ?? $0["id"]?.stringValue } ?? [])
+        pending = Set(try control.request(Command.SpoolList.self, timeout: 15)["turns"]?.arrayValue?.compactMap { $0["turn_id"]?.stringValue ?? $0["id"]?.stringValue } ?? [])
         guard case .object(let keyList) = rig.sim.simulator.idempotencyKeys else { throw HarnessError(message: "practice-sim has no idempotency keys") }
         let keys = Dictionary(keyList, uniquingKeysWith: { first, _ in first })
         for id in spooled {

@@ -47,8 +47,8 @@ final class SoakTests: XCTestCase {
                 while running.value {
                     n &+= 1
                     guard let client = try? ControlClient(path: socket, timeout: 5) else { continue }
-                    _ = try? client.request("subscribe", ["topics": n % 3 == 0 ? ["level", "session"] : ["session", "playback", "device"]])
-                    if n % 2 == 0 { _ = try? client.request("status") }
+                    _ = try? client.request(Command.Subscribe.self, ["topics": n % 3 == 0 ? ["level", "session"] : ["session", "playback", "device"]])
+                    if n % 2 == 0 { _ = try? client.request(Command.Status.self) }
                     if n % 5 == 0 { try? client.send(Array("{\"id\":9,\"command\":\"pi".utf8)) }  // hangs up mid-line
                     _ = try? client.nextEvent(timeout: 0.05)
                     visits.update { $0 += 1 }
@@ -112,7 +112,7 @@ final class SoakTests: XCTestCase {
         func startSession() throws {
             let mark = watcher.count
             rig.sim.simulator.faults = SimulatorFaults()
-            _ = try control.request("session.start", ["topic_id": "travel"])
+            _ = try control.request(Command.SessionStart.self, ["topic_id": "travel"])
             // The greeting is cut short by the first turn's `listen`.
             XCTAssertNotNil(watcher.wait(for: "reply.audio_started", after: mark, timeout: 30))
         }
@@ -120,16 +120,16 @@ final class SoakTests: XCTestCase {
         /// Quiet for a snapshot: the crowd gone, only the watcher and this client left.
         func settle() {
             crowd.stop()
-            XCTAssertTrue(Poll.until(timeout: 10) { (try? control.request("status")["clients"]?.intValue) == 2 })
-            _ = try? control.request("playback.stop")
-            XCTAssertTrue(Poll.until(timeout: 30) { (try? control.request("session.get")["stage"]?.stringValue) == "ready" })
+            XCTAssertTrue(Poll.until(timeout: 10) { (try? control.request(Command.Status.self)["clients"]?.intValue) == 2 })
+            _ = try? control.request(Command.PlaybackStop.self)
+            XCTAssertTrue(Poll.until(timeout: 30) { (try? control.request(Command.SessionGet.self)["stage"]?.stringValue) == "ready" })
         }
 
         let started = Date()
         try startSession()
         for turn in 0..<total {
             if turn > 0, turn % perSession == 0 {
-                _ = try control.request("session.close")
+                _ = try control.request(Command.SessionClose.self)
                 try startSession()
             }
             if turn == warmUp {

@@ -56,8 +56,8 @@ final class ChaosVandal: @unchecked Sendable {
             case 5 where held.count < 6:
                 // Subscribes to every topic and turns the level meter on, then never reads.
                 if let client = try? ControlClient(path: socket, timeout: 15) {
-                    _ = try? client.request("subscribe", ["topics": ["level", "speech", "playback", "device", "session", "daemon"]], timeout: 15)
-                    _ = try? client.request("level.watch", ["enabled": true], timeout: 15)
+                    _ = try? client.request(Command.Subscribe.self, ["topics": ["level", "speech", "playback", "device", "session", "daemon"]], timeout: 15)
+                    _ = try? client.request(Command.LevelWatch.self, ["enabled": true], timeout: 15)
                     held.append((client.fd, Date().addingTimeInterval(Double(5 + random.next() % 60)), client))
                     ledger.count("op.subscribe-and-stop-reading")
                 }

@@ -19,8 +19,8 @@ final class StageChecker: @unchecked Sendable {
     init(socket: String, ledger: ChaosLedger) throws {
         client = try ControlClient(path: socket, timeout: 15)
         self.ledger = ledger
-        _ = try client.request("subscribe", ["topics": ["session", "playback", "device", "daemon"]], timeout: 15)
-        let stage = try client.request("session.get", timeout: 15)["stage"]?.stringValue ?? "idle"
+        _ = try client.request(Command.Subscribe.self, ["topics": ["session", "playback", "device", "daemon"]], timeout: 15)
+        let stage = try client.request(Command.SessionGet.self, timeout: 15)["stage"]?.stringValue ?? "idle"
         ledger.currentStage = stage
         thread = TestThread(name: "stage-checker") { [self] in follow(from: stage) }
     }
