@@ -73,7 +73,7 @@ final class ClientLimitTests: XCTestCase {
         let fast = try daemon.client()
         _ = try fast.request(Command.Subscribe.self, ["topics": ["level"]])
         var seqs: [Int] = []
-        while seqs.count < 400, let event = fast.waitForEvent("level", timeout: 5) {
+        while seqs.count < 400, let event = fast.waitForEvent(Event.Level.self, timeout: 5) {
             seqs.append(try XCTUnwrap(event["seq"]?.intValue))
         }
         XCTAssertEqual(seqs.count, 400)

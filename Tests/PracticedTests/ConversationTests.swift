@@ -90,7 +90,7 @@ final class ConversationTests: XCTestCase {
         rig.microphone.say(KioskRig.learner2)
         XCTAssertTrue(rig.microphone.spoken.wait(timeout: 10) { $0 >= from + KioskRig.learner2.count })
         _ = try control.request(Command.TurnStop.self)
-        XCTAssertNotNil(watcher.wait(for: "reply.finished", after: mark))
+        XCTAssertNotNil(watcher.wait(for: Event.ReplyFinished.self, after: mark))
         return try lastTurnSNR()
     }
 
@@ -136,7 +136,7 @@ final class ConversationTests: XCTestCase {
         let started = try control.request(Command.SessionStart.self, ["topic_id": "travel", "mode": "conversation"])
         XCTAssertNotNil(started["session_id"]?.stringValue)
         let loudBefore = rig.loudSamples
-        guard let greeted = watcher.wait(for: "reply.finished", where: { $0["greeting"] == true }) else { return }
+        guard let greeted = watcher.wait(for: Event.ReplyFinished.self, where: { $0["greeting"] == true }) else { return }
         XCTAssertEqual(greeted["data"]?["interrupted"], false)
         XCTAssertGreaterThan(rig.loudSamples - loudBefore, 24_000, "the greeting was not heard on the speaker")
         XCTAssertNotNil(watcher.waitForStage("ready"))
@@ -145,15 +145,15 @@ final class ConversationTests: XCTestCase {
         var mark = watcher.count
         _ = try control.request(Command.Listen.self)
         rig.microphone.say(KioskRig.learner)
-        guard let recorded = watcher.wait(for: "turn.recorded", after: mark) else { return }
+        guard let recorded = watcher.wait(for: Event.TurnRecorded.self, after: mark) else { return }
         XCTAssertEqual(recorded["data"]?["end_reason"], "endOfSpeech")
-        XCTAssertNotNil(watcher.wait(for: "turn.spooled", after: mark))
-        guard let transcript = watcher.wait(for: "transcript", after: mark) else { return }
+        XCTAssertNotNil(watcher.wait(for: Event.TurnSpooled.self, after: mark))
+        guard let transcript = watcher.wait(for: Event.Transcript.self, after: mark) else { return }
         XCTAssertFalse(transcript["data"]?["text"]?.stringValue?.isEmpty ?? true)
-        guard let finished = watcher.wait(for: "reply.finished", after: mark) else { return }
+        guard let finished = watcher.wait(for: Event.ReplyFinished.self, after: mark) else { return }
         // The reply text came with the sound, not before it.
-        let audioAt = try XCTUnwrap(watcher.position(of: "reply.audio_started", after: mark))
-        let textAt = try XCTUnwrap(watcher.position(of: "reply.text", after: mark))
+        let audioAt = try XCTUnwrap(watcher.position(of: Event.ReplyAudioStarted.self, after: mark))
+        let textAt = try XCTUnwrap(watcher.position(of: Event.ReplyText.self, after: mark))
         XCTAssertLessThan(audioAt, textAt)
         let figures = finished["data"] ?? .null
         let endToUpload = try XCTUnwrap(figures["end_to_upload_ms"]?.doubleValue)
@@ -172,7 +172,7 @@ final class ConversationTests: XCTestCase {
         let from = rig.microphone.written.value
         XCTAssertTrue(rig.microphone.written.wait(timeout: 5) { $0 >= from + 14_400 })
         _ = try control.request(Command.TurnStop.self)
-        guard let discarded = watcher.wait(for: "turn.discarded", after: mark) else { return }
+        guard let discarded = watcher.wait(for: Event.TurnDiscarded.self, after: mark) else { return }
         XCTAssertEqual(discarded["data"]?["reason"], "no_speech")
         XCTAssertEqual(rig.chatRequests.count, chats, "a silent turn was uploaded")
 
@@ -182,15 +182,15 @@ final class ConversationTests: XCTestCase {
         rig.microphone.say(KioskRig.learner2)
         XCTAssertTrue(rig.microphone.spoken.wait(timeout: 10) { $0 >= KioskRig.learner.count + KioskRig.learner2.count })
         _ = try control.request(Command.TurnStop.self)
-        XCTAssertNotNil(watcher.wait(for: "transcript", after: mark))
-        XCTAssertNotNil(watcher.wait(for: "reply.finished", after: mark))
+        XCTAssertNotNil(watcher.wait(for: Event.Transcript.self, after: mark))
+        XCTAssertNotNil(watcher.wait(for: Event.ReplyFinished.self, after: mark))
         XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
 
         // End, review with marks, a correction, finish, the summary.
         mark = watcher.count
         let ended = try control.request(Command.SessionEnd.self)
         XCTAssertEqual(ended["status"], "reviewing")
-        guard let ready = watcher.wait(for: "review.ready", after: mark) else { return }
+        guard let ready = watcher.wait(for: Event.ReviewReady.self, after: mark) else { return }
         let segments = ready["data"]?["segments"]?.arrayValue ?? []
         XCTAssertEqual(segments.count, 2)
         XCTAssertTrue(segments.contains { !($0["ai_marks"]?.arrayValue?.isEmpty ?? true) })
@@ -203,7 +203,7 @@ final class ConversationTests: XCTestCase {
         let review = try control.request(Command.ReviewGet.self)
         XCTAssertEqual(review["review"]?["segments"]?.arrayValue?.first?["corrections"]?.arrayValue?.count, 1)
         _ = try control.request(Command.ReviewFinish.self)
-        guard let completed = watcher.wait(for: "session.completed", after: mark) else { return }
+        guard let completed = watcher.wait(for: Event.SessionCompleted.self, after: mark) else { return }
         XCTAssertEqual(completed["data"]?["note"], "summary ready")
         XCTAssertFalse(completed["data"]?["summary"]?["overall"]?.stringValue?.isEmpty ?? true)
         XCTAssertNotNil(watcher.waitForStage("completed", after: mark))
@@ -226,20 +226,20 @@ final class ConversationTests: XCTestCase {
         let firstSyllable = try XCTUnwrap(words.firstIndex { abs(Int($0)) > 300 })
         // The microphone rested while the greeting played; the pre-roll starts where it
         // resumed, so the learner speaks half a second after that.
-        XCTAssertNotNil(watcher.wait(for: "playback.finished"))
+        XCTAssertNotNil(watcher.wait(for: Event.PlaybackFinished.self))
         let written = rig.microphone.written.value
         XCTAssertTrue(rig.microphone.written.wait(timeout: 10) { $0 >= written + 500 * 24 })
         let mark = watcher.count
         rig.microphone.say(words)
         // The daemon tells that it heard speech (250 ms into it) with nobody listening; the
         // UI's listen comes a round trip later.
-        XCTAssertNotNil(watcher.wait(for: "speech.started", after: mark))
+        XCTAssertNotNil(watcher.wait(for: Event.SpeechStarted.self, after: mark))
         _ = try control.request(Command.Listen.self)
         XCTAssertNotNil(watcher.waitForStage("recording", after: mark), "the speech in progress did not start the turn")
-        guard let recorded = watcher.wait(for: "turn.recorded", after: mark) else { return }
+        guard let recorded = watcher.wait(for: Event.TurnRecorded.self, after: mark) else { return }
         XCTAssertEqual(recorded["data"]?["end_reason"], "endOfSpeech")
-        XCTAssertNotNil(watcher.wait(for: "transcript", after: mark))
-        XCTAssertEqual(watcher.all("speech.started", after: mark).count, 1, "the speech was told to have started twice")
+        XCTAssertNotNil(watcher.wait(for: Event.Transcript.self, after: mark))
+        XCTAssertEqual(watcher.all(Event.SpeechStarted.self, after: mark).count, 1, "the speech was told to have started twice")
         // The whole pre-roll before the detector's onset, by the daemon's own figures: the
         // turn is the pre-roll, the speech from its onset, and the hangover (700 ms).
         let duration = try XCTUnwrap(recorded["data"]?["duration_s"]?.doubleValue)
@@ -266,8 +266,8 @@ final class ConversationTests: XCTestCase {
         XCTAssertNotNil(watcher.waitForStage("ready"))
         let mark = watcher.count
         _ = try control.request(Command.Say.self, ["text": "I have went there"])
-        XCTAssertEqual(watcher.wait(for: "transcript", after: mark)?["data"]?["text"], "I have went there")
-        XCTAssertNotNil(watcher.wait(for: "reply.finished", after: mark))
+        XCTAssertEqual(watcher.wait(for: Event.Transcript.self, after: mark)?["data"]?["text"], "I have went there")
+        XCTAssertNotNil(watcher.wait(for: Event.ReplyFinished.self, after: mark))
         XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
         XCTAssertEqual(try control.request(Command.SessionEnd.self)["status"], "ended")
         XCTAssertNotNil(watcher.waitForStage("idle", after: mark))
@@ -288,16 +288,16 @@ final class ConversationTests: XCTestCase {
         rig.microphone.say(KioskRig.learner)
         XCTAssertTrue(rig.microphone.spoken.wait(timeout: 10) { $0 >= KioskRig.learner.count })
         _ = try control.request(Command.TurnStop.self)
-        guard let discarded = watcher.wait(for: "turn.unanswered", after: mark, where: { $0["outcome"] == "empty_transcript" }) else { return }
-        guard let stopped = watcher.wait(for: "playback.finished", after: mark) else { return }
+        guard let discarded = watcher.wait(for: Event.TurnUnanswered.self, after: mark, where: { $0["outcome"] == "empty_transcript" }) else { return }
+        guard let stopped = watcher.wait(for: Event.PlaybackFinished.self, after: mark) else { return }
         XCTAssertEqual(stopped["data"]?["interrupted"], true)
         // Within a few periods: the fade and the device's latency, never the reply's length.
         let delay = Double((stopped["received_ns"]?.intValue ?? 0) - (discarded["received_ns"]?.intValue ?? 0)) / 1e6
         XCTAssertLessThan(delay, 300, "playback went on \(delay) ms after the void transcript")
         XCTAssertLessThan(stopped["data"]?["played_s"]?.doubleValue ?? 99, 1.0)
-        XCTAssertTrue(watcher.all("transcript", after: mark).isEmpty, "a void turn's transcript was shown")
-        XCTAssertTrue(watcher.all("reply.text", after: mark).isEmpty, "a void turn's reply text was shown")
-        XCTAssertEqual(watcher.wait(for: "reply.finished", after: mark)?["data"]?["outcome"], "empty_transcript")
+        XCTAssertTrue(watcher.all(Event.Transcript.self, after: mark).isEmpty, "a void turn's transcript was shown")
+        XCTAssertTrue(watcher.all(Event.ReplyText.self, after: mark).isEmpty, "a void turn's reply text was shown")
+        XCTAssertEqual(watcher.wait(for: Event.ReplyFinished.self, after: mark)?["data"]?["outcome"], "empty_transcript")
         XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
         XCTAssertEqual(try control.request(Command.SpoolList.self)["turns"]?.arrayValue?.count, 0, "an answered void turn stays in the spool")
     }
@@ -310,12 +310,12 @@ final class ConversationTests: XCTestCase {
         XCTAssertNotNil(watcher.waitForStage("ready"))
         var mark = watcher.count
         _ = try control.request(Command.Say.self, ["text": "I work in a bank"])
-        XCTAssertNotNil(watcher.wait(for: "reply.audio_started", after: mark))
+        XCTAssertNotNil(watcher.wait(for: Event.ReplyAudioStarted.self, after: mark))
         mark = watcher.count
         let sent = DispatchTime.now().uptimeNanoseconds
         let stop = try control.request(Command.PlaybackStop.self)
         XCTAssertEqual(stop["stopped"], true)
-        guard let finished = watcher.wait(for: "playback.finished", after: mark) else { return }
+        guard let finished = watcher.wait(for: Event.PlaybackFinished.self, after: mark) else { return }
         XCTAssertEqual(finished["data"]?["interrupted"], true, "the reply played to its end: \(finished)")
         let delay = Double((finished["received_ns"]?.intValue ?? 0) - Int(sent)) / 1e6
         print("figures: barge-in → playback finished \(delay) ms")
@@ -326,14 +326,14 @@ final class ConversationTests: XCTestCase {
         // backend is no longer busy with it: the next turn gets a real reply, not an empty one.
         mark = watcher.count
         _ = try control.request(Command.Say.self, ["text": "Sorry, I said I work in a bank"])
-        guard let drained = watcher.wait(for: "reply.drained", after: mark) else { return }
+        guard let drained = watcher.wait(for: Event.ReplyDrained.self, after: mark) else { return }
         XCTAssertEqual(drained["data"]?["timed_out"], false)
         XCTAssertEqual(drained["data"]?["complete"], true)
-        guard let finished2 = watcher.wait(for: "reply.finished", after: mark, where: { $0["greeting"] == false }) else { return }
+        guard let finished2 = watcher.wait(for: Event.ReplyFinished.self, after: mark, where: { $0["greeting"] == false }) else { return }
         XCTAssertEqual(finished2["data"]?["outcome"], "answered")
         XCTAssertGreaterThan(finished2["data"]?["audio_bytes"]?.intValue ?? 0, 0)
-        XCTAssertTrue(watcher.all("turn.unanswered", after: mark).isEmpty, "the turn after a barge-in came back empty")
-        XCTAssertLessThan(watcher.position(of: "reply.drained", after: mark) ?? .max, watcher.position(of: "transcript", after: mark) ?? -1)
+        XCTAssertTrue(watcher.all(Event.TurnUnanswered.self, after: mark).isEmpty, "the turn after a barge-in came back empty")
+        XCTAssertLessThan(watcher.position(of: Event.ReplyDrained.self, after: mark) ?? .max, watcher.position(of: Event.Transcript.self, after: mark) ?? -1)
         XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
     }
 
@@ -355,9 +355,9 @@ final class ConversationTests: XCTestCase {
         _ = try control.request(Command.SessionStart.self, ["topic_id": "travel"])
         XCTAssertNotNil(first.waitForStage("ready"))
         _ = try control.request(Command.Say.self, ["text": "Hello there"])
-        XCTAssertNotNil(first.wait(for: "reply.finished", after: 0, where: { $0["greeting"] == false }))
-        XCTAssertNotNil(first.waitForStage("ready", after: first.position(of: "reply.text", after: 0) ?? 0))
-        XCTAssertNotNil(second.wait(for: "reply.finished", where: { $0["greeting"] == false }))
+        XCTAssertNotNil(first.wait(for: Event.ReplyFinished.self, after: 0, where: { $0["greeting"] == false }))
+        XCTAssertNotNil(first.waitForStage("ready", after: first.position(of: Event.ReplyText.self, after: 0) ?? 0))
+        XCTAssertNotNil(second.wait(for: Event.ReplyFinished.self, where: { $0["greeting"] == false }))
         stopGarbage.update { $0 = true }
         XCTAssertTrue(garbage.join(timeout: 10), "the vandal's thread did not end")
         // Both watchers saw the same session events, in the same order.

@@ -47,7 +47,7 @@ final class CuePracticeTests: XCTestCase {
         XCTAssertEqual(learner["language"], "en")
         XCTAssertNotNil(learner["profile_id"]?.intValue)
         XCTAssertEqual(learner["languages"]?.arrayValue?.count, 5)
-        XCTAssertNotNil(watcher.wait(for: "signin.changed", where: { $0["learner"]?["signed_in"] == true }))
+        XCTAssertNotNil(watcher.wait(for: Event.SignInChanged.self, where: { $0["learner"]?["signed_in"] == true }))
         XCTAssertEqual(try control.request(Command.Status.self)["learner"]?["email"]?.stringValue, email)
 
         // The tokens are kept 0600 in the state directory and never logged.
@@ -66,18 +66,18 @@ final class CuePracticeTests: XCTestCase {
         let mark = watcher.events.value.count
         XCTAssertEqual(try control.request(Command.CueRecord.self, ["cue_id": .int(cue), "hands_free": true])["stage"], "listening")
         rig.microphone.say(KioskRig.learner)
-        guard let recorded = watcher.wait(for: "cue.recorded", after: mark) else { return }
+        guard let recorded = watcher.wait(for: Event.CueRecorded.self, after: mark) else { return }
         XCTAssertEqual(recorded["data"]?["cue_id"]?.intValue, cue)
-        guard let spooled = watcher.wait(for: "cue.spooled", after: mark) else { return }
+        guard let spooled = watcher.wait(for: Event.CueSpooled.self, after: mark) else { return }
         XCTAssertGreaterThan(spooled["data"]?["bytes"]?.intValue ?? 0, 1_000)
         for step in ["intent", "put", "complete", "found"] {
-            XCTAssertNotNil(watcher.wait(for: "cue.upload", after: mark, where: { $0["step"]?.stringValue == step }), step)
+            XCTAssertNotNil(watcher.wait(for: Event.CueUploadStep.self, after: mark, where: { $0["step"]?.stringValue == step }), step)
         }
-        guard let uploaded = watcher.wait(for: "cue.uploaded", after: mark),
+        guard let uploaded = watcher.wait(for: Event.CueUploaded.self, after: mark),
               let recording = uploaded["data"]?["recording_id"]?.intValue else { return }
-        guard let transcript = watcher.wait(for: "cue.transcript", after: mark, where: { $0["status"] == "ready" }) else { return }
+        guard let transcript = watcher.wait(for: Event.CueTranscript.self, after: mark, where: { $0["status"] == "ready" }) else { return }
         XCTAssertEqual(transcript["data"]?["transcript"]?.stringValue?.hasPrefix("Yesterday I go to the park"), true)
-        guard let evaluated = watcher.wait(for: "cue.evaluation", after: mark, where: { $0["status"] == "ready" }) else { return }
+        guard let evaluated = watcher.wait(for: Event.CueEvaluation.self, after: mark, where: { $0["status"] == "ready" }) else { return }
         let evaluation = try XCTUnwrap(evaluated["data"]?["evaluation"])
         XCTAssertEqual(evaluation["cefr_level"], "B1")
         XCTAssertEqual(evaluation["grammar_mistakes"]?.arrayValue?.first?["correction"], "I went to")
@@ -99,7 +99,7 @@ final class CuePracticeTests: XCTestCase {
         let loud = rig.loudSamples
         let played = try control.request(Command.CuePlay.self, ["recording_id": .int(recording)])
         XCTAssertGreaterThan(played["duration_s"]?.doubleValue ?? 0, 1)
-        XCTAssertNotNil(watcher.wait(for: "playback.finished", after: mark))
+        XCTAssertNotNil(watcher.wait(for: Event.PlaybackFinished.self, after: mark))
         XCTAssertTrue(rig.heard.wait(timeout: 5) { $0.loud > loud + 1_000 }, "the recording was not heard")
 
         // Signing out forgets the tokens; cue commands then ask for sign-in.
@@ -122,9 +122,9 @@ final class CuePracticeTests: XCTestCase {
         rig.microphone.say(KioskRig.learner)
         XCTAssertTrue(rig.microphone.spoken.wait(timeout: 10) { $0 >= KioskRig.learner.count })
         _ = try control.request(Command.CueStop.self)
-        guard let spooled = watcher.wait(for: "cue.spooled") else { return }
+        guard let spooled = watcher.wait(for: Event.CueSpooled.self) else { return }
         let answer = try XCTUnwrap(spooled["data"]?["answer_id"]?.stringValue)
-        XCTAssertNotNil(watcher.wait(for: "cue.upload_retrying", where: { $0["answer_id"]?.stringValue == answer }))
+        XCTAssertNotNil(watcher.wait(for: Event.CueUploadRetrying.self, where: { $0["answer_id"]?.stringValue == answer }))
         let spool = rig.directory + "/state/spool/cues"
         XCTAssertTrue(FileManager.default.fileExists(atPath: "\(spool)/\(answer).m4a"))
         // spool.list has it, with why its upload failed.
@@ -142,11 +142,11 @@ final class CuePracticeTests: XCTestCase {
         try rig.startDaemon()
         control = try rig.daemon.client()
         watcher = try rig.watcher(topics: ["cue"])
-        guard let uploaded = watcher.wait(for: "cue.uploaded", where: { $0["answer_id"]?.stringValue == answer }) else {
+        guard let uploaded = watcher.wait(for: Event.CueUploaded.self, where: { $0["answer_id"]?.stringValue == answer }) else {
             return XCTFail(rig.daemon.log)
         }
         XCTAssertNotNil(uploaded["data"]?["recording_id"]?.intValue)
-        XCTAssertNotNil(watcher.wait(for: "cue.evaluation", where: { $0["status"] == "ready" }))
+        XCTAssertNotNil(watcher.wait(for: Event.CueEvaluation.self, where: { $0["status"] == "ready" }))
         XCTAssertFalse(FileManager.default.fileExists(atPath: "\(spool)/\(answer).m4a"), "the uploaded answer left the spool")
         XCTAssertEqual(cues.simulator.uploads.count, 1)
         // The garbled one was set aside whole, logged and listed; never uploaded.
@@ -168,15 +168,15 @@ final class CuePracticeTests: XCTestCase {
         let cue = try XCTUnwrap(try control.request(Command.CuesGet.self)["cues"]?.arrayValue?.first?["cue_id"]?.intValue)
         _ = try control.request(Command.CueRecord.self, ["cue_id": .int(cue), "hands_free": true])
         rig.microphone.say(KioskRig.learner)
-        guard let failed = watcher.wait(for: "cue.results_failed", timeout: 30) else { return }
+        guard let failed = watcher.wait(for: Event.CueResultsFailed.self, timeout: 30) else { return }
         XCTAssertEqual(failed["data"]?["step"], "transcription")
         XCTAssertEqual(failed["data"]?["attempts"], 2)
         // Asked again by the client, the (now healthy) provider answers.
         let recording = try XCTUnwrap(failed["data"]?["recording_id"]?.intValue)
         let mark = watcher.events.value.count
         _ = try control.request(Command.CueResults.self, ["recording_id": .int(recording)])
-        XCTAssertNotNil(watcher.wait(for: "cue.transcript", after: mark, where: { $0["status"] == "ready" }))
-        XCTAssertNotNil(watcher.wait(for: "cue.evaluation", after: mark, where: { $0["status"] == "ready" }))
+        XCTAssertNotNil(watcher.wait(for: Event.CueTranscript.self, after: mark, where: { $0["status"] == "ready" }))
+        XCTAssertNotNil(watcher.wait(for: Event.CueEvaluation.self, after: mark, where: { $0["status"] == "ready" }))
     }
 
     /// A refresh token gone bad and an expired access token: the call asks for sign-in, the
@@ -190,7 +190,7 @@ final class CuePracticeTests: XCTestCase {
         cues.simulator.update { $0.badRefresh = true }
         _ = try RawHTTP.exchange(cues.baseURL, "PUT", "/_sim/chatterbox", contentType: "application/json", body: Array(#"{"expire_tokens": true}"#.utf8))
         XCTAssertEqual(control.failure(Command.CuesGet.self)?.code, .signInRequired)
-        XCTAssertNotNil(watcher.wait(for: "signin.changed", where: { $0["learner"]?["signed_in"] == false && $0["reason"] != .null }))
+        XCTAssertNotNil(watcher.wait(for: Event.SignInChanged.self, where: { $0["learner"]?["signed_in"] == false && $0["reason"] != .null }))
         XCTAssertEqual(try control.request(Command.LearnerGet.self)["signed_in"], false)
         XCTAssertFalse(FileManager.default.fileExists(atPath: rig.directory + "/state/chatterbox-tokens.json"))
     }
@@ -243,7 +243,7 @@ final class CuePracticeTests: XCTestCase {
         }
         let played = try control.request(Command.CuePlay.self, ["recording_id": .int(recordings[0])])
         XCTAssertEqual(played["duration_s"]?.doubleValue ?? 0, Double(KioskRig.learner.count) / 24_000, accuracy: 0.05)
-        XCTAssertNotNil(watcher.wait(for: "playback.finished"), "the phone's 48 kHz AAC-LC did not play")
+        XCTAssertNotNil(watcher.wait(for: Event.PlaybackFinished.self), "the phone's 48 kHz AAC-LC did not play")
         for (id, codec) in [(recordings[1], "HE-AAC"), (recordings[2], "Opus")] {
             let error = try XCTUnwrap(control.failure(Command.CuePlay.self, ["recording_id": .int(id)]), codec)
             XCTAssertEqual(error.code, .fileError, codec)

@@ -72,15 +72,15 @@ final class DaemonCommandTests: XCTestCase {
         let daemon = try DaemonHarness()
         let listener = try daemon.client()
         _ = try listener.request(Command.Subscribe.self, ["topics": ["playback"]])
-        let snapshot = try XCTUnwrap(listener.waitForEvent("snapshot"))
+        let snapshot = try XCTUnwrap(listener.waitForEvent(DaemonSnapshot.self))
         XCTAssertEqual(snapshot["topic"], "state")
         XCTAssertEqual(snapshot["data"]?["playing"], .bool(false))
 
         let path = "\(SimulatorHarness.samplesDirectory)/reply-2.wav"
         let played = try daemon.client().request(Command.Play.self, ["path": .string(path)])
         XCTAssertEqual(try XCTUnwrap(played["duration_s"]?.doubleValue), 3.206, accuracy: 0.01)
-        XCTAssertNotNil(listener.waitForEvent("playback.started"))
-        let finished = try XCTUnwrap(listener.waitForEvent("playback.finished", timeout: 15))
+        XCTAssertNotNil(listener.waitForEvent(Event.PlaybackStarted.self))
+        let finished = try XCTUnwrap(listener.waitForEvent(Event.PlaybackFinished.self, timeout: 15))
         XCTAssertEqual(finished["data"]?["interrupted"], .bool(false))
         XCTAssertEqual(try XCTUnwrap(finished["data"]?["played_s"]?.doubleValue), 3.206, accuracy: 0.05)
     }
@@ -90,9 +90,9 @@ final class DaemonCommandTests: XCTestCase {
         let client = try daemon.client()
         _ = try client.request(Command.Subscribe.self, ["topics": ["playback"]])
         _ = try client.request(Command.Play.self, ["path": .string("\(SimulatorHarness.samplesDirectory)/greeting.wav")])
-        XCTAssertNotNil(client.waitForEvent("playback.started"))
+        XCTAssertNotNil(client.waitForEvent(Event.PlaybackStarted.self))
         XCTAssertEqual(try client.request(Command.PlaybackStop.self)["stopped"], .bool(true))
-        let finished = try XCTUnwrap(client.waitForEvent("playback.finished"))
+        let finished = try XCTUnwrap(client.waitForEvent(Event.PlaybackFinished.self))
         XCTAssertEqual(finished["data"]?["interrupted"], .bool(true))
         XCTAssertLessThan(try XCTUnwrap(finished["data"]?["played_s"]?.doubleValue), 4.5, "stopped before the end of 5 s")
         XCTAssertEqual(try client.request(Command.PlaybackStop.self)["stopped"], .bool(false), "stop when idle is harmless")
@@ -106,7 +106,7 @@ final class DaemonCommandTests: XCTestCase {
         XCTAssertEqual(result["capture"], "running")
         var levels: [Double] = []
         var seqs: [Int] = []
-        while levels.count < 10, let event = client.waitForEvent("level", timeout: 5) {
+        while levels.count < 10, let event = client.waitForEvent(Event.Level.self, timeout: 5) {
             levels.append(try XCTUnwrap(event["data"]?["rms_dbfs"]?.doubleValue))
             seqs.append(try XCTUnwrap(event["seq"]?.intValue))
         }
@@ -119,7 +119,7 @@ final class DaemonCommandTests: XCTestCase {
         let daemon = try DaemonHarness(arguments: ["--audio-level-interval-ms", "20"])
         let client = try daemon.client()
         _ = try client.request(Command.Subscribe.self, ["topics": ["level"]])
-        XCTAssertNotNil(client.waitForEvent("level"))
+        XCTAssertNotNil(client.waitForEvent(Event.Level.self))
         XCTAssertEqual(try client.request(Command.Unsubscribe.self, ["topics": ["level"]])["topics"], .array([]))
         // Drain what was sent before the reply; then nothing more comes.
         while (try? client.nextEvent(timeout: 0.2)) != nil {}

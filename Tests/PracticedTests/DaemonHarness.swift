@@ -189,6 +189,9 @@ extension ControlClient {
         }
     }
 
+    /// Events until an `E` arrives (nil at the deadline).
+    func waitForEvent<E: ProtocolEvent>(_ event: E.Type, timeout: Double = 10) -> JSONValue? { waitForEvent(E.name, timeout: timeout) }
+
     /// Events until one named `name` arrives (nil at the deadline).
     func waitForEvent(_ name: String, timeout: Double = 10) -> JSONValue? {
         let deadline = Date().addingTimeInterval(timeout)

@@ -34,7 +34,7 @@ final class JitterBufferTests: XCTestCase {
         _ = try control.request(Command.SessionStart.self, ["topic_id": "travel"])
         XCTAssertNotNil(watcher.waitForStage("ready", after: mark, timeout: 30))
         try converse(turns: 2, variant: 0, control: control, watcher: watcher)
-        let steady = watcher.all("reply.finished", after: mark)
+        let steady = watcher.all(Event.ReplyFinished.self, after: mark)
         XCTAssertEqual(steady.count, 3)
         var expectedLead = 50
         for reply in steady {
@@ -60,7 +60,7 @@ final class JitterBufferTests: XCTestCase {
         rig.sim.simulator.faults.burstJitterMs = 300
         mark = watcher.count
         try converse(turns: 6, variant: 2, control: control, watcher: watcher)
-        let bursty = watcher.all("reply.finished", after: mark)
+        let bursty = watcher.all(Event.ReplyFinished.self, after: mark)
         XCTAssertEqual(bursty.count, 6)
         for (i, reply) in bursty.enumerated() {
             let underruns = reply["underruns"]?.intValue ?? -1

@@ -209,8 +209,15 @@ final class EventWatcher: @unchecked Sendable {
         return found
     }
 
+    /// The first event `E` after `index` that matches.
+    @discardableResult
+    func wait<E: ProtocolEvent>(for event: E.Type, after index: Int = 0, timeout: Double = 20, where predicate: (JSONValue) -> Bool = { _ in true },
+                                file: StaticString = #filePath, line: UInt = #line) -> JSONValue? {
+        wait(for: E.name, after: index, timeout: timeout, where: predicate, file: file, line: line)
+    }
+
     func waitForStage(_ stage: String, after index: Int = 0, timeout: Double = 20, file: StaticString = #filePath, line: UInt = #line) -> JSONValue? {
-        wait(for: "session.stage", after: index, timeout: timeout, where: { $0["stage"]?.stringValue == stage }, file: file, line: line)
+        wait(for: Event.SessionStage.self, after: index, timeout: timeout, where: { $0["stage"]?.stringValue == stage }, file: file, line: line)
     }
 
     var count: Int { events.value.count }
@@ -220,6 +227,10 @@ final class EventWatcher: @unchecked Sendable {
     func all(_ name: String, after index: Int = 0) -> [JSONValue] {
         events.value.dropFirst(index).filter { $0["event"]?.stringValue == name }.map { $0["data"] ?? .null }
     }
+
+    func all<E: ProtocolEvent>(_ event: E.Type, after index: Int = 0) -> [JSONValue] { all(E.name, after: index) }
+
+    func position<E: ProtocolEvent>(of event: E.Type, after index: Int = 0) -> Int? { position(of: E.name, after: index) }
 
     /// Position of the first event named `name` after `index`.
     func position(of name: String, after index: Int = 0) -> Int? {

@@ -308,7 +308,7 @@ class KioskUITests: XCTestCase {
             try browser.screenshot(to: "\(screenshots)/conversation-still-listening-\(w)x\(h).png")
         }
         try browser.click("#done-speaking")
-        guard let recorded = watcher.wait(for: "turn.recorded", after: mark, timeout: 10) else { return XCTFail("done did not end the turn") }
+        guard let recorded = watcher.wait(for: Event.TurnRecorded.self, after: mark, timeout: 10) else { return XCTFail("done did not end the turn") }
         XCTAssertEqual(recorded["data"]?["end_reason"], "released", "the learner's done ends the turn, not the pause")
         XCTAssertTrue(try browser.wait(until: "return document.querySelectorAll('.line.you').length >= 1", timeout: 30), "the turn's transcript")
         XCTAssertFalse(try browser.run("return window.practicedKiosk.store.stillListening").boolValue ?? true)

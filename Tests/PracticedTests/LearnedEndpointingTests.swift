@@ -26,13 +26,13 @@ final class LearnedEndpointingTests: XCTestCase {
         let control = try rig.daemon.client()
         _ = try control.request(Command.SessionStart.self, ["topic_id": "travel"])
         XCTAssertNotNil(watcher.waitForStage("ready"))
-        XCTAssertNotNil(watcher.wait(for: "playback.finished"))
+        XCTAssertNotNil(watcher.wait(for: Event.PlaybackFinished.self))
         let mark = watcher.count
         _ = try control.request(Command.Listen.self)
         rig.microphone.say(stimulus.samples)
-        guard let paused = watcher.wait(for: "speech.paused", after: mark) else { return XCTFail("no speech.paused at the hesitation") }
+        guard let paused = watcher.wait(for: Event.SpeechPaused.self, after: mark) else { return XCTFail("no speech.paused at the hesitation") }
         XCTAssertEqual(paused["data"]?["waiting"], true)
-        guard let recorded = watcher.wait(for: "turn.recorded", after: mark, timeout: 30) else { return XCTFail("no turn") }
+        guard let recorded = watcher.wait(for: Event.TurnRecorded.self, after: mark, timeout: 30) else { return XCTFail("no turn") }
         let duration = try XCTUnwrap(recorded["data"]?["duration_s"]?.doubleValue)
         let probability = recorded["data"]?["finished_probability"]?.doubleValue
         print("figures: learned endpointing: hesitation answered \(paused["data"]?["probability"] ?? .null); turn \(duration) s "
@@ -46,7 +46,7 @@ final class LearnedEndpointingTests: XCTestCase {
         // and ends within a second of it when finished, the pause ceiling (3 s) otherwise.
         XCTAssertGreaterThan(duration, stimulus.end - 1, "the turn was cut before the phrase ended")
         XCTAssertLessThan(duration, stimulus.end - 1 + (reason == "finished" ? 1.3 : 3.6))
-        XCTAssertEqual(watcher.all("turn.recorded", after: mark).count, 1)
+        XCTAssertEqual(watcher.all(Event.TurnRecorded.self, after: mark).count, 1)
     }
 
     /// A models directory without the files: the daemon does not start, and says which file.

@@ -92,7 +92,7 @@ final class PlayFileTests: XCTestCase {
         let before = try resident(daemon)
         let played = try client.request(Command.Play.self, ["path": .string(long)])
         XCTAssertEqual(played["duration_s"], 7_200)
-        XCTAssertNotNil(client.waitForEvent("playback.started"))
+        XCTAssertNotNil(client.waitForEvent(Event.PlaybackStarted.self))
         // A few seconds in, the daemon holds no more than before (the file is 346 MB).
         let deadline = Date().addingTimeInterval(3)
         var peak = before
@@ -102,7 +102,7 @@ final class PlayFileTests: XCTestCase {
         }
         XCTAssertLessThan(peak - before, 24 << 20, "resident memory grew by \(peak - before) bytes")
         XCTAssertEqual(try client.request(Command.PlaybackStop.self)["stopped"], true)
-        XCTAssertEqual(client.waitForEvent("playback.finished")?["data"]?["interrupted"], true)
+        XCTAssertEqual(client.waitForEvent(Event.PlaybackFinished.self)?["data"]?["interrupted"], true)
     }
 
     /// A filesystem that never answers (a FUSE mount whose `open` hangs, as a stalled NFS

@@ -32,7 +32,7 @@ final class PlayFormatTests: XCTestCase {
         let daemon = try DaemonHarness()
         let client = try daemon.client()
         _ = try client.request(Command.Subscribe.self, ["topics": ["playback"]])
-        XCTAssertNotNil(client.waitForEvent("snapshot"))
+        XCTAssertNotNil(client.waitForEvent(DaemonSnapshot.self))
         let formats: [WAVFormat] = [
             WAVFormat(sampleRate: 48_000, channels: 2, sampleFormat: .float),
             WAVFormat(sampleRate: 44_100, channels: 6, sampleFormat: .s24_3),
@@ -52,7 +52,7 @@ final class PlayFormatTests: XCTestCase {
             let before = try speaker(daemon).count
             let played = try client.request(Command.Play.self, ["path": .string(path)])
             XCTAssertEqual(try XCTUnwrap(played["duration_s"]?.doubleValue), 0.5, accuracy: 0.001, "\(format)")
-            let finished = try XCTUnwrap(client.waitForEvent("playback.finished", timeout: 10), "\(format)")
+            let finished = try XCTUnwrap(client.waitForEvent(Event.PlaybackFinished.self, timeout: 10), "\(format)")
             XCTAssertEqual(try XCTUnwrap(finished["data"]?["played_s"]?.doubleValue), 0.5, accuracy: 0.01, "\(format)")
             let heard = Array(try speaker(daemon)[before...])
             let onset = try XCTUnwrap(heard.firstIndex { abs(Int($0)) > 1_000 }, "\(format): nothing reached the speaker")
@@ -76,7 +76,7 @@ final class PlayFormatTests: XCTestCase {
         let daemon = try DaemonHarness()
         let client = try daemon.client()
         _ = try client.request(Command.Subscribe.self, ["topics": ["playback"]])
-        XCTAssertNotNil(client.waitForEvent("snapshot"))
+        XCTAssertNotNil(client.waitForEvent(DaemonSnapshot.self))
         let tone = WAVFormat(sampleRate: 48_000, channels: 2)
         let source = write("tone.wav", WAVFixture.file(tone, frames: 24_000) { frame, _ in
             0.5 * sin(2 * Double.pi * 1_000 * Double(frame) / 48_000)
@@ -94,7 +94,7 @@ final class PlayFormatTests: XCTestCase {
             let before = try speaker(daemon).count
             let played = try client.request(Command.Play.self, ["path": .string(path)])
             XCTAssertEqual(try XCTUnwrap(played["duration_s"]?.doubleValue), 0.5, accuracy: 0.002, path)
-            let finished = try XCTUnwrap(client.waitForEvent("playback.finished", timeout: 10), path)
+            let finished = try XCTUnwrap(client.waitForEvent(Event.PlaybackFinished.self, timeout: 10), path)
             XCTAssertEqual(try XCTUnwrap(finished["data"]?["played_s"]?.doubleValue), 0.5, accuracy: 0.01, path)
             let heard = Array(try speaker(daemon)[before...])
             let onset = try XCTUnwrap(heard.firstIndex { abs(Int($0)) > 1_000 }, "\(path): nothing reached the speaker")
@@ -114,7 +114,7 @@ final class PlayFormatTests: XCTestCase {
         let recording = write("recording.m4a", [UInt8](body))
         let played = try client.request(Command.Play.self, ["path": .string(recording)])
         XCTAssertEqual(try XCTUnwrap(played["duration_s"]?.doubleValue), 3.545, accuracy: 0.001, "ffprobe's duration of the trace's file")
-        let finished = try XCTUnwrap(client.waitForEvent("playback.finished", timeout: 15))
+        let finished = try XCTUnwrap(client.waitForEvent(Event.PlaybackFinished.self, timeout: 15))
         XCTAssertEqual(try XCTUnwrap(finished["data"]?["played_s"]?.doubleValue), 3.545, accuracy: 0.02)
 
         // A file whose frames turn to garbage halfway (all ones: an END element where a
@@ -127,9 +127,9 @@ final class PlayFormatTests: XCTestCase {
         for frame in frames[6...] { for i in frame.offset..<(frame.offset + frame.size) { bytes[i] = 0xFF } }
         XCTAssertTrue(FileManager.default.createFile(atPath: broken, contents: Data(bytes)))
         _ = try client.request(Command.Play.self, ["path": .string(broken)])
-        let failed = try XCTUnwrap(client.waitForEvent("playback.failed", timeout: 10), "no playback.failed for garbage frames")
+        let failed = try XCTUnwrap(client.waitForEvent(Event.PlaybackFailed.self, timeout: 10), "no playback.failed for garbage frames")
         XCTAssertTrue(failed["data"]?["message"]?.stringValue?.contains("decoding failed at frame") ?? false, "\(failed)")
-        XCTAssertNotNil(client.waitForEvent("playback.finished", timeout: 10))
+        XCTAssertNotNil(client.waitForEvent(Event.PlaybackFinished.self, timeout: 10))
 
         // Apple Lossless and Opus in MP4: named, not played.
         for (codec, name) in [("alac", "alac"), ("libopus", "Opus")] {
@@ -168,7 +168,7 @@ final class PlayFormatTests: XCTestCase {
         let daemon = try DaemonHarness()
         let client = try daemon.client()
         _ = try client.request(Command.Subscribe.self, ["topics": ["playback"]])
-        XCTAssertNotNil(client.waitForEvent("snapshot"))
+        XCTAssertNotNil(client.waitForEvent(DaemonSnapshot.self))
         let speech = WAVFormat(sampleRate: 24_000, channels: 1)
         // Under: 2 s of 440 Hz at 0.6. Over: 1 s of 1 kHz at 0.6, at 48 kHz float (converted
         // too). Their sum peaks at 1.2: without headroom it would clip or wrap.
@@ -178,13 +178,13 @@ final class PlayFormatTests: XCTestCase {
         })
         let before = try speaker(daemon).count
         _ = try client.request(Command.Play.self, ["path": .string(under)])
-        XCTAssertNotNil(client.waitForEvent("playback.started"))
+        XCTAssertNotNil(client.waitForEvent(Event.PlaybackStarted.self))
         let mixed = try client.request(Command.Play.self, ["path": .string(over), "mix": true])
         XCTAssertEqual(try XCTUnwrap(mixed["duration_s"]?.doubleValue), 1, accuracy: 0.001)
         // Both end; the mixed one first.
-        let first = try XCTUnwrap(client.waitForEvent("playback.finished", timeout: 10))
+        let first = try XCTUnwrap(client.waitForEvent(Event.PlaybackFinished.self, timeout: 10))
         XCTAssertEqual(try XCTUnwrap(first["data"]?["played_s"]?.doubleValue), 1, accuracy: 0.02)
-        XCTAssertNotNil(client.waitForEvent("playback.finished", timeout: 10))
+        XCTAssertNotNil(client.waitForEvent(Event.PlaybackFinished.self, timeout: 10))
 
         let heard = Array(try speaker(daemon)[before...]).map { Double($0) / 32_768 }
         let onset = try XCTUnwrap(heard.firstIndex { abs($0) > 0.03 })
@@ -204,6 +204,6 @@ final class PlayFormatTests: XCTestCase {
 
         // Without mix, a second clip while one plays is the same as before: it takes the speaker.
         _ = try client.request(Command.Play.self, ["path": .string(under)])
-        XCTAssertNotNil(client.waitForEvent("playback.started"))
+        XCTAssertNotNil(client.waitForEvent(Event.PlaybackStarted.self))
     }
 }

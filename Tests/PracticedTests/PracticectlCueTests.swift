@@ -79,7 +79,7 @@ final class PracticectlCueTests: XCTestCase {
         // An answer: practicectl records until Enter, then follows it to its evaluation.
         let watcher = try rig.watcher(topics: ["cue"])
         let (answering, keyboard, output) = try start(["answer", "\(ids[0])"])
-        XCTAssertNotNil(watcher.wait(for: "cue.recording"))
+        XCTAssertNotNil(watcher.wait(for: Event.CueRecordingStarted.self))
         let from = rig.microphone.spoken.value
         rig.microphone.say(KioskRig.learner)
         XCTAssertTrue(rig.microphone.spoken.wait(timeout: 10) { $0 >= from + KioskRig.learner.count })
@@ -96,7 +96,7 @@ final class PracticectlCueTests: XCTestCase {
         // Hands-free: the answer ends with the learner's words.
         let (handsFree, closedKeyboard, handsFreeOutput) = try start(["answer", "\(ids[1])", "--hands-free"])
         close(closedKeyboard)
-        XCTAssertNotNil(watcher.wait(for: "cue.recording", where: { $0["cue_id"]?.intValue == ids[1] }))
+        XCTAssertNotNil(watcher.wait(for: Event.CueRecordingStarted.self, where: { $0["cue_id"]?.intValue == ids[1] }))
         rig.microphone.say(KioskRig.learner2)
         XCTAssertEqual(handsFree.waitForExit(timeout: 60), 0, DaemonHarness.read(handsFreeOutput) + DaemonHarness.read(handsFreeOutput + ".err"))
         XCTAssertTrue(DaemonHarness.read(handsFreeOutput).contains("evaluation: CEFR"))

@@ -37,10 +37,10 @@ final class RealServerTests: XCTestCase {
         try startSession(control, watcher)
         let mark = watcher.count
         _ = try control.request(Command.Say.self, ["text": "I very like cooking, especially beef noodles."])
-        XCTAssertEqual(watcher.wait(for: "reply.finished", after: mark, where: { $0["greeting"] == false })?["data"]?["outcome"], "answered")
+        XCTAssertEqual(watcher.wait(for: Event.ReplyFinished.self, after: mark, where: { $0["greeting"] == false })?["data"]?["outcome"], "answered")
         XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
         XCTAssertEqual(try control.request(Command.SessionEnd.self)["status"], "reviewing")
-        XCTAssertNotNil(watcher.wait(for: "review.ready", after: mark))
+        XCTAssertNotNil(watcher.wait(for: Event.ReviewReady.self, after: mark))
         XCTAssertNotNil(watcher.waitForStage("reviewed", after: mark))
     }
 
@@ -59,11 +59,11 @@ final class RealServerTests: XCTestCase {
         XCTAssertEqual(review["review"]?["segments"]?.arrayValue?.first?["corrections"]?.arrayValue?.first?["id"], 4)
         let mark = watcher.count
         _ = try control.request(Command.ReviewFinish.self)
-        guard let completed = watcher.wait(for: "session.completed", after: mark) else { return }
+        guard let completed = watcher.wait(for: Event.SessionCompleted.self, after: mark) else { return }
         XCTAssertEqual(completed["data"]?["note"], "summary ready")
         XCTAssertEqual(completed["data"]?["summary"], try Trace.load("27").json?["summary"])
         XCTAssertNotNil(watcher.waitForStage("completed", after: mark))
-        XCTAssertTrue(watcher.all("review.finish_failed", after: mark).isEmpty)
+        XCTAssertTrue(watcher.all(Event.ReviewFinishFailed.self, after: mark).isEmpty)
     }
 
     /// A finish whose polling fails leaves a way forward; the server's "already completed"
@@ -93,16 +93,16 @@ final class RealServerTests: XCTestCase {
         // Three failed polls take about 18 s (the client's backoff); the timeout is 60 s.
         XCTAssertLessThan(Date().timeIntervalSince(started), 40, "the wait went on after review.finish_failed")
         XCTAssertTrue(waited.stdout.contains("review.finish_failed"), waited.stdout)
-        guard let failed = watcher.wait(for: "review.finish_failed") else { return }
+        guard let failed = watcher.wait(for: Event.ReviewFinishFailed.self) else { return }
         XCTAssertEqual(failed["data"]?["actions"], ["review.get", "review.finish", "session.close"])
-        XCTAssertNotNil(watcher.waitForStage("reviewed", after: watcher.position(of: "review.finish_failed") ?? 0))
+        XCTAssertNotNil(watcher.waitForStage("reviewed", after: watcher.position(of: Event.ReviewFinishFailed.self) ?? 0))
 
         // Defect 1: the server completed it meanwhile; a second finish hears "Session
         // already completed" (400) and the session is completed, with its summary.
         let mark = watcher.count
         let finished = try control.request(Command.ReviewFinish.self)
         XCTAssertEqual(finished["status"], "completed")
-        guard let completed = watcher.wait(for: "session.completed", after: mark) else { return }
+        guard let completed = watcher.wait(for: Event.SessionCompleted.self, after: mark) else { return }
         XCTAssertEqual(completed["data"]?["summary"]?["overall"], try Trace.load("27").json?["summary"]?["overall"])
         XCTAssertNotNil(watcher.waitForStage("completed", after: mark))
         XCTAssertEqual(try control.request(Command.SessionGet.self)["stage"], "completed")
@@ -121,24 +121,24 @@ final class RealServerTests: XCTestCase {
                      "Sorry, let me say that again.", "  我很喜歡 travel  "] {
             let mark = watcher.count
             _ = try control.request(Command.Say.self, ["text": .string(text)])
-            guard let finished = watcher.wait(for: "reply.finished", after: mark, where: { $0["greeting"] == false }) else { return }
+            guard let finished = watcher.wait(for: Event.ReplyFinished.self, after: mark, where: { $0["greeting"] == false }) else { return }
             let outcome = finished["data"]?["outcome"]?.stringValue ?? "?"
             outcomes.append(outcome)
             if outcome == "answered" {
                 XCTAssertGreaterThan(finished["data"]?["audio_bytes"]?.intValue ?? 0, 0)
-                XCTAssertTrue(watcher.all("turn.unanswered", after: mark).isEmpty)
+                XCTAssertTrue(watcher.all(Event.TurnUnanswered.self, after: mark).isEmpty)
             } else {
-                let unanswered = watcher.all("turn.unanswered", after: mark)
+                let unanswered = watcher.all(Event.TurnUnanswered.self, after: mark)
                 XCTAssertEqual(unanswered.count, 1, "an empty answer must be told: \(watcher.names(after: mark))")
                 XCTAssertEqual(unanswered.first?["outcome"]?.stringValue, outcome)
                 XCTAssertFalse(unanswered.first?["hint"]?.stringValue?.isEmpty ?? true)
                 XCTAssertEqual(finished["data"]?["saved"], false)
-                XCTAssertTrue(watcher.all("reply.text", after: mark).isEmpty)
+                XCTAssertTrue(watcher.all(Event.ReplyText.self, after: mark).isEmpty)
             }
             XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
         }
         XCTAssertEqual(outcomes, ["answered", "no_audio", "no_audio", "no_audio", "answered"])
-        XCTAssertEqual(watcher.all("transcript").last?["text"], "我很喜歡 travel")
+        XCTAssertEqual(watcher.all(Event.Transcript.self).last?["text"], "我很喜歡 travel")
         let metrics = try control.request(Command.Metrics.self)["text"]?.stringValue ?? ""
         XCTAssertTrue(metrics.contains("practiced_turns_total{outcome=\"no_audio\"} 3"), metrics)
         XCTAssertTrue(metrics.contains("practiced_turns_total{outcome=\"answered\"} 2"), metrics)
@@ -152,7 +152,7 @@ final class RealServerTests: XCTestCase {
         try replay.queue("02", "16")
         let (control, watcher) = try startDaemon()
         _ = try control.request(Command.SessionStart.self, ["topic_id": "daily_life", "mode": "conversation"])
-        guard let unanswered = watcher.wait(for: "greeting.unanswered") else { return }
+        guard let unanswered = watcher.wait(for: Event.GreetingUnanswered.self) else { return }
         XCTAssertEqual(unanswered["data"]?["outcome"], "no_audio")
         XCTAssertNotNil(watcher.waitForStage("ready"))
     }
@@ -170,19 +170,19 @@ final class RealServerTests: XCTestCase {
         replay.busyAnswer = try Trace.load("12")
         let (control, watcher) = try startDaemon()
         _ = try control.request(Command.SessionStart.self, ["topic_id": "daily_life", "mode": "conversation"])
-        XCTAssertNotNil(watcher.wait(for: "reply.audio_started"))
+        XCTAssertNotNil(watcher.wait(for: Event.ReplyAudioStarted.self))
         // Talk: a barge-in. The null microphone records silence, which the gate drops.
         var mark = watcher.count
         _ = try control.request(Command.TurnStart.self)
         _ = try control.request(Command.TurnStop.self)
-        XCTAssertEqual(watcher.wait(for: "turn.discarded", after: mark)?["data"]?["reason"], "no_speech")
+        XCTAssertEqual(watcher.wait(for: Event.TurnDiscarded.self, after: mark)?["data"]?["reason"], "no_speech")
         XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
         mark = watcher.count
         _ = try control.request(Command.Say.self, ["text": "I very like cooking, especially beef noodles."])
-        guard let finished = watcher.wait(for: "reply.finished", after: mark, where: { $0["greeting"] == false }) else { return }
+        guard let finished = watcher.wait(for: Event.ReplyFinished.self, after: mark, where: { $0["greeting"] == false }) else { return }
         XCTAssertEqual(finished["data"]?["outcome"], "answered", "events: \(watcher.names(after: mark))")
         XCTAssertEqual(finished["data"]?["audio_bytes"]?.intValue, try Trace.load("07").audio.count)
-        XCTAssertEqual(watcher.wait(for: "reply.text", after: mark)?["data"]?["text"], try Trace.load("07").text(of: "response").map { .string($0) })
+        XCTAssertEqual(watcher.wait(for: Event.ReplyText.self, after: mark)?["data"]?["text"], try Trace.load("07").text(of: "response").map { .string($0) })
         XCTAssertEqual(replay.requests.last?.answeredWith, "07-chat-text", "the turn overlapped the greeting upstream")
         // The greeting's stream ended before the turn was sent.
         let greeting = try XCTUnwrap(replay.requests.first { $0.path.hasSuffix("/start") })
@@ -204,10 +204,10 @@ final class RealServerTests: XCTestCase {
         XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
         mark = watcher.count
         _ = try control.request(Command.Say.self, ["text": "I very like cooking, especially beef noodles."])
-        guard let drained = watcher.wait(for: "reply.drained", after: mark) else { return }
+        guard let drained = watcher.wait(for: Event.ReplyDrained.self, after: mark) else { return }
         XCTAssertEqual(drained["data"]?["timed_out"], true)
         XCTAssertEqual(drained["data"]?["greeting"], true)
-        XCTAssertEqual(watcher.wait(for: "reply.finished", after: mark, where: { $0["greeting"] == false })?["data"]?["outcome"], "answered")
+        XCTAssertEqual(watcher.wait(for: Event.ReplyFinished.self, after: mark, where: { $0["greeting"] == false })?["data"]?["outcome"], "answered")
     }
 
     // MARK: - Defect 6: nulls pass through

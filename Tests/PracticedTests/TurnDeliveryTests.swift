@@ -27,7 +27,7 @@ final class TurnDeliveryTests: XCTestCase {
 
     /// The id of the turn spooled after `mark`.
     private func spooledTurn(_ watcher: EventWatcher, after mark: Int, file: StaticString = #filePath, line: UInt = #line) -> String? {
-        watcher.wait(for: "turn.spooled", after: mark, file: file, line: line)?["data"]?["turn_id"]?.stringValue
+        watcher.wait(for: Event.TurnSpooled.self, after: mark, file: file, line: line)?["data"]?["turn_id"]?.stringValue
     }
 
     private func spoolCount(_ control: ControlClient) throws -> Int? { try control.request(Command.SpoolList.self)["turns"]?.arrayValue?.count }
@@ -58,9 +58,9 @@ final class TurnDeliveryTests: XCTestCase {
         rig.sim.simulator.faults.failCount = 2
         rig.sim.simulator.faults.failStatus = 503
         _ = try control.request(Command.Say.self, ["text": "Is anybody there?"])
-        XCTAssertNotNil(watcher.wait(for: "reply.retrying", after: mark))
-        XCTAssertNotNil(watcher.wait(for: "transcript", after: mark))
-        XCTAssertNotNil(watcher.wait(for: "reply.finished", after: mark))
+        XCTAssertNotNil(watcher.wait(for: Event.ReplyRetrying.self, after: mark))
+        XCTAssertNotNil(watcher.wait(for: Event.Transcript.self, after: mark))
+        XCTAssertNotNil(watcher.wait(for: Event.ReplyFinished.self, after: mark))
     }
 
     func testA500OnUploadIsSentAgainWithTheSameKeyAndDeliveredOnce() throws {
@@ -70,14 +70,14 @@ final class TurnDeliveryTests: XCTestCase {
         let mark = watcher.count
         try speak(control)
         guard let id = spooledTurn(watcher, after: mark) else { return }
-        XCTAssertNotNil(watcher.wait(for: "turn.retrying", after: mark))
+        XCTAssertNotNil(watcher.wait(for: Event.TurnRetrying.self, after: mark))
         // Spooled before the first attempt failed: an order of events, not a count taken at a
         // moment (the release build's retry can come before the test looks).
-        let spooledAt = try XCTUnwrap(watcher.position(of: "turn.spooled", after: mark))
-        XCTAssertLessThan(spooledAt, try XCTUnwrap(watcher.position(of: "turn.retrying", after: mark)))
-        XCTAssertNotNil(watcher.wait(for: "turn.accepted", after: mark, where: { $0["turn_id"]?.stringValue == id }))
-        XCTAssertNotNil(watcher.wait(for: "reply.finished", after: mark))
-        XCTAssertEqual(watcher.all("turn.retrying", after: mark).count, 2)
+        let spooledAt = try XCTUnwrap(watcher.position(of: Event.TurnSpooled.self, after: mark))
+        XCTAssertLessThan(spooledAt, try XCTUnwrap(watcher.position(of: Event.TurnRetrying.self, after: mark)))
+        XCTAssertNotNil(watcher.wait(for: Event.TurnAccepted.self, after: mark, where: { $0["turn_id"]?.stringValue == id }))
+        XCTAssertNotNil(watcher.wait(for: Event.ReplyFinished.self, after: mark))
+        XCTAssertEqual(watcher.all(Event.TurnRetrying.self, after: mark).count, 2)
         // The two refused attempts never reached the chat handler; the third did, once.
         XCTAssertEqual(keys()[id]?["requests"], 1)
         XCTAssertEqual(keys()[id]?["segments"], 1)
@@ -89,9 +89,9 @@ final class TurnDeliveryTests: XCTestCase {
         rig.sim.simulator.faults.dropAfterEvents = 6
         let mark = watcher.count
         try speak(control)
-        guard let incomplete = watcher.wait(for: "reply.incomplete", after: mark) else { return }
+        guard let incomplete = watcher.wait(for: Event.ReplyIncomplete.self, after: mark) else { return }
         XCTAssertNotNil(incomplete["data"]?["turn_id"]?.stringValue)
-        XCTAssertNotNil(watcher.wait(for: "playback.finished", after: mark, where: { $0["interrupted"] == true }))
+        XCTAssertNotNil(watcher.wait(for: Event.PlaybackFinished.self, after: mark, where: { $0["interrupted"] == true }))
         XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
         // The backend had the turn: it is not sent again and not left in the spool.
         XCTAssertEqual(rig.chatRequests.count, 1)
@@ -100,7 +100,7 @@ final class TurnDeliveryTests: XCTestCase {
         rig.sim.simulator.faults.dropAfterEvents = nil
         let next = watcher.count
         _ = try control.request(Command.Say.self, ["text": "Let me say it again"])
-        XCTAssertNotNil(watcher.wait(for: "reply.finished", after: next))
+        XCTAssertNotNil(watcher.wait(for: Event.ReplyFinished.self, after: next))
     }
 
     func testTheBackendDownThenBackDeliversTheTurnFromTheSpool() throws {
@@ -109,17 +109,17 @@ final class TurnDeliveryTests: XCTestCase {
         let mark = watcher.count
         try speak(control)
         guard let id = spooledTurn(watcher, after: mark) else { return }
-        XCTAssertNotNil(watcher.wait(for: "turn.retrying", after: mark, timeout: 30))
+        XCTAssertNotNil(watcher.wait(for: Event.TurnRetrying.self, after: mark, timeout: 30))
         // While the backend is away the turn is on disk.
         let listed = try control.request(Command.SpoolList.self)["turns"]?.arrayValue ?? []
         XCTAssertEqual(listed.first?["id"]?.stringValue, id)
         try rig.sim.comeBack()
-        XCTAssertNotNil(watcher.wait(for: "turn.accepted", after: mark, timeout: 30, where: { $0["turn_id"]?.stringValue == id }))
-        XCTAssertNotNil(watcher.wait(for: "reply.finished", after: mark))
+        XCTAssertNotNil(watcher.wait(for: Event.TurnAccepted.self, after: mark, timeout: 30, where: { $0["turn_id"]?.stringValue == id }))
+        XCTAssertNotNil(watcher.wait(for: Event.ReplyFinished.self, after: mark))
         XCTAssertEqual(keys()[id]?["segments"], 1)
         XCTAssertEqual(try spoolCount(control), 0)
         // One retry loop: the delivery's. The stream inside each attempt is tried once.
-        XCTAssertTrue(watcher.all("reply.retrying", after: mark).isEmpty, "a turn's upload retried inside its own retry: \(watcher.names(after: mark))")
+        XCTAssertTrue(watcher.all(Event.ReplyRetrying.self, after: mark).isEmpty, "a turn's upload retried inside its own retry: \(watcher.names(after: mark))")
     }
 
     func testAnUndeliverableTurnIsReportedPendingAndTheClientDecides() throws {
@@ -127,7 +127,7 @@ final class TurnDeliveryTests: XCTestCase {
         rig.sim.goDown()
         let mark = watcher.count
         try speak(control)
-        guard let pending = watcher.wait(for: "turn.pending", after: mark, timeout: 40),
+        guard let pending = watcher.wait(for: Event.TurnPending.self, after: mark, timeout: 40),
               let id = pending["data"]?["turn_id"]?.stringValue else { return }
         XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
         XCTAssertEqual(try control.request(Command.SpoolList.self)["turns"]?.arrayValue?.first?["state"], "pending")
@@ -135,8 +135,8 @@ final class TurnDeliveryTests: XCTestCase {
         try rig.sim.comeBack()
         let again = watcher.count
         _ = try control.request(Command.SpoolRetry.self, ["turn_id": .string(id)])
-        XCTAssertNotNil(watcher.wait(for: "turn.accepted", after: again, where: { $0["turn_id"]?.stringValue == id }))
-        XCTAssertNotNil(watcher.wait(for: "reply.finished", after: again))
+        XCTAssertNotNil(watcher.wait(for: Event.TurnAccepted.self, after: again, where: { $0["turn_id"]?.stringValue == id }))
+        XCTAssertNotNil(watcher.wait(for: Event.ReplyFinished.self, after: again))
         XCTAssertEqual(keys()[id]?["segments"], 1)
         // Discarding needs a turn that exists.
         XCTAssertEqual(control.failure(Command.SpoolDiscard.self, ["turn_id": .string(id)])?.code, .badArguments)
@@ -151,7 +151,7 @@ final class TurnDeliveryTests: XCTestCase {
         let arrived = rig.sim.arrived.value
         try speak(control)
         guard let id = spooledTurn(watcher, after: mark) else { return }
-        XCTAssertNotNil(watcher.wait(for: "turn.uploading", after: mark))
+        XCTAssertNotNil(watcher.wait(for: Event.TurnUploading.self, after: mark))
         XCTAssertTrue(rig.sim.arrived.wait(timeout: 10) { $0 > arrived }, "the upload never reached the backend")
         watcher.stop()
         rig.daemon.process.terminate(signal: SIGKILL)
@@ -166,9 +166,9 @@ final class TurnDeliveryTests: XCTestCase {
         let sessionID = listed.first?["session_id"]?.stringValue
         // The UI chooses to send it: the conversation it belongs to goes on.
         _ = try control.request(Command.SpoolRetry.self, ["turn_id": .string(id)])
-        XCTAssertEqual(watcher.wait(for: "session.resumed")?["data"]?["session_id"]?.stringValue, sessionID)
-        XCTAssertNotNil(watcher.wait(for: "turn.accepted", where: { $0["turn_id"]?.stringValue == id }))
-        XCTAssertNotNil(watcher.wait(for: "reply.finished"))
+        XCTAssertEqual(watcher.wait(for: Event.SessionResumed.self)?["data"]?["session_id"]?.stringValue, sessionID)
+        XCTAssertNotNil(watcher.wait(for: Event.TurnAccepted.self, where: { $0["turn_id"]?.stringValue == id }))
+        XCTAssertNotNil(watcher.wait(for: Event.ReplyFinished.self))
         // The first attempt is answered (to nobody) once the backend's delay has passed.
         XCTAssertTrue(Poll.until(timeout: 15) { self.keys()[id]?["requests"] == 2 }, "the resent turn did not carry its first key: \(keys())")
         XCTAssertEqual(keys()[id]?["segments"], 1, "the turn was delivered twice")

@@ -56,7 +56,7 @@ final class UnpacedSpeakerTests: XCTestCase {
             0.5 * sin(2 * Double.pi * 1_000 * Double(i) / 48_000)
         })))
         _ = try client.request(Command.Play.self, ["path": .string(tonePath)])
-        let finished = try XCTUnwrap(client.waitForEvent("playback.finished"))
+        let finished = try XCTUnwrap(client.waitForEvent(Event.PlaybackFinished.self))
         XCTAssertEqual(finished["data"]?["underruns"], .int(0))
         let tone = try speaker(path)
         XCTAssertEqual(tone.count, 24_000, accuracy: 480, "the clip, its filter's tail and its last period: nothing more")
@@ -88,7 +88,7 @@ final class UnpacedSpeakerTests: XCTestCase {
         let client = try daemon.client()
         _ = try client.request(Command.Subscribe.self, ["topics": ["session", "playback"]])
         _ = try client.request(Command.SessionStart.self, ["mode": "conversation", "topic_id": "travel"], timeout: 20)
-        let greeted = try XCTUnwrap(client.waitForEvent("reply.finished", timeout: 20))
+        let greeted = try XCTUnwrap(client.waitForEvent(Event.ReplyFinished.self, timeout: 20))
         XCTAssertEqual(greeted["data"]?["greeting"], .bool(true))
         let greeting = SimulatorHarness.speech.greeting.pcm.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
         let written = try speaker(path)
@@ -99,7 +99,7 @@ final class UnpacedSpeakerTests: XCTestCase {
         // A typed turn; its reply is stopped while it streams (barge-in), then the next
         // turn's reply plays whole after it.
         _ = try client.request(Command.Say.self, ["text": "I would like to visit Kyoto."], timeout: 20)
-        XCTAssertNotNil(client.waitForEvent("playback.started", timeout: 20))
+        XCTAssertNotNil(client.waitForEvent(Event.PlaybackStarted.self, timeout: 20))
         _ = try client.request(Command.PlaybackStop.self)
         // The stopped sound's end and the session back at ready, in either order.
         var stopped: JSONValue?, ready = false
@@ -113,7 +113,7 @@ final class UnpacedSpeakerTests: XCTestCase {
         let afterStop = try speaker(path).count
 
         _ = try client.request(Command.Say.self, ["text": "What should I see there?"], timeout: 20)
-        let second = try XCTUnwrap(client.waitForEvent("reply.finished", timeout: 30))
+        let second = try XCTUnwrap(client.waitForEvent(Event.ReplyFinished.self, timeout: 30))
         XCTAssertEqual(second["data"]?["outcome"], "answered", "\(second)")
         let all = try speaker(path)
         let replies = SimulatorHarness.speech.replies.map { phrase in phrase.pcm.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) } }

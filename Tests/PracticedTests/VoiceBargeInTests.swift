@@ -32,12 +32,12 @@ final class VoiceBargeInTests: XCTestCase {
         // the canceller's residue, against the barge-in threshold.
         var residues: [Double] = []
         func tutorSpeaksAlone(after mark: Int, _ what: String) {
-            guard let finished = watcher.wait(for: "reply.finished", after: mark, timeout: 30) else { return }
-            let end = watcher.position(of: "reply.finished", after: mark) ?? watcher.count
+            guard let finished = watcher.wait(for: Event.ReplyFinished.self, after: mark, timeout: 30) else { return }
+            let end = watcher.position(of: Event.ReplyFinished.self, after: mark) ?? watcher.count
             let levels = watcher.events.value[mark..<end].filter { $0["event"] == "level" }.compactMap { $0["data"]?["rms_dbfs"]?.doubleValue }
             residues.append(levels.max() ?? -120)
             XCTAssertEqual(finished["data"]?["interrupted"], false, "\(what) interrupted itself: \(watcher.names(after: mark))")
-            XCTAssertTrue(watcher.all("turn.started", after: mark).isEmpty, "\(what) started a turn")
+            XCTAssertTrue(watcher.all(Event.TurnStarted.self, after: mark).isEmpty, "\(what) started a turn")
             XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
             tutorAlone += 1
         }
@@ -57,24 +57,24 @@ final class VoiceBargeInTests: XCTestCase {
         for turn in 1...learnerTurns {
             var mark = watcher.count
             _ = try control.request(Command.Say.self, ["text": .string("What should I see first? (\(turn))")])
-            XCTAssertNotNil(watcher.wait(for: "reply.audio_started", after: mark))
+            XCTAssertNotNil(watcher.wait(for: Event.ReplyAudioStarted.self, after: mark))
             // The tutor has spoken for a while when the learner speaks up.
             let heard = rig.heard.value.total
             XCTAssertTrue(rig.heard.wait(timeout: 10) { $0.total >= heard + 19_200 })
             rig.learnerSays(KioskRig.learner)
-            guard let started = watcher.wait(for: "turn.started", after: mark, timeout: 10) else { return }
+            guard let started = watcher.wait(for: Event.TurnStarted.self, after: mark, timeout: 10) else { return }
             XCTAssertEqual(started["data"]?["mode"], "voice_barge_in")
-            guard let speech = watcher.wait(for: "speech.started", after: mark),
-                  let stopped = watcher.wait(for: "playback.finished", after: mark) else { return }
+            guard let speech = watcher.wait(for: Event.SpeechStarted.self, after: mark),
+                  let stopped = watcher.wait(for: Event.PlaybackFinished.self, after: mark) else { return }
             XCTAssertEqual(stopped["data"]?["interrupted"], true)
             let delay = Double((stopped["received_ns"]?.intValue ?? 0) - (speech["received_ns"]?.intValue ?? 0)) / 1e6
             stopDelays.append(delay)
-            XCTAssertNotNil(watcher.wait(for: "reply.finished", after: mark, where: { $0["interrupted"] == true }))
+            XCTAssertNotNil(watcher.wait(for: Event.ReplyFinished.self, after: mark, where: { $0["interrupted"] == true }))
             // The learner's words are the next turn: recorded, sent, answered.
-            guard let recorded = watcher.wait(for: "turn.recorded", after: mark, timeout: 15) else { return }
+            guard let recorded = watcher.wait(for: Event.TurnRecorded.self, after: mark, timeout: 15) else { return }
             XCTAssertEqual(recorded["data"]?["end_reason"], "endOfSpeech")
             mark = watcher.count
-            XCTAssertNotNil(watcher.wait(for: "transcript", after: mark, timeout: 15))
+            XCTAssertNotNil(watcher.wait(for: Event.Transcript.self, after: mark, timeout: 15))
             let upload = try WAVDecoder.decode(XCTUnwrap(rig.sim.simulator.lastTurnAudio))
             let match = try XCTUnwrap(PCMFidelity.correlation(of: KioskRig.learner, in: upload.samples), "the learner's words are not in the turn")
             likeness.append(match.coefficient)
@@ -106,13 +106,13 @@ final class VoiceBargeInTests: XCTestCase {
         let watcher = try rig.watcher(topics: ["session", "playback", "speech"])
         let control = try rig.daemon.client()
         _ = try control.request(Command.SessionStart.self, ["topic_id": "travel"])
-        XCTAssertNotNil(watcher.wait(for: "reply.audio_started"))
+        XCTAssertNotNil(watcher.wait(for: Event.ReplyAudioStarted.self))
         let heard = rig.heard.value.total
         XCTAssertTrue(rig.heard.wait(timeout: 10) { $0.total >= heard + 12_000 })
         rig.learnerSays(KioskRig.learner2)
-        guard let finished = watcher.wait(for: "reply.finished", timeout: 30) else { return }
+        guard let finished = watcher.wait(for: Event.ReplyFinished.self, timeout: 30) else { return }
         XCTAssertEqual(finished["data"]?["interrupted"], false, "speech over the tutor stopped it on a half-duplex kiosk")
-        XCTAssertTrue(watcher.all("turn.started").isEmpty)
+        XCTAssertTrue(watcher.all(Event.TurnStarted.self).isEmpty)
         let capture = try control.request(Command.Status.self)["devices"]?["capture"]
         XCTAssertEqual(capture?["echo_cancelled"], false)
         XCTAssertGreaterThanOrEqual(capture?["parks"]?.intValue ?? 0, 1, "the half-duplex microphone did not rest while the tutor spoke")

@@ -17,12 +17,12 @@ final class VolumeTests: XCTestCase {
         XCTAssertEqual(try client.request(Command.VolumeGet.self)["level"], .double(1))
         XCTAssertEqual(try client.request(Command.VolumeGet.self)["db"], .double(0))
         _ = try client.request(Command.Subscribe.self, ["topics": ["playback"]])
-        XCTAssertNotNil(client.waitForEvent("snapshot"))
+        XCTAssertNotNil(client.waitForEvent(DaemonSnapshot.self))
 
         let set = try client.request(Command.VolumeSet.self, ["db": .double(-6.0206)])
         XCTAssertEqual(try XCTUnwrap(set["level"]?.doubleValue), 0.5, accuracy: 0.0001)
         XCTAssertEqual(set["db"], .double(-6))
-        let changed = try XCTUnwrap(client.waitForEvent("volume.changed"))
+        let changed = try XCTUnwrap(client.waitForEvent(Event.VolumeChanged.self))
         XCTAssertEqual(try XCTUnwrap(changed["data"]?["level"]?.doubleValue), 0.5, accuracy: 0.0001)
 
         // A clip at half volume: the speaker gets each sample halved (rounded, or dithered
@@ -31,7 +31,7 @@ final class VolumeTests: XCTestCase {
         // its first 60 ms are left out of the comparison.
         let clip = "\(SimulatorHarness.samplesDirectory)/reply-2.wav"
         _ = try client.request(Command.Play.self, ["path": .string(clip)])
-        XCTAssertNotNil(client.waitForEvent("playback.finished", timeout: 15))
+        XCTAssertNotNil(client.waitForEvent(Event.PlaybackFinished.self, timeout: 15))
         let original = try WAVDecoder.decode(contentsOfFile: clip).samples
         let speaker = try WAVDecoder.decode(contentsOfFile: "\(directory)/speaker.wav").samples
         // Aligned on the first loud sample, give or take the few quiet ones dither may zero.

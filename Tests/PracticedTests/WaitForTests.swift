@@ -52,7 +52,7 @@ final class WaitForTests: XCTestCase {
         let client = try daemon.client()
         _ = try client.request(Command.Subscribe.self, ["topics": ["playback"]])
         _ = try client.request(Command.Play.self, ["path": .string(clip("long.wav", seconds: 5))])
-        XCTAssertNotNil(client.waitForEvent("playback.started"))
+        XCTAssertNotNil(client.waitForEvent(Event.PlaybackStarted.self))
         // The new clip interrupts the long one: its `playback.finished` (interrupted) comes
         // first, and must not end the wait for the new clip's.
         let run = try practicectl(daemon, ["--wait-for", "playback.finished", "play", clip("short.wav", seconds: 0.8)])
@@ -63,7 +63,7 @@ final class WaitForTests: XCTestCase {
 
         // stop and volume wait for their own events.
         _ = try client.request(Command.Play.self, ["path": .string(clip("again.wav", seconds: 5))])
-        XCTAssertNotNil(client.waitForEvent("playback.started"))
+        XCTAssertNotNil(client.waitForEvent(Event.PlaybackStarted.self))
         let stopped = try practicectl(daemon, ["--wait-for", "playback.finished", "stop"])
         XCTAssertEqual(stopped.status, 0, stopped.stderr)
         XCTAssertTrue(stopped.stdout.contains("\"interrupted\":true"), stopped.stdout)
@@ -108,9 +108,9 @@ final class WaitForTests: XCTestCase {
             let run = try? DaemonHarness.practicectl(["--timeout", "200", "--wait-for", "playback.finished", "play", path], socket: socket)
             result.update { $0 = run }
         }
-        XCTAssertNotNil(client.waitForEvent("playback.started"))
+        XCTAssertNotNil(client.waitForEvent(Event.PlaybackStarted.self))
         XCTAssertEqual(truncate(path, 44 + 60 * 8_000 * 2), 0)
-        let failed = try XCTUnwrap(client.waitForEvent("playback.failed", timeout: 10), "no playback.failed")
+        let failed = try XCTUnwrap(client.waitForEvent(Event.PlaybackFailed.self, timeout: 10), "no playback.failed")
         XCTAssertEqual(failed["data"]?["path"]?.stringValue, path)
         XCTAssertTrue(failed["data"]?["message"]?.stringValue?.contains("the file ended at byte") == true, "\(failed)")
         XCTAssertTrue(result.wait(timeout: 10) { $0 != nil }, "practicectl went on waiting after playback.failed")
@@ -119,6 +119,6 @@ final class WaitForTests: XCTestCase {
         XCTAssertTrue(run.stdout.contains("playback.failed"), run.stdout)
         XCTAssertTrue(daemon.waitForLog("the file ended at byte"), "the failure is logged")
         _ = try client.request(Command.PlaybackStop.self)
-        XCTAssertNotNil(client.waitForEvent("playback.finished"), "what was read played until stopped")
+        XCTAssertNotNil(client.waitForEvent(Event.PlaybackFinished.self), "what was read played until stopped")
     }
 }

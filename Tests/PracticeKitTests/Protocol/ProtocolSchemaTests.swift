@@ -64,6 +64,20 @@ final class ProtocolSchemaTests: XCTestCase {
         XCTAssertEqual(spelt, [], "commands spelt by hand in the tests (use Command.X.self)")
     }
 
+    /// The tests wait for the protocol's events by their types too (`wait(for: Event.X.self)`).
+    func testTheTestsWaitForEventsByType() throws {
+        let names = Set(ProtocolCatalog.events.map { $0.name })
+        let folder = Self.root.appendingPathComponent("Tests")
+        var spelt: [String] = []
+        for case let file as String in FileManager.default.enumerator(atPath: folder.path) ?? NSEnumerator() where file.hasSuffix(".swift") {
+            let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
+            for match in text.matches(of: /(?:\bwait\(for: |\bwaitForEvent\(|\ball\(|\bposition\(of: )"([a-z_.]+)"/) where names.contains(String(match.1)) {
+                spelt.append("\(file): \"\(match.1)\"")
+            }
+        }
+        XCTAssertEqual(spelt, [], "events spelt by hand in the tests' waits (use Event.X.self)")
+    }
+
     func testTheCatalogNamesEveryCommandTheDaemonAnswersOnce() {
         let names = ProtocolCatalog.commandNames
         XCTAssertEqual(Set(names).count, names.count, "a command is listed twice")

@@ -40,12 +40,12 @@ final class IdleTests: XCTestCase {
         let mark = watcher.count
         _ = try control.request(Command.SessionStart.self, ["topic_id": "travel"])
         XCTAssertTrue(waitForDevices("running", watcher, after: mark))
-        XCTAssertNotNil(watcher.wait(for: "reply.audio_started", after: mark))
+        XCTAssertNotNil(watcher.wait(for: Event.ReplyAudioStarted.self, after: mark))
         XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
         // Held through the session (longer than the idle delay), released after it.
         let id = try XCTUnwrap(rig.speakHandsFree(ProofRun.speech(seconds: 1, variant: 0), control: control, watcher: watcher))
         XCTAssertNotNil(watcher.outcome(of: id, after: mark, timeout: 30, accepting: ["reply.finished"]))
-        XCTAssertFalse(watcher.all("device.state", after: mark).contains { $0["state"] == "idle" }, "devices closed during the session")
+        XCTAssertFalse(watcher.all(Event.DeviceState.self, after: mark).contains { $0["state"] == "idle" }, "devices closed during the session")
         let closed = watcher.count
         _ = try control.request(Command.SessionClose.self)
         XCTAssertTrue(waitForDevices("idle", watcher, after: closed))
@@ -61,7 +61,7 @@ final class IdleTests: XCTestCase {
         let mark = watcher.count
         _ = try meter.request(Command.LevelWatch.self, ["enabled": true])
         XCTAssertTrue(waitForDevices("running", watcher, after: mark))
-        XCTAssertNotNil(meter.waitForEvent("level"))
+        XCTAssertNotNil(meter.waitForEvent(Event.Level.self))
         return (watcher, meter)
     }
 
@@ -70,7 +70,7 @@ final class IdleTests: XCTestCase {
         // A level watcher is a need: the devices stay open past the idle delay while it
         // watches (three keeper rounds), and close after it leaves.
         let kept = watcher.count
-        XCTAssertNotNil(meter.waitForEvent("level", timeout: 1))
+        XCTAssertNotNil(meter.waitForEvent(Event.Level.self, timeout: 1))
         XCTAssertFalse(watcher.events.wait(timeout: 6) { $0.dropFirst(kept).contains { $0["event"] == "device.state" } },
                        "devices closed under a level watcher")
         _ = try meter.request(Command.Unsubscribe.self, ["topics": ["level", "speech"]])

@@ -42,7 +42,7 @@ extension KioskRig {
         let mark = watcher.count
         _ = try control.request(Command.Listen.self)
         microphone.say(samples)
-        return watcher.wait(for: "turn.spooled", after: mark, timeout: 30, file: file, line: line)?["data"]?["turn_id"]?.stringValue
+        return watcher.wait(for: Event.TurnSpooled.self, after: mark, timeout: 30, file: file, line: line)?["data"]?["turn_id"]?.stringValue
     }
 }
 

@@ -114,7 +114,7 @@ final class SoakTests: XCTestCase {
             rig.sim.simulator.faults = SimulatorFaults()
             _ = try control.request(Command.SessionStart.self, ["topic_id": "travel"])
             // The greeting is cut short by the first turn's `listen`.
-            XCTAssertNotNil(watcher.wait(for: "reply.audio_started", after: mark, timeout: 30))
+            XCTAssertNotNil(watcher.wait(for: Event.ReplyAudioStarted.self, after: mark, timeout: 30))
         }
 
         /// Quiet for a snapshot: the crowd gone, only the watcher and this client left.
