@@ -7,8 +7,8 @@ import XCTest
 /// however long its words, stays inside the screen; that an emoji is drawn as a colour glyph;
 /// that the page logged no error; that the bridge's token is nowhere but the launch page.
 extension WebDriver {
-    /// Every text the page holds from a backend (the TalkCo store's topics, lines, notices,
-    /// review, summary and profile; cue practice's learner, cards, answer and history) made
+    /// Every text the page holds from a backend (the TalkCo store's topics and profile, and
+    /// its conversation state's lines, notices, review and summary; cue practice's learner, cards, answer and history) made
     /// one unbroken word of 2,000 characters, ids and wire names (`*_id`, `type`, `status`,
     /// …) kept, and the page drawn again from them. `restoreTexts()` puts the real ones back.
     func stretchTexts() throws {
@@ -22,11 +22,18 @@ extension WebDriver {
               return value;
             };
             const cues = window.practicedCues, store = window.practicedKiosk.store;
-            const target = cues ?? store;
-            const fields = cues ? ['learner', 'cards', 'cue', 'answer', 'history', 'viewing', 'notices']
-                                : ['topics', 'profile', 'lines', 'notices', 'review', 'summary'];
-            window.__realTexts = Object.fromEntries(fields.map((f) => [f, target[f]]));
-            for (const f of fields) target[f] = stretch(target[f], f);
+            if (cues) {
+              const fields = ['learner', 'cards', 'cue', 'answer', 'history', 'viewing', 'notices'];
+              window.__realTexts = Object.fromEntries(fields.map((f) => [f, cues[f]]));
+              for (const f of fields) cues[f] = stretch(cues[f], f);
+            } else {
+              // The conversation's state is replaced whole (its functions never write into it).
+              window.__realTexts = { state: store.state, topics: store.topics, profile: store.profile };
+              const stretched = Object.fromEntries(['lines', 'notices', 'review', 'summary'].map((f) => [f, stretch(store.state[f], f)]));
+              store.state = { ...store.state, ...stretched };
+              store.topics = stretch(store.topics, 'topics');
+              store.profile = stretch(store.profile, 'profile');
+            }
             (cues ?? window.practicedKiosk).render();
             """)
     }

@@ -266,7 +266,12 @@ class KioskUITests: XCTestCase {
 
         // A tutor's emoji is drawn as a colour glyph (without a colour emoji font, a grey box).
         try browser.click("#tab-practice")
-        try browser.run("window.practicedKiosk.store.line('tutor', 'Well done 🎉🙂'); window.practicedKiosk.store.session.stage = 'ready'; window.practicedKiosk.render()")
+        try browser.run("""
+            const store = window.practicedKiosk.store;
+            store.apply({ event: 'reply.text', data: { text: 'Well done 🎉🙂' } });
+            store.state = { ...store.state, session: { ...store.state.session, stage: 'ready' } };
+            window.practicedKiosk.render();
+            """)
         let emoji = "\(screenshots)/conversation-emoji.png"
         try browser.screenshot(of: ".line.tutor:last-child .said", to: emoji)
         XCTAssertGreaterThan(try KioskPageChecks.colouredPixels(inPNG: emoji), 60, "the emoji in \(emoji) is not in colour")

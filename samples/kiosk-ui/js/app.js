@@ -124,9 +124,7 @@ class App {
   }
 
   startSession(mode, topicId) {
-    this.store.resetConversation();
-    this.store.startedHere = true;
-    this.store.session.topic_id = topicId;
+    this.store.startHere(topicId);
     this.act(Command.SessionStart, { mode, topic_id: topicId });
   }
 
@@ -177,7 +175,7 @@ class App {
   }
 
   showTab(tab) {
-    this.store.tab = tab;
+    this.store.showTab(tab);
     if (tab === "profile") this.act(Command.Profile, { action: "get" }).then((answer) => { if (answer) { this.store.profile = answer; this.render(); } });
     this.render();
   }
