@@ -11,6 +11,7 @@ import { renderSignIn } from "./signin.js";
 import { renderCards } from "./cards.js";
 import { renderAnswer } from "./answer.js";
 import { renderHistory } from "./history.js";
+import { answerAfter, isBusy, newAnswer } from "./answer-state.js";
 import { Command, Event } from "../protocol.js";
 
 export class CueApp {
@@ -158,7 +159,7 @@ export class CueApp {
   async holdToTalk() {
     if (this.holding || !this.cue || this.handsFree) return;
     this.holding = true;
-    this.answer = { cueId: this.cue.cue_id, state: "recording", steps: [] };
+    this.answer = newAnswer(this.cue.cue_id, false);
     this.render();
     if (!(await this.act(Command.CueRecord, { cue_id: this.cue.cue_id }))) this.answer = null;
   }
@@ -173,7 +174,7 @@ export class CueApp {
   async setHandsFree(on) {
     this.handsFree = on;
     if (on && this.cue) {
-      this.answer = { cueId: this.cue.cue_id, state: "listening", steps: [] };
+      this.answer = newAnswer(this.cue.cue_id, true);
       if (!(await this.act(Command.CueRecord, { cue_id: this.cue.cue_id, hands_free: true }))) this.answer = null;
     } else if (!on && this.answer?.state === "listening") {
       await this.act(Command.CueCancel);
@@ -207,7 +208,7 @@ export class CueApp {
   play(recordingId) { return this.act(Command.CuePlay, { recording_id: recordingId }); }
 
   async askAgain(recordingId) {
-    if (this.answer?.recordingId === recordingId) this.answer.failed = null;
+    if (this.answer?.recordingId === recordingId) this.answer = { ...this.answer, failed: null };
     await this.act(Command.CueResults, { recording_id: recordingId });
     this.render();
   }
@@ -216,7 +217,10 @@ export class CueApp {
 
   apply(event) {
     const data = event.data ?? {};
-    const answer = this.answer;
+    // The answer's walk is answer-state.js's; what the page does besides is here.
+    const answer = answerAfter(this.answer, event);
+    const changed = answer !== this.answer;
+    this.answer = answer;
     switch (event.event) {
       case Event.SignInChanged:
         this.learner = data.learner;
@@ -230,47 +234,20 @@ export class CueApp {
         return this.renderLevel();
       case Event.SpeechStarted: this.speaking = true; return this.renderLevel();
       case Event.SpeechStopped: this.speaking = false; return this.renderLevel();
-      case Event.CueRecordingStarted:
-        if (answer && answer.cueId === data.cue_id) answer.state = data.hands_free ? "listening" : "recording";
-        break;
-      case Event.CueRecorded:
-        if (answer && answer.cueId === data.cue_id) { answer.state = "recorded"; answer.duration = data.duration_s; }
-        break;
       case Event.CueDiscarded:
-        if (answer && answer.cueId === data.cue_id) this.answer = null;
         if (data.reason === "no_speech") this.notice("warning", "cueNoSpeech");
         else if (data.reason === "device_error") this.notice("error", "deviceError", data.message);
         if (this.handsFree && data.reason === "no_speech" && this.cue) this.setHandsFree(true);
         break;
-      case Event.CueSpooled:
-        if (answer && answer.cueId === data.cue_id) { answer.state = "saved"; answer.answerId = data.answer_id; }
-        break;
       case Event.CueSpoolFailed: this.notice("error", "cueNotKept", data.message); break;
-      case Event.CueUploadStep:
-        if (answer && answer.answerId === data.answer_id) { answer.state = "uploading"; answer.steps.push(data.step); }
-        break;
-      case Event.CueUploadRetrying:
-        if (answer && answer.answerId === data.answer_id) answer.state = "waiting";
-        break;
       case Event.CueUploadFailed:
-        if (answer && answer.answerId === data.answer_id) answer.state = "kept";
         this.notice("error", data.reason ? `reason_${data.reason}` : "cueUploadFailed", data.reason ? null : data.error);
         break;
       case Event.CueUploaded:
-        if (answer && answer.answerId === data.answer_id) { answer.state = "uploaded"; answer.recordingId = data.recording_id; }
         if (this.handsFree) this.handsFree = false;
         break;
-      case Event.CueTranscript:
-        if (answer && answer.recordingId === data.recording_id) { answer.transcriptStatus = data.status; answer.transcript = data.transcript; }
-        break;
-      case Event.CueEvaluation:
-        if (answer && answer.recordingId === data.recording_id) { answer.evaluationStatus = data.status; answer.evaluation = data.evaluation; }
-        break;
-      case Event.CueResultsFailed:
-        if (answer && answer.recordingId === data.recording_id) answer.failed = data.step;
-        break;
       default:
-        return;
+        if (!changed) return;
     }
     if (this.holding) { this.dressTalk(); return; }
     this.render();
@@ -282,12 +259,7 @@ export class CueApp {
   }
 
   /** Whether an answer is on its way (saved, uploading, results coming): no new one yet. */
-  get busy() {
-    const answer = this.answer;
-    if (!answer || ["listening", "recording", "kept"].includes(answer.state)) return false;
-    if (answer.state !== "uploaded") return true;
-    return answer.evaluationStatus !== "ready" && !answer.failed;
-  }
+  get busy() { return isBusy(this.answer); }
 
   /** The push-to-talk button's look (the same element throughout: a held touch keeps it). */
   dressTalk() {
