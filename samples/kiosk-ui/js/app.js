@@ -14,6 +14,7 @@ import { renderSummary } from "./screens/summary.js";
 import { renderProfile } from "./screens/profile.js";
 import { CueApp } from "./cues/cue-app.js";
 import { Command, Topic } from "./protocol.js";
+import { pushToTalkButton } from "./push-to-talk.js";
 
 // `level` is not among them: following it keeps the daemon's microphone open, so the page
 // follows it only through `level.watch`, while a screen shows the level (``watchLevel``).
@@ -25,13 +26,11 @@ class App {
     this.store = new Store();
     this.sayInput = el("input", { id: "say-input", attrs: { type: "text", maxlength: 4000, autocomplete: "off", placeholder: t("typeHere") } });
     this.holding = false;
-    this.talkButton = el("button", { id: "talk", on: { pointerdown: (event) => { event.preventDefault(); this.holdToTalk(); } } });
+    this.talkButton = pushToTalkButton("talk", { hold: () => this.holdToTalk(), release: () => this.releaseTalk() });
     this.connection = new DaemonConnection(url, { topics: TOPICS, token });
     this.connection.on("event", (event) => this.cues ? this.cues.apply(event) : this.store.apply(event));
     this.connection.on("state", (link) => this.linkChanged(link));
     this.store.subscribe((what) => this.changed(what));
-    // A push-to-talk press ends wherever the finger leaves the screen.
-    for (const name of ["pointerup", "pointercancel"]) window.addEventListener(name, () => this.releaseTalk());
     // A screen that changes size (a rotated panel, another resolution) still shows the
     // newest line of the conversation.
     window.addEventListener("resize", () => this.scrollToNewest());

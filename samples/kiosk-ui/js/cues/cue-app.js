@@ -13,6 +13,7 @@ import { renderAnswer } from "./answer.js";
 import { renderHistory } from "./history.js";
 import { answerAfter, isBusy, newAnswer } from "./answer-state.js";
 import { Command, Event } from "../protocol.js";
+import { pushToTalkButton } from "../push-to-talk.js";
 
 export class CueApp {
   constructor(root, connection) {
@@ -36,8 +37,7 @@ export class CueApp {
     this.nextId = 1;
     this.emailInput = el("input", { id: "email", attrs: { type: "email", maxlength: 254, autocomplete: "off", inputmode: "email" } });
     this.codeInput = el("input", { id: "code", attrs: { type: "text", maxlength: 12, autocomplete: "off", inputmode: "numeric" } });
-    this.talkButton = el("button", { id: "cue-talk", on: { pointerdown: (event) => { event.preventDefault(); this.holdToTalk(); } } });
-    for (const name of ["pointerup", "pointercancel"]) window.addEventListener(name, () => this.releaseTalk());
+    this.talkButton = pushToTalkButton("cue-talk", { hold: () => this.holdToTalk(), release: () => this.releaseTalk() });
   }
 
   async start() {
