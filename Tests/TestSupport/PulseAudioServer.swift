@@ -217,12 +217,18 @@ public final class PulseAudioServer: @unchecked Sendable {
     /// virtual machine) is not the player's gap. Every discarded attempt is printed with the
     /// server's words. Whatever the last attempt returns is returned, so that its
     /// assertions fail if the server stalled every time.
-    public func retryingGraphXruns<T>(attempts: Int = 3, _ attempt: () throws -> T) rethrows -> T {
+    ///
+    /// `spoiledOnPipeWire` names what else, on PipeWire only, spoils a take the server's log
+    /// did not (nil: nothing): its rate-limited log misses a stall early in a take, which
+    /// pipewire-alsa's PCM then reports to the client as an xrun.
+    public func retryingGraphXruns<T>(attempts: Int = 3, spoiledOnPipeWire: (T) -> String? = { _ in nil },
+                                      _ attempt: () throws -> T) rethrows -> T {
         var number = 1
         while true {
             let before = graphXruns.count
             let result = try attempt()
-            let stalls = graphXruns.dropFirst(before)
+            var stalls = Array(graphXruns.dropFirst(before))
+            if kind == .pipewire, let spoiled = spoiledOnPipeWire(result) { stalls.append(spoiled) }
             if stalls.isEmpty || number >= attempts { return result }
             print("attempt \(number) discarded: PipeWire's graph stalled during it (\(stalls.joined(separator: "; ")))")
             number += 1

@@ -53,7 +53,10 @@ final class PulseDeviceTests: PulseAudioTestCase {
         alsa.alsaConfiguration = try server.alsaPCM(named: "kioskout", sink: "kiosk") + "\n"
             + server.alsaPCM(named: "kioskin", sink: "kiosk", source: "kiosk.monitor")
         let signal = Loopback.signal(count: 48_000)
-        let (recording, seconds, stats) = try server.retryingGraphXruns {
+        // On PipeWire, an xrun pipewire-alsa reports in a take whose stall the server's log
+        // missed spoils the take too (in 2 of 3 CI runs here, 1 or 2 xruns, none logged);
+        // the last of three takes must still have none.
+        let (recording, seconds, stats) = try server.retryingGraphXruns(spoiledOnPipeWire: { $0.2.xruns > 0 ? "pipewire-alsa reported \($0.2.xruns) xruns" : nil }) {
             try loopback(signal, sink: .alsa(pcm: "kioskout"), monitor: .alsa(pcm: "kioskin"), stream: alsa)
         }
         let lag = try XCTUnwrap(Loopback.align(signal, in: recording), "signal not found in the monitor recording")
