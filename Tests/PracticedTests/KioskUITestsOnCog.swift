@@ -3,14 +3,10 @@ import XCTest
 
 /// The browser suite on cog (WPE WebKit), the browser the kiosk ships, through Debian's
 /// `WPEWebDriver`: every test of ``KioskUITests`` that drives the page, at cog's one headless
-/// size, 800 × 600. Its screenshots go to `cog/` beside chromium's.
+/// size, 800 × 600 (the bridge's token test, which opens no browser, runs here too: 0.3 s).
+/// Its screenshots go to `cog/` beside chromium's.
 final class KioskUITestsOnCog: KioskUITests {
     override class var browserKind: WebDriver.Browser { .wpe }
-
-    /// No browser in it: the bridge's refusals are the same whichever browser asks.
-    override func testTheBridgeRelaysOnlyForItsToken() throws {
-        throw XCTSkip("no browser: run once, in KioskUITests")
-    }
 }
 
 extension KioskUITestsOnCog {
