@@ -27,7 +27,7 @@ enum SpeechCommand {
                audiokernel-demo speech turn MODEL.onnx INPUT.{wav,f32}
                audiokernel-demo speech turn MODEL.onnx --features FEATURES.f32 [--dump DIR]
                audiokernel-demo speech features AUDIO.f32 OUTPUT.f32
-               audiokernel-demo speech endpoint SILERO.onnx SMART_TURN.onnx INPUT.wav [--finished P] [--pause-ms N] [--trace]
+               audiokernel-demo speech endpoint SILERO.onnx SMART_TURN.onnx INPUT.wav [--finished P] [--pause-ms N] [--kept-pause-ms N] [--trace]
                (turn takes --threads 2: the model's products on two threads)
         """
 
@@ -35,6 +35,7 @@ enum SpeechCommand {
     nonisolated(unsafe) static var finishedProbability = TurnEndpointerConfiguration().finishedProbability
     nonisolated(unsafe) static var trace = false
     nonisolated(unsafe) static var pauseMilliseconds = TurnEndpointerConfiguration().pauseMilliseconds
+    nonisolated(unsafe) static var keptPauseMilliseconds = TurnEndpointerConfiguration().keptPauseMilliseconds
 
     struct Failure: Error, CustomStringConvertible {
         let description: String
@@ -58,6 +59,12 @@ enum SpeechCommand {
         // --pause-ms N (endpoint): speech.pause_ms, the pause at which smart-turn is asked.
         if let at = arguments.firstIndex(of: "--pause-ms"), at + 1 < arguments.count, let n = Int(arguments[at + 1]), (32...2_000).contains(n) {
             pauseMilliseconds = n
+            arguments.removeSubrange(at...at + 1)
+        }
+        // --kept-pause-ms N (endpoint): how much of a waited pause smart-turn hears when asked
+        // again (a large N: all of it, as before the pauses were shortened).
+        if let at = arguments.firstIndex(of: "--kept-pause-ms"), at + 1 < arguments.count, let n = Int(arguments[at + 1]), n >= 0 {
+            keptPauseMilliseconds = n
             arguments.removeSubrange(at...at + 1)
         }
         if let at = arguments.firstIndex(of: "--threads"), at + 1 < arguments.count, let n = Int(arguments[at + 1]), (1...2).contains(n) {
@@ -212,9 +219,13 @@ enum SpeechCommand {
         var configuration = TurnEndpointerConfiguration()
         configuration.finishedProbability = finishedProbability
         configuration.pauseMilliseconds = pauseMilliseconds
+        configuration.keptPauseMilliseconds = keptPauseMilliseconds
         var endpointer = TurnEndpointer(configuration: configuration)
+        var omitted: [(start: Int, end: Int)] = []
         func ask() -> Float {
-            window.withUnsafeMutableBufferPointer { stream.copyRecent(into: $0) }
+            // As the recorder asks: the turn's waited pauses shortened.
+            endpointer.omittedSpans(into: &omitted)
+            window.withUnsafeMutableBufferPointer { stream.copyRecent(into: $0, omitting: omitted) }
             window.withUnsafeBufferPointer { w in features.withUnsafeMutableBufferPointer { extractor.compute(w, into: $0.baseAddress!) } }
             return features.withUnsafeBufferPointer { model.probability(features: $0.baseAddress!) }
         }

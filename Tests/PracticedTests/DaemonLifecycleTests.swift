@@ -84,7 +84,8 @@ final class DaemonLifecycleTests: XCTestCase {
         let daemon = try ChildProcess(executable: "/usr/bin/strace",
                                       arguments: ["-f", "-qq", "-o", trace, "-e", "trace=eventfd2,listen",
                                                   DaemonHarness.practiced, "--socket-path", socket, "--state-dir", "\(directory)/state",
-                                                  "--capture-device", "null:", "--playback-device", "null:", "--backend-url", "http://127.0.0.1:9"],
+                                                  "--capture-device", "null:", "--playback-device", "null:", "--backend-url", "http://127.0.0.1:9",
+                                                  "--speech-models-dir", LearnedEndpointingTests.models],
                                       environment: ["PATH": "/usr/bin:/bin", "HOME": directory, "PRACTICED_CONFIG": "/dev/null"],
                                       stderrPath: "\(directory)/daemon.log")
         XCTAssertTrue(Poll.until(timeout: 20) { (try? ControlClient(path: socket).request(Command.Ping.self)["pong"]) == .bool(true) },

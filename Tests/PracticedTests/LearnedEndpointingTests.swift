@@ -49,6 +49,21 @@ final class LearnedEndpointingTests: XCTestCase {
         XCTAssertEqual(watcher.all(Event.TurnRecorded.self, after: mark).count, 1)
     }
 
+    /// The shipped default is the models: a daemon told nothing about the endpoint loads them
+    /// (and with the level rule named, it needs none).
+    func testTheModelsAreTheDefault() throws {
+        let daemon = try DaemonHarness(arguments: ["--speech-models-dir", Self.models], pinsEndpoint: false)
+        XCTAssertTrue(daemon.log.contains("learned endpointing: Silero VAD and smart-turn v3.2 from \(Self.models) (sha256 checked)"), daemon.log)
+        XCTAssertEqual(try daemon.client().request(Command.ConfigGet.self)["speech.endpoint"], "model")
+        let empty = DaemonHarness.makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: empty) }
+        let level = try DaemonHarness(arguments: ["--speech-endpoint", "hangover", "--speech-models-dir", empty])
+        XCTAssertFalse(level.log.contains("learned endpointing"), level.log)
+        let unconfigured = try DaemonHarness(arguments: ["--speech-models-dir", empty], waitReady: false, pinsEndpoint: false)
+        XCTAssertEqual(try XCTUnwrap(unconfigured.process.waitForExit(timeout: 20), "the default started without its models"), 78)
+        XCTAssertTrue(unconfigured.log.contains("\(empty)/silero_vad_op18_ifless.onnx: missing"), unconfigured.log)
+    }
+
     /// A models directory without the files: the daemon does not start, and says which file.
     func testAMissingModelStopsTheStartNamingTheFile() throws {
         let empty = DaemonHarness.makeDirectory()

@@ -49,7 +49,10 @@ extension Recorder {
             speechBegan(at: onset)
         case .askModel:
             question += 1
-            if let stream = vadStream { endpointing?.worker.ask(stream, token: question) }
+            if let stream = vadStream {
+                endpointer.omittedSpans(into: &omittedSpans)
+                endpointing?.worker.ask(stream, token: question, omitting: omittedSpans)
+            }
         case .ended(let end, let ending):
             speechEnded(at: end)
             if case .recording(let handsFree) = mode, handsFree {

@@ -39,6 +39,13 @@ public final class Recorder: @unchecked Sendable {
     var endpointer: TurnEndpointer
     /// The number of the last question put to smart-turn (a late answer carries an older one).
     var question = 0
+    /// What smart-turn's window leaves out at the next question, reserved once (the
+    /// endpointer keeps at most 8 waited pauses).
+    var omittedSpans: [(start: Int, end: Int)] = {
+        var spans: [(start: Int, end: Int)] = []
+        spans.reserveCapacity(8)
+        return spans
+    }()
     var lastFinishedProbability: Float?
     /// VAD speech in the turn being recorded, in samples: a turn with less holds no speech.
     var turnVADSpeechSamples = 0

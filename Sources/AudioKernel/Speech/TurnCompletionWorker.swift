@@ -52,11 +52,12 @@ public final class TurnCompletionWorker: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    /// On the capture thread: asks about the stream's last 8 s, under `token` (its answer
-    /// carries it, so that a late answer is told from the current one).
-    public func ask(_ stream: VoiceActivityStream, token: Int) {
+    /// On the capture thread: asks about the stream's last 8 s (without the `omitting` spans:
+    /// ``TurnEndpointer/omittedSpans(into:)``), under `token` (its answer carries it,
+    /// so that a late answer is told from the current one).
+    public func ask(_ stream: VoiceActivityStream, token: Int, omitting spans: [(start: Int, end: Int)] = []) {
         pthread_mutex_lock(mutex)
-        pendingWindow.withUnsafeMutableBufferPointer { stream.copyRecent(into: $0) }
+        pendingWindow.withUnsafeMutableBufferPointer { stream.copyRecent(into: $0, omitting: spans) }
         question = (token, true)
         pthread_cond_broadcast(condition)
         pthread_mutex_unlock(mutex)

@@ -83,11 +83,42 @@ public final class VoiceActivityStream {
     /// pads a short turn), into `window` (128,000 samples). `dropping` leaves out the newest
     /// samples (to ask about the audio up to an earlier moment).
     public func copyRecent(into window: UnsafeMutableBufferPointer<Float>, dropping newest: Int = 0) {
+        copyRecent(into: window, dropping: newest, omitting: [])
+    }
+
+    /// The same with `spans` of the stream (input positions, oldest first, not overlapping)
+    /// left out and the audio on either side joined: the window is the newest 8 s of what is
+    /// left, zeros before the oldest sample kept (``TurnEndpointer/omittedSpans(into:)``).
+    public func copyRecent(into window: UnsafeMutableBufferPointer<Float>, dropping newest: Int = 0,
+                           omitting spans: [(start: Int, end: Int)]) {
         precondition(window.count == recent.count)
         let end = max(0, recentEnd - newest)
-        let available = min(end, recent.count)
-        let zeros = recent.count - available
-        for i in 0..<zeros { window[i] = 0 }
-        for i in 0..<available { window[zeros + i] = recent[(end - available + i) % recent.count] }
+        let oldest = max(0, recentEnd - recent.count)  // the oldest sample the ring still holds
+        var to = window.count  // fills from the back
+        var from = end
+        var span = spans.count - 1
+        while to > 0 && from > oldest {
+            // The newest span that starts before `from`, in 16 kHz samples.
+            while span >= 0 && resampledPosition(spans[span].start) >= from { span -= 1 }
+            var segmentStart = oldest
+            var next = from
+            if span >= 0 {
+                let spanEnd = min(from, resampledPosition(spans[span].end))
+                segmentStart = max(oldest, spanEnd)
+                next = resampledPosition(spans[span].start)
+            }
+            let count = min(to, from - segmentStart)
+            for i in 0..<count { window[to - count + i] = recent[(from - count + i) % recent.count] }
+            to -= count
+            if count < from - segmentStart { break }  // the window is full
+            from = span >= 0 ? next : oldest
+            span -= 1
+        }
+        for i in 0..<to { window[i] = 0 }
+    }
+
+    /// An input position in the 16 kHz ring's count.
+    private func resampledPosition(_ inputPosition: Int) -> Int {
+        inputPosition * SileroVAD.sampleRate / inputRate
     }
 }

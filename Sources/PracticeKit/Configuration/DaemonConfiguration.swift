@@ -50,9 +50,10 @@ public struct DaemonConfiguration: Equatable, Sendable {
     /// in hardware), false keeps the half-duplex rule.
     public var captureEchoCancelled: Bool?
     public var speechHangoverMilliseconds = 700
-    /// How a hands-free turn ends: `hangover` (a fixed silence after the last loud block) or
-    /// `model` (Silero VAD hears the pauses and smart-turn whether they end the turn).
-    public var speechEndpoint = SpeechEndpoint.hangover
+    /// How a hands-free turn ends: `model` (Silero VAD hears the pauses and smart-turn whether
+    /// they end the turn: a learner's hesitation is waited through) or `hangover` (a fixed
+    /// silence after the last loud block, for boards that cannot afford the models).
+    public var speechEndpoint = SpeechEndpoint.model
     /// `model`: a pause this long is put to smart-turn...
     public var speechPauseMilliseconds = 150
     /// ...and one this long ends the turn whatever it said.

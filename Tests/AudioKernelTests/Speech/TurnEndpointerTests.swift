@@ -6,7 +6,7 @@ import XCTest
 final class TurnEndpointerTests: XCTestCase {
     /// Frames of 32 ms at 24 kHz (768 samples); speech frames at RMS 3000 and pauses at 30 (a
     /// quiet room, 40 dB below) unless `level` says otherwise.
-    private func feed(_ endpointer: inout TurnEndpointer, from: inout Int, frames: Int, probability: Float, level: Double? = nil) -> [TurnEndpointer.Decision] {
+    func feed(_ endpointer: inout TurnEndpointer, from: inout Int, frames: Int, probability: Float, level: Double? = nil) -> [TurnEndpointer.Decision] {
         var decisions: [TurnEndpointer.Decision] = []
         for _ in 0..<frames {
             from += 768
@@ -132,5 +132,32 @@ final class TurnEndpointerTests: XCTestCase {
         XCTAssertEqual(decisions.first, .speechStarted(onset: 0))
         // 2 s is 62.5 frames: the 63rd ends the turn (and the speech going on starts the next).
         XCTAssertEqual(decisions.dropFirst().first, .ended(end: 63 * 768, ending: .maximumLength))
+    }
+}
+
+extension TurnEndpointerTests {
+    /// A pause the model heard as unfinished, after which the learner went on, is shortened to
+    /// 200 ms in the window of the next question: played whole, the phrase's end sounded
+    /// unfinished too (docs/audio.md).
+    func testAWaitedPauseIsShortenedInTheNextQuestionsWindow() {
+        var e = TurnEndpointer(), at = 0
+        var spans: [(start: Int, end: Int)] = []
+        _ = feed(&e, from: &at, frames: 30, probability: 0.9)
+        let pause = at
+        _ = feed(&e, from: &at, frames: 7, probability: 0.05)
+        e.omittedSpans(into: &spans)
+        XCTAssertTrue(spans.isEmpty, "the first question hears everything")
+        XCTAssertEqual(e.answer(0.2), .stillListening(probability: 0.2))
+        _ = feed(&e, from: &at, frames: 30, probability: 0.05)  // 1.2 s of pause in all
+        let resumed = at
+        XCTAssertEqual(feed(&e, from: &at, frames: 20, probability: 0.9), [.resumed])
+        _ = feed(&e, from: &at, frames: 7, probability: 0.05)
+        e.omittedSpans(into: &spans)
+        XCTAssertEqual(spans.map { [$0.start, $0.end] }, [[pause + 4_800, resumed]])
+        // A pause shorter than the question (not asked about) stays; the next turn starts afresh.
+        XCTAssertEqual(e.answer(0.99), .ended(end: resumed + 20 * 768, ending: .finished(probability: 0.99)))
+        _ = feed(&e, from: &at, frames: 10, probability: 0.9)
+        e.omittedSpans(into: &spans)
+        XCTAssertTrue(spans.isEmpty)
     }
 }
