@@ -249,6 +249,7 @@ enum SpeechCommand {
                 case .finished(let p): print("model finished \(seconds(end)) \(AudioKernelDemo.format(Double(p), 3)) decided \(seconds(stream.position))")
                 case .pauseCeiling: print("model pause_ceiling \(seconds(end)) decided \(seconds(stream.position))")
                 case .maximumLength: print("model maximumLength \(seconds(end))")
+                case .backgroundSpeech: print("model background_speech \(seconds(end))")
                 }
             }
         }
@@ -257,13 +258,11 @@ enum SpeechCommand {
             var start = 0
             while start < samples.count {
                 let period = UnsafeBufferPointer(rebasing: samples[start..<min(samples.count, start + 240)])
-                stream.process(period) { p, end in
+                stream.process(period) { p, end, level in
                     if let t = traced, let next = t.points.first, end - t.start >= next * 24 {
                         print("model trace \(seconds(t.start)) \(next) \(AudioKernelDemo.format(Double(ask()), 3))")
                         traced = t.points.count > 1 ? (t.start, Array(t.points.dropFirst())) : nil
                     }
-                    let from = max(0, end - 768)
-                    let level = SignalLevel(measuring: UnsafeBufferPointer(rebasing: samples[from..<min(end, samples.count)])).rms
                     report(endpointer.frame(probability: p, end: end, level: level))
                 }
                 switch detector.process(SignalLevel(measuring: period)) {

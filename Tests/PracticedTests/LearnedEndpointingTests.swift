@@ -49,6 +49,36 @@ final class LearnedEndpointingTests: XCTestCase {
         XCTAssertEqual(watcher.all(Event.TurnRecorded.self, after: mark).count, 1)
     }
 
+    /// The next kiosk's babble, 9 dB under the learner, starts 4 s before June speaks and goes on
+    /// 10 s after: Silero hears it as speech throughout. One turn, holding her phrase and ended
+    /// after it (the room's level learned from how her voice rose over it), and nothing after.
+    func testALearnerOverTheNextKiosksBabbleIsOneTurnAndTheBabbleNone() throws {
+        let stimulus = try XCTUnwrap(HesitantSpeech.stimuli(pauses: [0], readers: ["fr_CA_f_June"], babbleBelow: 9).first)
+        rig = try KioskRig(arguments: ["--speech-endpoint", "model", "--speech-models-dir", Self.models])
+        let watcher = try rig.watcher(topics: ["session", "playback", "speech"])
+        let control = try rig.daemon.client()
+        _ = try control.request(Command.SessionStart.self, ["topic_id": "travel"])
+        XCTAssertNotNil(watcher.waitForStage("ready"))
+        XCTAssertNotNil(watcher.wait(for: Event.PlaybackFinished.self))
+        let mark = watcher.count
+        _ = try control.request(Command.Listen.self)
+        rig.microphone.say(stimulus.samples)
+        guard let recorded = watcher.wait(for: Event.TurnRecorded.self, after: mark, timeout: 40) else { return XCTFail("no turn") }
+        let duration = try XCTUnwrap(recorded["data"]?["duration_s"]?.doubleValue)
+        print("figures: learned endpointing over babble: turn \(duration) s (babble from 1 s, phrase \(stimulus.start)–\(String(format: "%.2f", stimulus.end)) s), "
+              + "\(recorded["data"]?["end_reason"] ?? .null) at \(recorded["data"]?["finished_probability"] ?? .null)")
+        let reason = recorded["data"]?["end_reason"]?.stringValue
+        XCTAssertTrue(reason == "finished" || reason == "pause_ceiling", "\(reason ?? "none")")
+        // It began with the babble (1 s in, its pre-roll before) and holds the phrase to its end.
+        XCTAssertGreaterThan(duration, stimulus.end - 1.2, "the turn ended before the phrase did")
+        XCTAssertLessThan(duration, stimulus.end + 3.6)
+        // The babble goes on for 10 s after the phrase: no second turn, not even a discarded one.
+        XCTAssertTrue(Poll.until(timeout: 30) { self.rig.microphone.isQuiet }, "the microphone's audio was not all played")
+        XCTAssertNotNil(try control.request(Command.Ping.self))  // the daemon has taken in what it heard
+        XCTAssertEqual(watcher.all(Event.TurnRecorded.self, after: mark).count, 1, "\(watcher.names(after: mark))")
+        XCTAssertEqual(watcher.all(Event.SpeechStarted.self, after: mark).count, 1, "the babble started speech again: \(watcher.names(after: mark))")
+    }
+
     /// The shipped default is the models: a daemon told nothing about the endpoint loads them
     /// (and with the level rule named, it needs none).
     func testTheModelsAreTheDefault() throws {

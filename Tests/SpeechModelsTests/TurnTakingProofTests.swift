@@ -18,6 +18,8 @@ final class TurnTakingProofTests: XCTestCase {
         var cut = 0, hesitations = 0, whole = 0, phrases = 0
         var delays: [Double] = []
         var falseTurns = 0
+        /// Recordings begun and discarded as the room's speech (`background_speech`): never sent.
+        var discarded = 0
         var nonSpeechSeconds = 0.0
     }
 
@@ -56,17 +58,18 @@ final class TurnTakingProofTests: XCTestCase {
         }
     }
 
-    static let endings: Set<String> = ["finished", "pause_ceiling", "ended", "maximumLength"]
+    static let endings: Set<String> = ["finished", "pause_ceiling", "ended", "maximumLength", "background_speech"]
 
     func testTurnTakingOnRecordedVoicesBothRules() throws {
         let full = ProcessInfo.processInfo.environment["PRACTICED_TURN_TAKING"] == "full"
         let pauses = full ? [0, 0.5, 0.8, 1.2, 2.0] : [0, 1.2]
-        var conditions: [(String, Float?)] = [("quiet", nil)]
-        if full { conditions.append(("10 dB SNR", 10)) }
+        // (name, SNR in pink noise, babble this many dB under the learner from 4 s before)
+        var conditions: [(String, Float?, Float?)] = [("quiet", nil, nil), ("babble 9 dB under", nil, 9)]
+        if full { conditions.insert(("10 dB SNR", 10, nil), at: 1) }
         var outcomes: [String: [String: Outcome]] = [:]  // rule → condition/pause → outcome
-        for (condition, snr) in conditions {
+        for (condition, snr, babble) in conditions {
             let stimuli = try HesitantSpeech.stimuli(pauses: pauses, prompts: full ? ["demo-congrats", "demo-instruct"] : ["demo-congrats"],
-                                                     phrases: full ? 3 : 2, snr: snr)
+                                                     phrases: full ? 3 : 2, snr: snr, babbleBelow: babble)
             for stimulus in stimuli {
                 let all = try events(stimulus.samples, describing: "\(condition)\t\(stimulus.pause)\t\(stimulus.cut)\t\(stimulus.end)\t\(stimulus.reader)")
                 for rule in ["model", "hangover"] {
@@ -82,8 +85,15 @@ final class TurnTakingProofTests: XCTestCase {
                     // Whole: the first syllable within the 300 ms pre-roll, not cut, ended after the
                     // phrase. The delay counts every turn that ended after its phrase (a pause
                     // ceiling's 3 s included).
-                    if let start, start - 0.3 <= 1.0, !cut, let end, end >= stimulus.end - 0.05 { o.whole += 1 }
+                    if let start, start - 0.3 <= stimulus.start, !cut, let end, end >= stimulus.end - 0.05 { o.whole += 1 }
                     if !cut, let end, end >= stimulus.end - 0.05 { o.delays.append(end - stimulus.end) }
+                    // Turns begun after the phrase's turn ended (the babble going on), less those
+                    // discarded as the room's speech: answers no one gave.
+                    if let end {
+                        let after = max(end, stimulus.end)
+                        o.falseTurns += mine.filter { $0.event == "started" && $0.at > after }.count
+                            - mine.filter { $0.event == "background_speech" && $0.at > after }.count
+                    }
                     outcomes[rule, default: [:]][key] = o
                 }
             }
@@ -92,11 +102,14 @@ final class TurnTakingProofTests: XCTestCase {
             let all = try events(samples, describing: "non-speech\t\(name)")
             for rule in ["model", "hangover"] {
                 var o = outcomes[rule, default: [:]]["non-speech", default: Outcome()]
-                let turns = all.filter { $0.rule == rule && $0.event == "started" }.count
+                let discarded = all.filter { $0.rule == rule && $0.event == "background_speech" }.count
+                let turns = all.filter { $0.rule == rule && $0.event == "started" }.count - discarded
                 o.falseTurns += turns
+                o.discarded += discarded
                 o.nonSpeechSeconds += Double(samples.count) / 24_000
                 outcomes[rule, default: [:]]["non-speech", default: Outcome()] = o
                 if turns > 0 { print("turn-taking: \(rule): \(name): \(turns) false turns") }
+                if discarded > 0 { print("turn-taking: \(rule): \(name): \(discarded) recordings discarded as the room's speech") }
             }
         }
         func percentile(_ values: [Double], _ p: Double) -> String {
@@ -104,21 +117,26 @@ final class TurnTakingProofTests: XCTestCase {
             let sorted = values.sorted()
             return "\(Int((sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] * 1000).rounded())) ms"
         }
-        print("turn-taking: | rule | condition, pause | hesitations cut | end after the last word p50 / p95 | captured whole |")
+        print("turn-taking: | rule | condition, pause | hesitations cut | end after the last word p50 / p95 | captured whole | turns after it |")
         for rule in ["model", "hangover"] {
             for key in outcomes[rule, default: [:]].keys.sorted() where key != "non-speech" {
                 let o = outcomes[rule]![key]!
                 print("turn-taking: | \(rule) | \(key) | \(o.hesitations == 0 ? "–" : "\(o.cut) of \(o.hesitations)") | "
-                      + "\(percentile(o.delays, 0.5)) / \(percentile(o.delays, 0.95)) | \(o.whole) of \(o.phrases) |")
+                      + "\(percentile(o.delays, 0.5)) / \(percentile(o.delays, 0.95)) | \(o.whole) of \(o.phrases) | \(o.falseTurns) |")
             }
             let n = outcomes[rule]!["non-speech"]!
             print("turn-taking: | \(rule) | non-speech (\(Int(n.nonSpeechSeconds)) s) | false turns \(n.falseTurns), "
-                  + String(format: "%.1f", Double(n.falseTurns) / n.nonSpeechSeconds * 60) + " a minute | | |")
+                  + String(format: "%.1f", Double(n.falseTurns) / n.nonSpeechSeconds * 60) + " a minute; \(n.discarded) discarded as the room's speech | | |")
         }
         let model = outcomes["model"]!, hangover = outcomes["hangover"]!
         let key = "quiet 1.2 s"
         XCTAssertEqual(hangover[key]?.cut, hangover[key]?.hesitations, "the hangover cuts every 1.2 s hesitation")
         XCTAssertLessThan(model[key]?.cut ?? .max, hangover[key]?.hesitations ?? 0, "the learned rule waits through some")
+        XCTAssertEqual(model["non-speech"]!.falseTurns, 0, "no turn from noise, chords, clicks or babble")
+        let babble = "babble 9 dB under 0.0 s"
+        XCTAssertEqual(model[babble]?.falseTurns, 0, "the babble going on after the learner's turn starts none")
+        XCTAssertGreaterThanOrEqual(model[babble]?.whole ?? 0, (model[babble]?.phrases ?? 0) * 2 / 3, "a learner over babble is heard whole")
+        XCTAssertEqual(hangover[babble]?.whole, 0, "the level rule never ends a turn in babble")
         XCTAssertLessThan(Double(model["non-speech"]!.falseTurns), Double(hangover["non-speech"]!.falseTurns),
                           "Silero hears less non-speech as turns than the level rule")
     }

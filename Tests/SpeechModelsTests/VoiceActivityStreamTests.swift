@@ -12,7 +12,7 @@ final class VoiceActivityStreamTests: XCTestCase {
         if let made = Self.made { return made }
         let stream = try VoiceActivityStream(model: SileroVAD(onnx: ONNXReference.bytes(ONNXReference.silero)), inputRate: 16_000)
         let samples = (0..<200_000).map { Int16($0 % 20_000) }
-        samples.withUnsafeBufferPointer { stream.process($0) { _, _ in } }
+        samples.withUnsafeBufferPointer { stream.process($0) { _, _, _ in } }
         Self.made = stream
         return stream
     }

@@ -6,6 +6,8 @@ import Foundation
 /// hesitation (`pause` seconds of room tone) goes at the quietest 10 ms of the phrase's
 /// middle third, where a speaker stops to find a word. One second of room tone before the
 /// phrase, four after (room for a 3 s pause ceiling); with `snr`, pink noise at that many dB below the phrase throughout.
+/// With `babbleBelow`, five-voice babble that many dB below the phrase starts after that
+/// second and runs to the end: the phrase comes 4 s into it, and 10 s more of it follow.
 public enum HesitantSpeech {
     public struct Stimulus: Sendable {
         public let samples: [Int16]
@@ -13,6 +15,7 @@ public enum HesitantSpeech {
         public let pause: Double
         public let end: Double  // the phrase's last sample
         public let reader: String
+        public var start = 1.0  // the phrase's first sample
     }
 
     public static func phrases(_ x: [Float]) -> [(Int, Int)] {
@@ -37,8 +40,10 @@ public enum HesitantSpeech {
     }
 
     public static func stimuli(pauses: [Double], readers: [String] = HumanSpeech.readers, prompts: [String] = ["demo-congrats"],
-                                phrases count: Int = 2, snr: Float? = nil) throws -> [Stimulus] {
+                                phrases count: Int = 2, snr: Float? = nil, babbleBelow: Float? = nil) throws -> [Stimulus] {
         var generator = HumanSpeech.SplitMix(1)
+        let lead = babbleBelow == nil ? 0 : 4 * 24_000, tail = babbleBelow == nil ? 0 : 10 * 24_000
+        let room = try babbleBelow.map { _ in try babble(count: 60 * 24_000) }
         func tone(_ n: Int) -> [Float] { (0..<n).map { _ in generator.nextSigned() * 50 / 32_768 } }
         var out: [Stimulus] = []
         for reader in readers {
@@ -53,14 +58,19 @@ public enum HesitantSpeech {
                 }!
                 let cut = quietest * 240
                 for pause in pauses {
-                    var audio = tone(24_000) + phrase[..<cut] + tone(Int(pause * 24_000)) + phrase[cut...] + tone(96_000)
+                    var audio = tone(24_000 + lead) + phrase[..<cut] + tone(Int(pause * 24_000)) + phrase[cut...] + tone(96_000 + tail)
+                    if let below = babbleBelow, let room {
+                        let gain = HumanSpeech.rms(phrase) / powf(10, below / 20) / HumanSpeech.rms(room)
+                        for i in 24_000..<audio.count { audio[i] += room[(i - 24_000) % room.count] * gain }
+                    }
                     if let snr {
                         let noise = HumanSpeech.pinkNoise(count: audio.count, rms: HumanSpeech.rms(phrase) / powf(10, snr / 20), seed: UInt64(s + 1))
                         for i in audio.indices { audio[i] += noise[i] }
                     }
+                    let start = 1 + Double(lead) / 24_000
                     out.append(Stimulus(samples: audio.map { Int16(max(-32_768, min(32_767, $0 * 32_768))) },
-                                        cut: 1 + Double(cut) / 24_000, pause: pause, end: 1 + Double(phrase.count) / 24_000 + pause,
-                                        reader: reader))
+                                        cut: start + Double(cut) / 24_000, pause: pause, end: start + Double(phrase.count) / 24_000 + pause,
+                                        reader: reader, start: start))
                 }
             }
             }
@@ -79,12 +89,7 @@ extension HesitantSpeech {
         func dBFS(_ d: Float) -> Float { powf(10, d / 20) }
         var looped = HumanSpeech.pinkNoise(count: rate / 2, rms: dBFS(-30), seed: 11)
         while looped.count < n { looped += looped.prefix(min(rate / 2, n - looped.count)) }
-        var voices = try HumanSpeech.readers.map { try HumanSpeech.prompt($0, "demo-instruct", sampleRate: rate) }
-        voices.append(try HumanSpeech.conversation(sampleRate: rate))
-        var babble = [Float](repeating: 0, count: n)
-        for (k, voice) in voices.enumerated() where !voice.isEmpty {
-            for i in 0..<n { babble[i] += voice[(i + k * 7 * rate) % voice.count] }
-        }
+        let babble = try babble(count: n)
         let sounds: [(String, [Float])] = [
             ("pink noise -40 dBFS", HumanSpeech.pinkNoise(count: n, rms: dBFS(-40), seed: 21)),
             ("pink noise -30 dBFS", HumanSpeech.pinkNoise(count: n, rms: dBFS(-30), seed: 22)),
@@ -98,5 +103,18 @@ extension HesitantSpeech {
             let quiet = (0..<(2 * rate)).map { _ in generator.nextSigned() * 50 / 32_768 }
             return (name, (quiet + sound).map { Int16(max(-32_768, min(32_767, $0 * 32_768))) })
         }
+    }
+
+    /// Five voices at once (the four readers' instructions and the pyannote conversation, each
+    /// from another point), as a hall of kiosks sounds: 24 kHz, unscaled.
+    public static func babble(count n: Int) throws -> [Float] {
+        let rate = 24_000
+        var voices = try HumanSpeech.readers.map { try HumanSpeech.prompt($0, "demo-instruct", sampleRate: rate) }
+        voices.append(try HumanSpeech.conversation(sampleRate: rate))
+        var babble = [Float](repeating: 0, count: n)
+        for (k, voice) in voices.enumerated() where !voice.isEmpty {
+            for i in 0..<n { babble[i] += voice[(i + k * 7 * rate) % voice.count] }
+        }
+        return babble
     }
 }

@@ -12,6 +12,9 @@ public struct RecordedTurn: Sendable {
         case finished
         /// Learned endpointing: a pause reached its ceiling (the model said unfinished).
         case pauseCeiling = "pause_ceiling"
+        /// Learned endpointing: speech that never paused and no voice rose over, the room's
+        /// (babble, the next kiosk): discarded, never sent.
+        case backgroundSpeech = "background_speech"
     }
 
     /// The turn as a WAV file: the 44-byte header and the samples, written into the recorder's

@@ -6,7 +6,7 @@ extension Recorder {
     /// The learned rule: smart-turn's answer if one came, then Silero on the period's frames.
     /// While the kiosk speaks half-duplex no speech may start (its frames count as quiet);
     /// over an echo-cancelled input only speech above the barge-in level may.
-    func processLearned(_ period: UnsafeBufferPointer<Int16>, stream: VoiceActivityStream, level: SignalLevel, playing: Bool) {
+    func processLearned(_ period: UnsafeBufferPointer<Int16>, stream: VoiceActivityStream, playing: Bool) {
         if let answer = endpointing?.worker.takeAnswer(), answer.token == question {
             lastFinishedProbability = answer.probability
             let decision = endpointer.answer(answer.probability)
@@ -20,21 +20,20 @@ extension Recorder {
             }
             apply(decision)
         }
-        let frameLevel: Double
         var minimumSpeech: Int?
-        if !playing {
-            frameLevel = level.rms
-        } else if inputIsEchoCancelled {
+        if playing && inputIsEchoCancelled {
             // Barge-in: above its level, for as long as the level rule asks (300 ms).
-            frameLevel = level.rms >= configuration.detector.bargeInThreshold ? level.rms : 0
             minimumSpeech = max(configuration.detector.bargeInMinimumSpeechMilliseconds, endpointer.configuration.minimumSpeechMilliseconds)
-        } else {
-            frameLevel = endpointer.inSpeech ? level.rms : 0
         }
-        stream.process(period) { probability, end in
+        stream.process(period) { probability, end, rms in
             if case .recording = mode, probability >= endpointer.configuration.speechProbability {
                 turnVADSpeechSamples += 768 * format.sampleRate / 24_000
             }
+            // While the kiosk speaks half-duplex no speech may start (its frames count as
+            // masked, level 0); over an echo-cancelled input only speech above the barge-in level.
+            let frameLevel = !playing ? rms
+                : inputIsEchoCancelled ? (rms >= configuration.detector.bargeInThreshold ? rms : 0)
+                : endpointer.inSpeech ? rms : 0
             apply(endpointer.frame(probability: probability, end: end, level: frameLevel, minimumSpeechMilliseconds: minimumSpeech))
         }
     }
@@ -60,6 +59,7 @@ extension Recorder {
                 case .finished: finishTurn(.finished)
                 case .pauseCeiling: finishTurn(.pauseCeiling)
                 case .maximumLength: finishTurn(.maximumLength)
+                case .backgroundSpeech: finishTurn(.backgroundSpeech)
                 }
             }
         }

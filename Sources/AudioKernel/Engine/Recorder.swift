@@ -247,7 +247,7 @@ public final class Recorder: @unchecked Sendable {
             appendToTurn(period, level: level)
         }
         if let vadStream {
-            processLearned(period, stream: vadStream, level: level, playing: playing)
+            processLearned(period, stream: vadStream, playing: playing)
         } else {
             apply(decision)
         }
@@ -411,7 +411,7 @@ public final class Recorder: @unchecked Sendable {
         var result = RecordedTurn(
             wav: wav, format: format, endReason: reason, level: turnLevel,
             speechDuration: Double(turnSpeechSamples) / Double(format.sampleRate * format.channels),
-            holdsSpeech: gate && vadHeardSpeech,
+            holdsSpeech: gate && vadHeardSpeech && reason != .backgroundSpeech,
             recording: recordingNumber
         )
         result.finishedProbability = lastFinishedProbability

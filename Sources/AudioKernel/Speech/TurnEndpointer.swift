@@ -35,6 +35,22 @@ public struct TurnEndpointerConfiguration: Hashable, Sendable {
     /// whole, makes the end of the phrase sound unfinished too (half the hesitated phrases
     /// waited for the ceiling); kept this short it hears the phrase as said (docs/audio.md).
     public var keptPauseMilliseconds: Int = 200
+    /// Speech the room makes besides the learner (the next kiosk, a hall's babble): Silero
+    /// hears five-voice babble as speech in 97 % of its frames, so by the VAD alone it starts
+    /// turns and fills every pause of a learner speaking over it (the turn ran 60 s). Once the
+    /// room's speech level is known, a turn starts only this much louder, and in a turn speech
+    /// below it, or this far below the learner's voice, is a pause.
+    public var backgroundMarginDecibels: Double = 6
+    public var voiceMarginDecibels: Double = 10
+    /// The room's speech is learned from speech that does not start a turn, from a turn whose
+    /// voice rose this much after this long unbroken at its first level (it began on the
+    /// room's speech and the learner came in over it), and from a turn that never paused this
+    /// long with no learner rising over it (no one speaks 12 s without a breath: it is
+    /// discarded, ``Ending/backgroundSpeech``). Forgotten once unheard this long.
+    public var riseDecibels: Double = 8
+    public var riseAfterMilliseconds: Int = 2_000
+    public var backgroundTurnMilliseconds: Int = 12_000
+    public var backgroundMemoryMilliseconds: Int = 10_000
 
     public init() {}
 }
@@ -56,6 +72,8 @@ public struct TurnEndpointer: Sendable {
         case pauseCeiling
         /// The turn reached its maximum length.
         case maximumLength
+        /// Speech that never paused and that no voice rose over: the room's, not an answer.
+        case backgroundSpeech
     }
 
     /// What a frame or an answer changed.
@@ -84,6 +102,7 @@ public struct TurnEndpointer: Sendable {
 
     private var candidateOnset: Int?
     private var candidateSpeech = 0
+    private var candidateLevel = 0.0
     private var onset = 0
     private var pauseStart: Int?
     private var asked = false
@@ -98,6 +117,17 @@ public struct TurnEndpointer: Sendable {
     /// the room does not change between turns.
     public private(set) var speechLevel: Double?
     public private(set) var noiseLevel: Double?
+    /// The learner's voice in the turn (dB): rises within a few frames to louder speech, falls
+    /// over about three seconds of it; and the level the turn began at.
+    public private(set) var voiceLevel: Double?
+    private var startLevel = 0.0
+    /// Where the turn last paused long enough to be asked about (its onset before that), and
+    /// whether a voice rose over the level it began at.
+    private var unbrokenSince = 0
+    private var rose = false
+    /// Speech the room makes that is not the learner's (dB), and where it was last heard.
+    public private(set) var backgroundSpeechLevel: Double?
+    private var backgroundHeard = 0
 
     public init(configuration: TurnEndpointerConfiguration = TurnEndpointerConfiguration(), sampleRate: Int = 24_000) {
         self.configuration = configuration
@@ -138,8 +168,29 @@ public struct TurnEndpointer: Sendable {
     /// kiosk's own voice comes in short bursts that Silero hears as speech).
     public mutating func frame(probability: Float, end: Int, level: Double, minimumSpeechMilliseconds: Int? = nil) -> Decision {
         let start = end - frameSamples
-        let speech = probability >= configuration.speechProbability
         let decibels = 20 * log10(max(level, 1))
+        if backgroundSpeechLevel != nil, end - backgroundHeard > samples(configuration.backgroundMemoryMilliseconds) {
+            backgroundSpeechLevel = nil
+        }
+        // Speech by Silero that is the learner's: loud enough to start a turn, and in a turn
+        // not down at the room's own speech (babble goes on under the learner).
+        var speech = probability >= configuration.speechProbability
+        if speech, level > 0 {
+            if inSpeech, let background = backgroundSpeechLevel, let voice = voiceLevel,
+               decibels < (pauseStart == nil ? background + configuration.backgroundMarginDecibels / 2
+                                              : max(background + configuration.backgroundMarginDecibels, voice - configuration.voiceMarginDecibels)) {
+                // With hysteresis: the learner's voice pauses only down at the room's level
+                // (its soft syllables are not pauses), and resumes only well above it (the
+                // room's louder moments do not break a pause; each break was one more question).
+                learnBackground(decibels, at: end)
+                speech = false
+            } else if !inSpeech, decibels < startFloor {
+                // Kept up to date while it lasts, never begun here: speech under the minimum
+                // level is a quiet voice or the edge of a sound, not the room's talk.
+                if backgroundSpeechLevel != nil, level >= configuration.minimumLevel { learnBackground(decibels, at: end) }
+                speech = false
+            }
+        }
         // About 1 s of frames each: a word's level or a door's slam moves them little. A level
         // of 0 is a frame the recorder masked (while the kiosk speaks), not a quiet room.
         if speech && level >= configuration.minimumLevel {
@@ -148,13 +199,21 @@ public struct TurnEndpointer: Sendable {
             noiseLevel = noiseLevel.map { $0 + (decibels - $0) / 32 } ?? decibels
         }
         guard inSpeech else {
+            if let c = candidateOnset, end - c > samples(500) {
+                candidateOnset = nil  // not enough speech within half a second: a click, a cough, the room
+            }
             if speech && level >= configuration.minimumLevel {
-                if candidateOnset == nil { candidateOnset = start; candidateSpeech = 0 }
+                if candidateOnset == nil { candidateOnset = start; candidateSpeech = 0; candidateLevel = 0 }
+                candidateLevel += decibels
                 candidateSpeech += frameSamples
                 if candidateSpeech >= samples(minimumSpeechMilliseconds ?? configuration.minimumSpeechMilliseconds) {
                     inSpeech = true
                     onset = candidateOnset!
                     candidateOnset = nil
+                    startLevel = candidateLevel / Double(candidateSpeech / frameSamples)
+                    voiceLevel = startLevel
+                    unbrokenSince = onset
+                    rose = false
                     lastSpeechEnd = end
                     speechSamples = candidateSpeech
                     pauseStart = nil
@@ -162,8 +221,6 @@ public struct TurnEndpointer: Sendable {
                     waitedPauses.removeAll(keepingCapacity: true)
                     return .speechStarted(onset: onset)
                 }
-            } else if probability < configuration.silenceProbability, let c = candidateOnset, end - c > samples(500) {
-                candidateOnset = nil  // a click or a cough, not speech
             }
             return .none
         }
@@ -174,6 +231,25 @@ public struct TurnEndpointer: Sendable {
         if speech {
             speechSamples += frameSamples
             lastSpeechEnd = end
+            if level > 0, let voice = voiceLevel {
+                // Up to a louder voice within a few frames (not to one bang), down over about
+                // three seconds of speech.
+                let followed = voice + (decibels - voice) / (decibels > voice ? 4 : 96)
+                voiceLevel = followed
+                if !rose, followed >= startLevel + configuration.riseDecibels {
+                    rose = true
+                    // Unbroken at a lower level for a while, then a voice over it: the turn
+                    // began on the room's speech, and a learner came in over it.
+                    if backgroundSpeechLevel == nil, end - unbrokenSince >= samples(configuration.riseAfterMilliseconds), unbrokenSince == onset {
+                        learnBackground(startLevel, at: end)
+                    }
+                }
+            }
+            if !rose, end - unbrokenSince >= samples(configuration.backgroundTurnMilliseconds) {
+                inSpeech = false
+                learnBackground(startLevel, at: end)
+                return .ended(end: end, ending: .backgroundSpeech)
+            }
             if let pause = pauseStart {
                 if asked {
                     if waitedPauses.count == Self.waitedPausesKept { waitedPauses.removeFirst() }
@@ -185,7 +261,8 @@ public struct TurnEndpointer: Sendable {
             }
             return .none
         }
-        if probability < configuration.silenceProbability, pauseStart == nil {
+        // A pause: Silero hears none, or only the room under where the learner's voice was.
+        if probability < configuration.silenceProbability || probability >= configuration.speechProbability, pauseStart == nil {
             pauseStart = lastSpeechEnd
         }
         guard let pause = pauseStart else { return .none }
@@ -195,9 +272,27 @@ public struct TurnEndpointer: Sendable {
         }
         if !asked, end - pause >= samples(questionMilliseconds) {
             asked = true
+            unbrokenSince = end
             return .askModel(pauseStart: pause)
         }
         return .none
+    }
+
+    /// How loud speech must be to start a turn, in dB: the configuration's minimum, and
+    /// ``TurnEndpointerConfiguration/backgroundMarginDecibels`` above the room's own speech.
+    public var startFloor: Double {
+        var floor = 20 * log10(max(configuration.minimumLevel, 1))
+        if let background = backgroundSpeechLevel {
+            floor = max(floor, background + configuration.backgroundMarginDecibels)
+        }
+        return floor
+    }
+
+    /// Speech by Silero that is not the learner's: the room's level of it, about half a
+    /// second of frames (babble moves it little, a neighbour's sentence does).
+    private mutating func learnBackground(_ decibels: Double, at position: Int) {
+        backgroundSpeechLevel = backgroundSpeechLevel.map { $0 + (decibels - $0) / 16 } ?? decibels
+        backgroundHeard = position
     }
 
     /// The probability that ends a turn now: ``TurnEndpointerConfiguration/finishedProbability``

@@ -43,8 +43,10 @@ public final class VoiceActivityStream {
         for i in recent.indices { recent[i] = 0 }
     }
 
-    /// Feeds a period; `onFrame(probability, position)` for each frame it completes.
-    public func process(_ period: UnsafeBufferPointer<Int16>, onFrame: (Float, Int) -> Void) {
+    /// Feeds a period; `onFrame(probability, position, rms)` for each frame it completes: the
+    /// frame's RMS in PCM16 steps (what the endpointer weighs the voice by: the level of the
+    /// 32 ms Silero heard, not of whichever period it ended in).
+    public func process(_ period: UnsafeBufferPointer<Int16>, onFrame: (Float, Int, Double) -> Void) {
         var start = 0
         while start < period.count {
             let count = min(maximumPeriod, period.count - start)
@@ -70,9 +72,11 @@ public final class VoiceActivityStream {
                 if frameFill == SileroVAD.frameLength {
                     frameFill = 0
                     let p = frame.withUnsafeBufferPointer { model.probability(of: $0) }
+                    var energy: Float = 0
+                    for x in frame { energy += x * x }
                     // The frame ended (made − 1 − i) resampled samples before this chunk's end.
                     let behind = (made - 1 - i) * inputRate / SileroVAD.sampleRate
-                    onFrame(p, position - behind)
+                    onFrame(p, position - behind, Double((energy / Float(frame.count)).squareRoot()) * 32_768)
                 }
             }
             start += count

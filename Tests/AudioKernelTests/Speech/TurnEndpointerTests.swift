@@ -161,3 +161,55 @@ extension TurnEndpointerTests {
         XCTAssertTrue(spans.isEmpty)
     }
 }
+
+/// The room's own speech (babble, the next kiosk): Silero hears it as speech, so levels decide.
+/// Frames at RMS 600 are the room, 2,400 (12 dB louder) a learner over it.
+extension TurnEndpointerTests {
+    func testSpeechThatNeverPausesWithNoVoiceOverItIsTheRoomsAndIsDiscarded() {
+        var e = TurnEndpointer(), at = 0
+        var decisions = feed(&e, from: &at, frames: 400, probability: 0.95, level: 600)
+        XCTAssertEqual(decisions.first, .speechStarted(onset: 0))
+        // 12 s unbroken from its onset (375 frames of 32 ms): no one speaks that long without a breath.
+        XCTAssertEqual(decisions.dropFirst().first, .ended(end: 375 * 768, ending: .backgroundSpeech))
+        XCTAssertEqual(decisions.count, 2, "the room's speech starts no turn once known: \(decisions)")
+        XCTAssertEqual(e.backgroundSpeechLevel ?? 0, 20 * log10(600), accuracy: 0.5)
+        // A learner 12 dB over it is heard.
+        decisions = feed(&e, from: &at, frames: 4, probability: 0.95, level: 2_400)
+        XCTAssertEqual(decisions, [.speechStarted(onset: 400 * 768)])
+    }
+
+    func testALearnerOverTheRoomsSpeechPausesWhereTheirVoiceStops() {
+        var e = TurnEndpointer(), at = 0
+        XCTAssertEqual(feed(&e, from: &at, frames: 80, probability: 0.95, level: 600).first, .speechStarted(onset: 0), "the room's speech begins a turn")
+        XCTAssertEqual(feed(&e, from: &at, frames: 60, probability: 0.95, level: 2_400), [])
+        let voiceEnd = at
+        // The room goes on (Silero still hears speech) and its louder moments (RMS 1,000, 4 dB
+        // over it) do not break the pause: the learner's pause is asked about once, from where
+        // the voice stopped.
+        var decisions: [TurnEndpointer.Decision] = []
+        for k in 0..<30 { decisions += feed(&e, from: &at, frames: 1, probability: 0.95, level: k % 3 == 2 ? 1_000 : 600) }
+        XCTAssertEqual(decisions, [.askModel(pauseStart: voiceEnd)])
+        XCTAssertEqual(e.answer(0.97), .ended(end: voiceEnd, ending: .finished(probability: 0.97)))
+        // After it, the room's speech starts nothing; the learner again does.
+        XCTAssertEqual(feed(&e, from: &at, frames: 300, probability: 0.95, level: 600), [])
+        XCTAssertEqual(feed(&e, from: &at, frames: 3, probability: 0.95, level: 2_400).count, 1)
+    }
+
+    func testASoftStartThenLouderIsNotTakenForTheRoom() {
+        // A learner who begins softly and speaks up within two seconds, with a pause between:
+        // no room's speech is learned, and the pause is asked about by Silero alone.
+        var e = TurnEndpointer(), at = 0
+        _ = feed(&e, from: &at, frames: 20, probability: 0.95, level: 600)
+        _ = feed(&e, from: &at, frames: 40, probability: 0.95, level: 2_400)
+        XCTAssertNil(e.backgroundSpeechLevel)
+        XCTAssertEqual(feed(&e, from: &at, frames: 5, probability: 0.95, level: 600), [], "soft speech, not a pause")
+    }
+
+    func testTheRoomsSpeechIsForgottenOnceUnheard() {
+        var e = TurnEndpointer(), at = 0
+        _ = feed(&e, from: &at, frames: 400, probability: 0.95, level: 600)
+        XCTAssertNotNil(e.backgroundSpeechLevel)
+        XCTAssertEqual(feed(&e, from: &at, frames: 320, probability: 0.05, level: 30), [], "10 s of quiet")
+        XCTAssertEqual(feed(&e, from: &at, frames: 3, probability: 0.95, level: 600).count, 1, "a quiet voice starts a turn again")
+    }
+}

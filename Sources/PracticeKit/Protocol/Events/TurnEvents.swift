@@ -19,7 +19,7 @@ extension Event {
     public struct TurnRecorded: ProtocolEvent {
         public static let name = "turn.recorded"
         public static let topic = EventTopic.session
-        public static let summary = "The recorder ended the turn (`end_reason`: released, endOfSpeech, maximumLength, finished or pause_ceiling; `finished_probability`: smart-turn's last answer, when it was asked)."
+        public static let summary = "The recorder ended the turn (`end_reason`: released, endOfSpeech, maximumLength, finished, pause_ceiling, or background_speech, a turn then discarded; `finished_probability`: smart-turn's last answer, when it was asked)."
         public var durationS: Double
         public var speechS: Double
         public var rms: Double
@@ -38,7 +38,7 @@ extension Event {
     public struct TurnDiscarded: ProtocolEvent {
         public static let name = "turn.discarded"
         public static let topic = EventTopic.session
-        public static let summary = "The turn ends without being sent: `no_speech` (below the RMS gate), `cancelled`, or `device_error` (with `message`)."
+        public static let summary = "The turn ends without being sent: `no_speech` (below the RMS gate, no speech by Silero, or only the room's: `background_speech`), `cancelled`, or `device_error` (with `message`)."
         public enum Reason: String, Codable, Sendable, CaseIterable, WireEnumerable {
             case noSpeech = "no_speech"
             case cancelled
