@@ -70,9 +70,14 @@ final class DeviceKeeper: @unchecked Sendable {
         self.handlers = handlers
     }
 
-    /// The learned endpointing's models, loaded at start when `speech.endpoint = model`; each
-    /// recorder opened uses them (set before the devices open, read on `queue`).
-    nonisolated(unsafe) var endpointing: LearnedEndpointing?
+    /// Loads the learned endpointing's models for a recorder (`speech.endpoint = model`: set at
+    /// start, once a first load checked them; read on `queue`). They are loaded when the
+    /// capture opens and let go when it closes: an idle kiosk, its devices closed, does not
+    /// keep 21 MB of models it is not using.
+    nonisolated(unsafe) var loadEndpointing: (@Sendable (TurnEndpointerConfiguration) throws -> LearnedEndpointing)?
+    /// On `queue`: the open recorder's models, and whether models were let go since the last check.
+    private var endpointing: LearnedEndpointing?
+    private var trimsLeft = 0
 
     var recorder: Recorder? { lock.withLock { openRecorder } }
     var player: StreamingPlayer? { lock.withLock { openPlayer } }
@@ -98,6 +103,15 @@ final class DeviceKeeper: @unchecked Sendable {
         audio.attach(player: nil)
         recorder?.stop()
         player?.shutdown()
+        if let endpointing {
+            // smart-turn's threads end now; the memory is handed back at the next checks,
+            // once the recorder holding the models is gone too (it goes on its own time: a
+            // trim right after the close, or at the next check only, left 12 MB resident in
+            // some runs).
+            self.endpointing = nil
+            endpointing.worker.stop()
+            trimsLeft = 3
+        }
         setState(capture: state, playback: state)
     }
 
@@ -116,6 +130,10 @@ final class DeviceKeeper: @unchecked Sendable {
     func cancel() { timer?.cancel() }
 
     private func keep() {
+        if trimsLeft > 0 {
+            trimsLeft -= 1
+            SpeechModelFiles.returnFreedMemory()
+        }
         let closeAfter = settings().configuration.deviceIdleCloseSeconds
         let now = DispatchTime.now().uptimeNanoseconds
         if closeAfter == 0 || needed() { lastNeeded = now }
@@ -132,9 +150,19 @@ final class DeviceKeeper: @unchecked Sendable {
     private func openCapture(_ configuration: DaemonConfiguration) {
         let handlers = handlers
         do {
-            // `speech.endpoint` may change at a reload: the models loaded at start serve `model`.
-            var learned = configuration.speechEndpoint == .model ? endpointing : nil
-            learned?.configuration = configuration.endpointer
+            // `speech.endpoint` may change at a reload: `model` needs the models checked at start.
+            var learned: LearnedEndpointing?
+            if configuration.speechEndpoint == .model, let load = loadEndpointing {
+                do {
+                    learned = try endpointing ?? load(configuration.endpointer)
+                    learned?.configuration = configuration.endpointer
+                    endpointing = learned
+                } catch {
+                    // Changed on disk since the start (checked then): the learner is still
+                    // heard, by the level rule, and the operator told.
+                    logger.error("learned endpointing: \(error); this capture ends turns by the level rule (speech.hangover_ms)")
+                }
+            }
             let recorder = try Recorder(device: configuration.captureDevice.name, stream: configuration.stream(for: configuration.captureDevice),
                                         configuration: configuration.recorder, endpointing: learned) { event in handlers.recorder(event) }
             try recorder.start { event in handlers.device(event, .capture) }

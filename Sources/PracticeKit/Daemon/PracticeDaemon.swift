@@ -116,9 +116,15 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
             // Before the socket, like the spool: a daemon told to hear with models it cannot
             // load does not start, and says which file is wrong.
             do {
-                devices.endpointing = try SpeechModelFiles.load(directory: configuration.speechModelsDirectory,
-                                                                threads: configuration.speechModelThreads,
-                                                                configuration: configuration.endpointer)
+                let directory = configuration.speechModelsDirectory, threads = configuration.speechModelThreads
+                let load: @Sendable (TurnEndpointerConfiguration) throws -> LearnedEndpointing = { endpointer in
+                    try SpeechModelFiles.load(directory: directory, threads: threads, configuration: endpointer)
+                }
+                // Loaded once to check them whole (digests, shapes, the graph), then let go
+                // until the capture opens.
+                try load(configuration.endpointer).worker.stop()
+                SpeechModelFiles.returnFreedMemory()
+                devices.loadEndpointing = load
                 logger.info("learned endpointing: Silero VAD and smart-turn v3.2 from \(configuration.speechModelsDirectory) (sha256 checked)")
             } catch {
                 throw ConfigurationError(key: "speech.models_dir", value: configuration.speechModelsDirectory, source: "configuration",

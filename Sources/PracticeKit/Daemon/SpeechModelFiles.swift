@@ -72,6 +72,12 @@ public enum SpeechModelFiles {
         return endpointing
     }
 
+    /// Hands the heap's free pages back to the system: call it once the models let go are
+    /// freed (no reference left), or glibc keeps their 20 MB resident for the next allocation.
+    public static func returnFreedMemory() {
+        _ = practiced_release_free_memory()
+    }
+
     private static func loadFiles(directory: String, threads: Int, configuration: TurnEndpointerConfiguration) throws(Failure) -> LearnedEndpointing {
         let sileroBytes = try contents(directory, silero)
         let smartTurnBytes = try contents(directory, smartTurn)
