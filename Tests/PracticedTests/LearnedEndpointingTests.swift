@@ -103,6 +103,28 @@ final class LearnedEndpointingTests: XCTestCase {
         XCTAssertTrue(Poll.until(timeout: 20) { capture() == "running" && threads().contains("smart-turn") })
     }
 
+    /// A model file changed on disk after the start (checked then) is found when the capture
+    /// opens again: logged as an error naming it, and that capture hears the learner by the
+    /// level rule rather than not at all.
+    func testAModelChangedAfterTheStartIsLoggedAndTheLevelRuleHears() throws {
+        let directory = DaemonHarness.makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        for name in ["silero_vad_op18_ifless.onnx", "smart-turn-v3.2-cpu.onnx"] {
+            try FileManager.default.copyItem(atPath: "\(Self.models)/\(name)", toPath: "\(directory)/\(name)")
+        }
+        let daemon = try DaemonHarness(arguments: ["--speech-endpoint", "model", "--speech-models-dir", directory, "--audio-idle-close-s", "1"])
+        let client = try daemon.client()
+        func capture() -> String? { (try? client.request(Command.Status.self))?["devices"]?["capture"]?["state"]?.stringValue }
+        XCTAssertTrue(Poll.until(timeout: 20) { capture() == "idle" }, "\(capture() ?? "no state")")
+        let whole = try Data(contentsOf: URL(fileURLWithPath: "\(directory)/smart-turn-v3.2-cpu.onnx"))
+        try whole.prefix(1_000).write(to: URL(fileURLWithPath: "\(directory)/smart-turn-v3.2-cpu.onnx"))
+        _ = try client.request(Command.LevelWatch.self)
+        XCTAssertTrue(Poll.until(timeout: 20) { capture() == "running" }, "\(capture() ?? "no state")")
+        XCTAssertTrue(Poll.until(timeout: 10) { daemon.log.contains("smart-turn-v3.2-cpu.onnx: sha256") }, daemon.log)
+        XCTAssertTrue(daemon.log.contains("this capture ends turns by the level rule"), daemon.log)
+        XCTAssertFalse(try ProcessStatistics(pid: daemon.process.pid).threadNames.contains("smart-turn"))
+    }
+
     /// The shipped default is the models: a daemon told nothing about the endpoint loads them
     /// (and with the level rule named, it needs none).
     func testTheModelsAreTheDefault() throws {
