@@ -44,9 +44,11 @@ public struct TurnEndpointerConfiguration: Hashable, Sendable {
     public var voiceMarginDecibels: Double = 10
     /// The room's speech is learned from speech that does not start a turn, from a turn whose
     /// voice rose this much after this long unbroken at its first level (it began on the
-    /// room's speech and the learner came in over it), and from a turn that never paused this
-    /// long with no learner rising over it (no one speaks 12 s without a breath: it is
-    /// discarded, ``Ending/backgroundSpeech``). Forgotten once unheard this long.
+    /// room's speech and the learner came in over it), and from a turn this long unbroken with
+    /// no voice rising over it (it is discarded, ``Ending/backgroundSpeech``). Unbroken: not
+    /// one 32 ms frame Silero calls silence. Babble has none in 60 s; the proof's readers went
+    /// at most 6.2 s without one: a breath is enough. Forgotten after this much of the room heard
+    /// without it (frames the recorder masks while the kiosk speaks do not count).
     public var riseDecibels: Double = 8
     public var riseAfterMilliseconds: Int = 2_000
     public var backgroundTurnMilliseconds: Int = 12_000
@@ -121,13 +123,14 @@ public struct TurnEndpointer: Sendable {
     /// over about three seconds of it; and the level the turn began at.
     public private(set) var voiceLevel: Double?
     private var startLevel = 0.0
-    /// Where the turn last paused long enough to be asked about (its onset before that), and
-    /// whether a voice rose over the level it began at.
+    /// The turn's last frame of silence by Silero (its onset before one), and whether a voice
+    /// rose over the level it began at.
     private var unbrokenSince = 0
     private var rose = false
-    /// Speech the room makes that is not the learner's (dB), and where it was last heard.
+    /// Speech the room makes that is not the learner's (dB), and how much of the room was
+    /// heard since it last was (frames not masked).
     public private(set) var backgroundSpeechLevel: Double?
-    private var backgroundHeard = 0
+    private var unheardSamples = 0
 
     public init(configuration: TurnEndpointerConfiguration = TurnEndpointerConfiguration(), sampleRate: Int = 24_000) {
         self.configuration = configuration
@@ -169,8 +172,11 @@ public struct TurnEndpointer: Sendable {
     public mutating func frame(probability: Float, end: Int, level: Double, minimumSpeechMilliseconds: Int? = nil) -> Decision {
         let start = end - frameSamples
         let decibels = 20 * log10(max(level, 1))
-        if backgroundSpeechLevel != nil, end - backgroundHeard > samples(configuration.backgroundMemoryMilliseconds) {
-            backgroundSpeechLevel = nil
+        // Forgotten after a while of hearing the room without it; frames the recorder masked
+        // (while the kiosk speaks, level 0) say nothing of whether it stopped.
+        if backgroundSpeechLevel != nil, level > 0 {
+            unheardSamples += frameSamples
+            if unheardSamples > samples(configuration.backgroundMemoryMilliseconds) { backgroundSpeechLevel = nil }
         }
         // Speech by Silero that is the learner's: loud enough to start a turn, and in a turn
         // not down at the room's own speech (babble goes on under the learner).
@@ -182,12 +188,12 @@ public struct TurnEndpointer: Sendable {
                 // With hysteresis: the learner's voice pauses only down at the room's level
                 // (its soft syllables are not pauses), and resumes only well above it (the
                 // room's louder moments do not break a pause; each break was one more question).
-                learnBackground(decibels, at: end)
+                learnBackground(decibels)
                 speech = false
             } else if !inSpeech, decibels < startFloor {
                 // Kept up to date while it lasts, never begun here: speech under the minimum
                 // level is a quiet voice or the edge of a sound, not the room's talk.
-                if backgroundSpeechLevel != nil, level >= configuration.minimumLevel { learnBackground(decibels, at: end) }
+                if backgroundSpeechLevel != nil, level >= configuration.minimumLevel { learnBackground(decibels) }
                 speech = false
             }
         }
@@ -241,13 +247,13 @@ public struct TurnEndpointer: Sendable {
                     // Unbroken at a lower level for a while, then a voice over it: the turn
                     // began on the room's speech, and a learner came in over it.
                     if backgroundSpeechLevel == nil, end - unbrokenSince >= samples(configuration.riseAfterMilliseconds), unbrokenSince == onset {
-                        learnBackground(startLevel, at: end)
+                        learnBackground(startLevel)
                     }
                 }
             }
             if !rose, end - unbrokenSince >= samples(configuration.backgroundTurnMilliseconds) {
                 inSpeech = false
-                learnBackground(startLevel, at: end)
+                learnBackground(startLevel)
                 return .ended(end: end, ending: .backgroundSpeech)
             }
             if let pause = pauseStart {
@@ -261,6 +267,7 @@ public struct TurnEndpointer: Sendable {
             }
             return .none
         }
+        if probability < configuration.silenceProbability { unbrokenSince = end }
         // A pause: Silero hears none, or only the room under where the learner's voice was.
         if probability < configuration.silenceProbability || probability >= configuration.speechProbability, pauseStart == nil {
             pauseStart = lastSpeechEnd
@@ -272,7 +279,6 @@ public struct TurnEndpointer: Sendable {
         }
         if !asked, end - pause >= samples(questionMilliseconds) {
             asked = true
-            unbrokenSince = end
             return .askModel(pauseStart: pause)
         }
         return .none
@@ -290,9 +296,9 @@ public struct TurnEndpointer: Sendable {
 
     /// Speech by Silero that is not the learner's: the room's level of it, about half a
     /// second of frames (babble moves it little, a neighbour's sentence does).
-    private mutating func learnBackground(_ decibels: Double, at position: Int) {
+    private mutating func learnBackground(_ decibels: Double) {
         backgroundSpeechLevel = backgroundSpeechLevel.map { $0 + (decibels - $0) / 16 } ?? decibels
-        backgroundHeard = position
+        unheardSamples = 0
     }
 
     /// The probability that ends a turn now: ``TurnEndpointerConfiguration/finishedProbability``

@@ -178,6 +178,21 @@ extension TurnEndpointerTests {
         XCTAssertEqual(decisions, [.speechStarted(onset: 400 * 768)])
     }
 
+    func testALongSteadyAnswerWithABreathInItIsKept() {
+        // 15 s at one level, but with one 32 ms frame of silence every 5 s (a breath, shorter
+        // than any question): a learner, not the room.
+        var e = TurnEndpointer(), at = 0
+        var decisions: [TurnEndpointer.Decision] = []
+        for _ in 0..<3 {
+            decisions += feed(&e, from: &at, frames: 155, probability: 0.95, level: 600)
+            decisions += feed(&e, from: &at, frames: 1, probability: 0.1, level: 100)
+        }
+        XCTAssertEqual(decisions.first, .speechStarted(onset: 0))
+        XCTAssertFalse(decisions.contains { if case .ended = $0 { return true } else { return false } }, "\(decisions)")
+        XCTAssertTrue(e.inSpeech)
+        XCTAssertNil(e.backgroundSpeechLevel)
+    }
+
     func testALearnerOverTheRoomsSpeechPausesWhereTheirVoiceStops() {
         var e = TurnEndpointer(), at = 0
         XCTAssertEqual(feed(&e, from: &at, frames: 80, probability: 0.95, level: 600).first, .speechStarted(onset: 0), "the room's speech begins a turn")
@@ -209,6 +224,9 @@ extension TurnEndpointerTests {
         var e = TurnEndpointer(), at = 0
         _ = feed(&e, from: &at, frames: 400, probability: 0.95, level: 600)
         XCTAssertNotNil(e.backgroundSpeechLevel)
+        // The kiosk's reply, masked (level 0), says nothing of whether the room stopped talking.
+        XCTAssertEqual(feed(&e, from: &at, frames: 400, probability: 0.05, level: 0), [])
+        XCTAssertNotNil(e.backgroundSpeechLevel, "forgotten while the kiosk spoke")
         XCTAssertEqual(feed(&e, from: &at, frames: 320, probability: 0.05, level: 30), [], "10 s of quiet")
         XCTAssertEqual(feed(&e, from: &at, frames: 3, probability: 0.95, level: 600).count, 1, "a quiet voice starts a turn again")
     }

@@ -24,8 +24,8 @@ public enum TurnEndReason: String, Codable, Sendable, CaseIterable, WireEnumerab
     case finished
     /// Hands-free, learned endpointing: a pause reached `speech.max_pause_ms`.
     case pauseCeiling = "pause_ceiling"
-    /// Hands-free, learned endpointing: 12 s of speech with no pause and no voice over it, the
-    /// room's (babble, the next kiosk): discarded as `no_speech`, never sent.
+    /// Hands-free, learned endpointing: 12 s of speech without one frame of silence and with no
+    /// voice over it, the room's (babble, the next kiosk): discarded as `no_speech`, never sent.
     case backgroundSpeech = "background_speech"
 
     public init(_ reason: RecordedTurn.EndReason) {
