@@ -16,11 +16,9 @@ final class LearnedEndpointingTests: XCTestCase {
         rig = nil
     }
 
-    /// June (Canadian French) stops 1.2 s inside her first phrase: smart-turn hears the
-    /// hesitation as unfinished (`speech.paused`, waiting) and the end of the phrase as
-    /// finished: one turn, ended by the model, holding the whole phrase.
-    func testAHesitationMidPhraseIsWaitedThroughAndTheFinishedPhraseEndsTheTurn() throws {
-        let stimulus = try XCTUnwrap(HesitantSpeech.stimuli(pauses: [1.2], readers: ["fr_CA_f_June"]).first)
+    /// The daemon with the models, a conversation greeted, `listen` sent and `stimulus` said
+    /// into the microphone: the events watched, a client, and where the turn's events begin.
+    private func listen(to stimulus: HesitantSpeech.Stimulus) throws -> (watcher: EventWatcher, control: ControlClient, mark: Int) {
         rig = try KioskRig(arguments: ["--speech-endpoint", "model", "--speech-models-dir", Self.models])
         let watcher = try rig.watcher(topics: ["session", "playback", "speech"])
         let control = try rig.daemon.client()
@@ -30,6 +28,15 @@ final class LearnedEndpointingTests: XCTestCase {
         let mark = watcher.count
         _ = try control.request(Command.Listen.self)
         rig.microphone.say(stimulus.samples)
+        return (watcher, control, mark)
+    }
+
+    /// June (Canadian French) stops 1.2 s inside her first phrase: smart-turn hears the
+    /// hesitation as unfinished (`speech.paused`, waiting) and the end of the phrase as
+    /// finished: one turn, ended by the model, holding the whole phrase.
+    func testAHesitationMidPhraseIsWaitedThroughAndTheFinishedPhraseEndsTheTurn() throws {
+        let stimulus = try XCTUnwrap(HesitantSpeech.stimuli(pauses: [1.2], readers: ["fr_CA_f_June"]).first)
+        let (watcher, control, mark) = try listen(to: stimulus)
         guard let paused = watcher.wait(for: Event.SpeechPaused.self, after: mark) else { return XCTFail("no speech.paused at the hesitation") }
         XCTAssertEqual(paused["data"]?["waiting"], true)
         guard let recorded = watcher.wait(for: Event.TurnRecorded.self, after: mark, timeout: 30) else { return XCTFail("no turn") }
@@ -54,15 +61,7 @@ final class LearnedEndpointingTests: XCTestCase {
     /// after it (the room's level learned from how her voice rose over it), and nothing after.
     func testALearnerOverTheNextKiosksBabbleIsOneTurnAndTheBabbleNone() throws {
         let stimulus = try XCTUnwrap(HesitantSpeech.stimuli(pauses: [0], readers: ["fr_CA_f_June"], babbleBelow: 9).first)
-        rig = try KioskRig(arguments: ["--speech-endpoint", "model", "--speech-models-dir", Self.models])
-        let watcher = try rig.watcher(topics: ["session", "playback", "speech"])
-        let control = try rig.daemon.client()
-        _ = try control.request(Command.SessionStart.self, ["topic_id": "travel"])
-        XCTAssertNotNil(watcher.waitForStage("ready"))
-        XCTAssertNotNil(watcher.wait(for: Event.PlaybackFinished.self))
-        let mark = watcher.count
-        _ = try control.request(Command.Listen.self)
-        rig.microphone.say(stimulus.samples)
+        let (watcher, control, mark) = try listen(to: stimulus)
         guard let recorded = watcher.wait(for: Event.TurnRecorded.self, after: mark, timeout: 40) else { return XCTFail("no turn") }
         let duration = try XCTUnwrap(recorded["data"]?["duration_s"]?.doubleValue)
         print("figures: learned endpointing over babble: turn \(duration) s (babble from 1 s, phrase \(stimulus.start)–\(String(format: "%.2f", stimulus.end)) s), "
