@@ -15,7 +15,8 @@ public struct CueSettings: Sendable, Equatable {
     /// The longest a transcript or evaluation is waited for (the backend's own supervisor
     /// waits 2 × 300 s).
     public var resultTimeout = 600.0
-    /// An upload that failed for now is tried again after 1, 2, 4 … s, at most this long.
+    /// An upload that failed for now is tried again after 1, 2, 4 … s (each ±20 %), at most
+    /// this long.
     public var maximumRetryDelay = 60.0
 
     public init() {}
@@ -30,10 +31,14 @@ public struct CueSettings: Sendable, Equatable {
 /// - The learner: sign-in (a mailed 6-digit code, or a magic link's token), the tokens
 ///   (``ChatterboxTokenStore``), the profile and language, the cue cards (kept for offline).
 /// - An answer: recorded, gated, spooled as AAC-LC (``CueSpool``) before anything is sent,
-///   then walked to the backend and its results followed (CuePractice+Uploads.swift).
+///   then walked to the backend (``AnswerDelivery``) and its results followed
+///   (``ResultPolling``), as a conversation's turn goes through ``TurnDelivery`` and its
+///   review through ``ReviewPolling``.
 ///
-/// Threads: state lives on `queue`; backend calls run as tasks and come back to it.
-public final class CuePractice: @unchecked Sendable {
+/// Threads: state lives on `queue`, the pieces' too (``CueContext``); a backend call leaves
+/// it and its answer comes back to it (``CueContext/call(_:then:)``); waits are the
+/// scheduler's timers.
+public final class CuePractice: CueContext, @unchecked Sendable {
     public let queue = DispatchQueue(label: "practiced.cue")
     let client: @Sendable () -> ChatterboxClient
     let audio: any SessionAudio
@@ -46,31 +51,34 @@ public final class CuePractice: @unchecked Sendable {
     let stateDirectory: String
     private(set) var settings: CueSettings
 
+    /// Cue practice's clock and timers (a test's moves by hand).
+    let scheduler: any SessionScheduler
+
     // Queue only.
-    var spool: CueSpool?
     var learner = LearnerState()
     var stage = CuePracticeState.Stage.ready
     var recording: (number: UInt64, cueId: Int)?
-    /// Answers spooled and not yet the backend's, oldest first; the first one uploads. The
-    /// spool's own records: nothing to keep in step.
-    var pending: [SpooledAnswer] { spool?.answers ?? [] }
-    var uploading: String?
-    var uploadAttempt = 0
-    /// Answers the backend refused in this run: left in the spool, not tried again until
-    /// the next start or sign-in.
-    var refused: Set<String> = []
-    /// Why each answer's last upload failed (for `spool.list`).
-    var lastError: [String: String] = [:]
-    /// Recordings whose results are being followed.
-    var watching: Set<Int> = []
+    /// Answers on their way to the backend, and the spool they wait in.
+    private(set) var delivery: AnswerDelivery!
+    /// Recordings whose results are followed.
+    private(set) var results: ResultPolling!
     private let published = Locked(LearnerState())
     private let recordingNumber = Locked<UInt64?>(nil)
 
-    public init(settings: CueSettings, client: @escaping @Sendable () -> ChatterboxClient, audio: any SessionAudio, spoolDirectory: String,
-                stateDirectory: String, metrics: Metrics, logger: Logger,
-                play: @escaping @Sendable (String, @escaping @Sendable (Result<Double, ControlError>) -> Void) -> Void,
-                publish: @escaping EventPublisher) {
+    public convenience init(settings: CueSettings, client: @escaping @Sendable () -> ChatterboxClient, audio: any SessionAudio, spoolDirectory: String,
+                            stateDirectory: String, metrics: Metrics, logger: Logger,
+                            play: @escaping @Sendable (String, @escaping @Sendable (Result<Double, ControlError>) -> Void) -> Void,
+                            publish: @escaping EventPublisher) {
+        self.init(settings: settings, client: client, audio: audio, spoolDirectory: spoolDirectory, stateDirectory: stateDirectory,
+                  metrics: metrics, logger: logger, scheduler: DispatchScheduler(), play: play, publish: publish)
+    }
+
+    init(settings: CueSettings, client: @escaping @Sendable () -> ChatterboxClient, audio: any SessionAudio, spoolDirectory: String,
+         stateDirectory: String, metrics: Metrics, logger: Logger, scheduler: any SessionScheduler,
+         play: @escaping @Sendable (String, @escaping @Sendable (Result<Double, ControlError>) -> Void) -> Void,
+         publish: @escaping EventPublisher) {
         self.settings = settings
+        self.scheduler = scheduler
         self.client = client
         self.audio = audio
         self.metrics = metrics
@@ -79,11 +87,8 @@ public final class CuePractice: @unchecked Sendable {
         self.stateDirectory = stateDirectory
         publisher = publish
         cache = OfflineCache(stateDirectory: stateDirectory)
-        do {
-            spool = try CueSpool(spoolDirectory: spoolDirectory, owner: queue)
-        } catch {
-            logger.error("cue answers cannot be spooled (\(error)); they will be lost if the daemon stops before they are uploaded")
-        }
+        results = ResultPolling(context: self)
+        delivery = AnswerDelivery(context: self, spoolDirectory: spoolDirectory) { [unowned self] recording, cue in watch(recording, cue: cue) }
     }
 
     public func update(settings: CueSettings) { queue.async { self.settings = settings } }
@@ -100,12 +105,9 @@ public final class CuePractice: @unchecked Sendable {
     /// At start: answers a previous run left are uploaded, the learner is read back.
     public func start() {
         queue.async { [self] in
-            guard settings.enabled, let spool else { return }
-            let (_, setAside, removed) = spool.recover()
-            if !removed.isEmpty { logger.notice("cue spool: removed what a write cut short left (never told spooled): \(removed.joined(separator: ", "))") }
-            for entry in setAside { told(entry) }
-            if !pending.isEmpty { logger.notice("\(pending.count) cue answers from an earlier run are waiting for upload") }
-            if client().isSignedIn { refreshLearner { _ in } } else { pump() }
+            guard settings.enabled else { return }
+            delivery.recover()
+            if client().isSignedIn { refreshLearner { _ in } } else { delivery.pump() }
         }
     }
 
@@ -238,7 +240,7 @@ public final class CuePractice: @unchecked Sendable {
             try playRecording(args.recordingId, reply)
         }
         table.register(Command.CueDiscard.self, on: queue) { [unowned self] args, reply in
-            try discard(args.answerId)
+            try delivery.discard(args.answerId)
             reply.succeed(.init(discarded: args.answerId))
         }
     }
@@ -261,7 +263,7 @@ public final class CuePractice: @unchecked Sendable {
 
     private func signedIn(email: String?, _ reply: CommandReply<some ControlCommand>) {
         logger.notice("chatterbox: a learner signed in")
-        refused.removeAll()
+        delivery.signedIn()
         learner.email = email
         refreshLearner { result in
             switch result {
@@ -290,7 +292,7 @@ public final class CuePractice: @unchecked Sendable {
                 learner.profileId = made?.profileId ?? me.activeProfile?.profileId
                 learner.language = me.activeProfile?.languageCode ?? config.defaultProfileLanguageCode
                 learnerChanged(reason: nil)
-                pump()
+                delivery.pump()
                 done(.success(learner))
             case .failure(let error):
                 done(.failure(error))
@@ -354,7 +356,7 @@ public final class CuePractice: @unchecked Sendable {
                 metrics.increment(.cueAnswers, "no_speech")
                 return publish(Event.CueDiscarded(cueId: current.cueId, reason: .noSpeech, rms: turn.level.rms.rounded()))
             }
-            keep(turn, cue: current.cueId)
+            delivery.keep(turn, cue: current.cueId, profile: learner.profileId)
         }
     }
 
@@ -370,27 +372,32 @@ public final class CuePractice: @unchecked Sendable {
         stage = .ready
     }
 
-    func state() -> CuePracticeState { CuePracticeState(stage: stage, cueId: recording?.cueId, pending: pending.count) }
+    func state() -> CuePracticeState { CuePracticeState(stage: stage, cueId: recording?.cueId, pending: delivery.pending.count) }
 
     // MARK: - Helpers
 
     func publish(_ event: any ProtocolEvent) { publisher(event) }
 
-    /// Runs a backend call as a task and hands its result back on the queue; a call that
-    /// finds sign-in needed tells the learner's clients.
+    /// A command's backend call (``CueContext/call(_:then:)``); a call that finds sign-in
+    /// needed tells the learner's clients.
     func call<T: Sendable>(_ body: @escaping @Sendable (ChatterboxClient) async throws -> T,
                            then: @escaping @Sendable (Result<T, ControlError>) -> Void) {
-        let client = client()
-        Task { [self] in
-            let result: Result<T, ChatterboxError>
-            do { result = .success(try await body(client)) } catch let error as ChatterboxError { result = .failure(error) } catch {
-                result = .failure(.backend(.invalidResponse("\(error)")))
-            }
-            queue.async { [self] in
-                if case .failure(.signInRequired(let why)) = result { signedOut(reason: why) }
-                then(result.mapError(ControlError.init))
-            }
+        call(body) { [self] (result: Result<T, ChatterboxError>) in
+            if case .failure(.signInRequired(let why)) = result { signedOut(reason: why) }
+            then(result.mapError(ControlError.init))
         }
+    }
+
+    /// Follows a recording's transcript, then its evaluation (``ResultPolling``).
+    func watch(_ recordingID: Int, cue: Int) {
+        guard let profile = learner.profileId else { return }
+        results.watch(recordingID, cue: cue, profile: profile)
+    }
+
+    /// The answers waiting and what was set aside, for `spool.list` (waits for the queue:
+    /// never from the control queue).
+    public func spoolListing() -> (answers: [CueSpoolEntry], setAside: [SpoolSetAside]) {
+        queue.sync { delivery.listing() }
     }
 
     struct CueWithRecordings: Codable, Sendable {

@@ -1,14 +1,15 @@
 import AudioKernel
 import Foundation
-import PracticeKit
+@testable import PracticeKit
 import SimulatorKit
 import TestSupport
 import XCTest
 
 /// Cue practice's own logic, the devices in memory (``MemoryAudio``) and the backend
 /// practice-sim's Chatterbox mode in this process: an answer's walk and its events, the
-/// speech gate, a refusal, a 409, sign-in needed in the middle of an upload. The daemon as a
-/// process, with PulseAudio, is CuePracticeTests'.
+/// speech gate, a refusal, a 409, sign-in needed in the middle of an upload; retries and
+/// polls on the test's clock (``TestScheduler``: a minute of them in milliseconds). The
+/// daemon as a process, with PulseAudio, is CuePracticeTests'.
 final class CuePracticeInMemoryTests: XCTestCase {
     private var directory: URL!
     private var cues: ChatterboxHarness!
@@ -17,6 +18,8 @@ final class CuePracticeInMemoryTests: XCTestCase {
     private var commands = CommandTable()
     private let events = Awaitable([any ProtocolEvent]())
     private let clock = Locked(Date().timeIntervalSince1970)
+    /// Cue practice's clock: Dispatch's until a test stops it (``TestScheduler/manual(start:)``).
+    private let scheduler = TestScheduler()
     private let speech: [Int16] = (0..<36_000).map { Int16(4_000 * sin(Double($0) * 0.05)) }
 
     override func setUpWithError() throws {
@@ -25,7 +28,8 @@ final class CuePracticeInMemoryTests: XCTestCase {
     }
 
     /// Cue practice on a fresh simulator (its clock the test's), signed in with a profile.
-    private func start(_ configure: (inout ChatterboxSimulatorConfiguration) -> Void = { _ in }) throws {
+    private func start(_ configure: (inout ChatterboxSimulatorConfiguration) -> Void = { _ in },
+                       settings adjust: (inout CueSettings) -> Void = { _ in }) throws {
         let clock = clock
         cues = try ChatterboxHarness(now: { clock.withLock { $0 } }) {
             $0.transcriptionSeconds = 0
@@ -37,9 +41,11 @@ final class CuePracticeInMemoryTests: XCTestCase {
         settings.enabled = true
         settings.pollInterval = 0.02
         settings.maximumRetryDelay = 0.1
+        adjust(&settings)
         let events = events
         practice = CuePractice(settings: settings, client: { client }, audio: MemoryAudio(), spoolDirectory: directory.path + "/spool",
-                               stateDirectory: directory.path, metrics: Metrics(), logger: .disabled, play: { _, done in done(.success(1)) }) { event in
+                               stateDirectory: directory.path, metrics: Metrics(), logger: .disabled, scheduler: scheduler,
+                               play: { _, done in done(.success(1)) }) { event in
             events.update { $0.append(event) }
         }
         commands = CommandTable()
@@ -203,12 +209,95 @@ final class CuePracticeInMemoryTests: XCTestCase {
             first.update { $0 = true }
         }
         XCTAssertTrue(first.wait(timeout: 10) { $0 })
+        scheduler.manual()
         try answer(cue, speech)
         let retrying = try XCTUnwrap(wait(for: Event.CueUploadRetrying.self))
         XCTAssertEqual(retrying.delayS, 1)
         XCTAssertTrue(retrying.error.contains("409"), retrying.error)
         clock.withLock { $0 += 1 }
+        XCTAssertTrue(Poll.until(timeout: 5) { scheduler.waiting == 1 }, "the retry waits for the clock")
+        scheduler.advance(by: 0.999)
+        XCTAssertEqual(scheduler.waiting, 1, "not before its second")
+        scheduler.advance(by: 0.001)
         XCTAssertNotNil(wait(for: Event.CueUploaded.self, timeout: 5))
+    }
+
+    /// The backend gone for a minute: the answer is tried again after doubling delays with
+    /// jitter (RetryPolicy's, as a conversation's turn is), capped at 60 s (``CueSettings/maximumRetryDelay``),
+    /// on the test's clock; it stays spooled, pending, with the last error for `spool.list`.
+    func testAMinuteOfUploadRetriesRunsOnTheClock() throws {
+        try start(settings: { $0.maximumRetryDelay = 20 })
+        let cue = try firstCue()
+        scheduler.manual()
+        cues.server.stop()
+        try answer(cue, speech)
+        let base = [1.0, 2, 4, 8, 16, 20]
+        var delays: [Double] = []
+        for attempt in 1...base.count {
+            let retrying = try XCTUnwrap(wait(for: Event.CueUploadRetrying.self, where: { $0.attempt == attempt }))
+            delays.append(retrying.delayS)
+            XCTAssertTrue(Poll.until(timeout: 5) { scheduler.waiting == 1 }, "attempt \(attempt) waits for the clock")
+            if attempt < base.count { scheduler.advance(by: retrying.delayS) }
+        }
+        for (delay, expected) in zip(delays, base) {
+            XCTAssertTrue((expected * 0.8...expected * 1.2).contains(delay), "\(delays) against \(base) ± 20 %")
+        }
+        XCTAssertNotEqual(delays, base, "no jitter: kiosks that lost the backend together would come back in step")
+        XCTAssertGreaterThan(delays.reduce(0, +), 40, "a minute of retries")
+        let listed = practice.spoolListing().answers
+        XCTAssertEqual(listed.count, 1)
+        XCTAssertEqual(listed.first?.state, .pending)
+        XCTAssertNotNil(listed.first?.lastError)
+        XCTAssertEqual(spooled.count, 2, "its record and audio stay")
+    }
+
+    /// Results followed on the test's clock: the trace's 4 s transcription and 11 s
+    /// evaluation, polled every 2 s, each status told once as it changes.
+    func testResultsArePolledOnTheClock() throws {
+        try start({ $0.transcriptionSeconds = 4; $0.evaluationSeconds = 11 }, settings: { $0.pollInterval = 2 })
+        let cue = try firstCue()
+        scheduler.manual()
+        try answer(cue, speech)
+        let uploaded = try XCTUnwrap(wait(for: Event.CueUploaded.self))
+        var polls = 0
+        let ready = { self.events.value.contains { ($0 as? Event.CueEvaluation)?.status == .ready } }
+        while !ready() && polls < 30 {
+            XCTAssertTrue(Poll.until(timeout: 5) { scheduler.waiting == 1 || ready() }, "poll \(polls) waits for the clock")
+            if ready() { break }
+            clock.withLock { $0 += 2 }
+            scheduler.advance(by: 2)
+            polls += 1
+        }
+        XCTAssertTrue(Poll.until(timeout: 5, ready), "the evaluation came ready")
+        XCTAssertTrue((6...12).contains(polls), "\(polls) polls of 2 s for 4 + 11 s of work")
+        XCTAssertEqual(Set(scheduler.delays), [2])
+        let transcripts = events.value.compactMap { $0 as? Event.CueTranscript }
+        XCTAssertEqual(transcripts.map(\.status), [.processing, .ready], "each status told once")
+        XCTAssertEqual(transcripts.last?.recordingId, uploaded.recordingId)
+        XCTAssertFalse(practice.queue.sync { practice.results.follows(uploaded.recordingId) }, "following ended")
+    }
+
+    /// A transcription that never comes: the result timeout (600 s) on the test's clock,
+    /// then the failure is told, naming the step.
+    func testAResultNotReadyInTimeIsTold() throws {
+        // The simulator's time stands still (only the test moves it): always processing.
+        try start({ $0.transcriptionSeconds = 4 }, settings: { $0.pollInterval = 30 })
+        let cue = try firstCue()
+        scheduler.manual()
+        try answer(cue, speech)
+        XCTAssertNotNil(wait(for: Event.CueUploaded.self))
+        let failed = { self.events.value.contains { $0 is Event.CueResultsFailed } }
+        var waited = 0.0
+        while !failed() && waited < 700 {
+            XCTAssertTrue(Poll.until(timeout: 5) { scheduler.waiting == 1 || failed() })
+            scheduler.advance(by: 30)
+            waited += 30
+        }
+        let failure = try XCTUnwrap(wait(for: Event.CueResultsFailed.self))
+        XCTAssertEqual(failure.step, .transcription)
+        XCTAssertEqual(failure.error, "not ready within 600 s")
+        XCTAssertEqual(failure.attempts, 1)
+        XCTAssertEqual(waited, 600, accuracy: 30)
     }
 
     /// Sign-in needed in the middle (the access token expired, its refresh gone bad): the
