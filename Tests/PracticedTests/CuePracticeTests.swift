@@ -260,6 +260,27 @@ final class CuePracticeTests: XCTestCase {
     }
 
     /// A TalkCo daemon refuses cue practice by its backend's kind, and shows no learner.
+    /// An answer waiting for speech keeps the devices open: idle, they close (here after
+    /// 1 s), never under an answer being recorded. Before the daemon asked its flow, only a
+    /// conversation kept them, and a learner thinking over a card lost the microphone.
+    func testAnAnswerBeingRecordedKeepsTheDevicesOpen() throws {
+        rig = try KioskRig(arguments: ["--audio-idle-close-s", "1"], chatterbox: ChatterboxHarness())
+        let control = try rig.daemon.client()
+        let watcher = try rig.watcher(topics: ["cue", "device"])
+        _ = try signIn(control)
+        let cue = try XCTUnwrap(try control.request(Command.CuesGet.self)["cues"]?.arrayValue?.first?["cue_id"]?.intValue)
+        let mark = watcher.count
+        XCTAssertEqual(try control.request(Command.CueRecord.self, ["cue_id": .int(cue), "hands_free": true])["stage"], "listening")
+        let closed = { (list: [JSONValue]) in
+            list.dropFirst(mark).contains { $0["event"] == .string(Event.DeviceState.name) && $0["data"]?["state"] == "idle" }
+        }
+        // The keeper looks every 2 s: two looks or more past the 1 s.
+        XCTAssertFalse(watcher.events.wait(timeout: 5, closed), "the devices closed under an answer being recorded")
+        XCTAssertEqual(try control.request(Command.Status.self)["devices"]?["capture"]?["state"], "running")
+        _ = try control.request(Command.CueCancel.self)
+        XCTAssertTrue(watcher.events.wait(timeout: 10, closed), "idle again, they close")
+    }
+
     func testATalkCoDaemonRefusesCueCommands() throws {
         let daemon = try DaemonHarness()
         let control = try daemon.client()

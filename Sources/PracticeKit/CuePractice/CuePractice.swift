@@ -5,9 +5,6 @@ import Glibc
 
 /// How cue practice behaves (from the daemon's configuration).
 public struct CueSettings: Sendable, Equatable {
-    /// Whether the backend is Chatterbox (`backend.kind`): otherwise every cue command is
-    /// `invalid_state`.
-    public var enabled = false
     public var count = 5
     public var bitRate = 48_000
     public var pollInterval = 2.0
@@ -96,16 +93,12 @@ public final class CuePractice: CueContext, @unchecked Sendable {
     /// The learner for `status` (any thread).
     public var snapshot: LearnerState { published.withLock { $0 } }
 
-    /// Whether a recorder turn with this number is a cue answer (any thread).
-    public func owns(recording number: UInt64?) -> Bool {
-        guard let number else { return false }
-        return recordingNumber.withLock { $0 == number }
-    }
+    /// Whether an answer is being recorded (any thread).
+    var isRecording: Bool { recordingNumber.withLock { $0 != nil } }
 
     /// At start: answers a previous run left are uploaded, the learner is read back.
     public func start() {
         queue.async { [self] in
-            guard settings.enabled else { return }
             delivery.recover()
             if client().isSignedIn { refreshLearner { _ in } } else { delivery.pump() }
         }
@@ -116,6 +109,9 @@ public final class CuePractice: CueContext, @unchecked Sendable {
     /// Registers the cue commands in `table`; each runs on the queue. The daemon routes
     /// them here only when its backend is Chatterbox (``CommandRoute/cue``).
     public func register(into table: CommandTable) {
+        table.refuse(route: .session) { name in
+            ControlError(.invalidState, "'\(name)' needs backend.kind = talkco (this daemon practises Chatterbox's cues)")
+        }
         table.register(Command.SignInRequestCode.self, on: queue) { [unowned self] args, reply in
             let email = try Self.email(args.email)
             call({ try await $0.requestLoginCode(email: email) }) { reply($0.map { .init(sent: true) }) }
@@ -392,12 +388,6 @@ public final class CuePractice: CueContext, @unchecked Sendable {
     func watch(_ recordingID: Int, cue: Int) {
         guard let profile = learner.profileId else { return }
         results.watch(recordingID, cue: cue, profile: profile)
-    }
-
-    /// The answers waiting and what was set aside, for `spool.list` (waits for the queue:
-    /// never from the control queue).
-    public func spoolListing() -> (answers: [CueSpoolEntry], setAside: [SpoolSetAside]) {
-        queue.sync { delivery.listing() }
     }
 
     struct CueWithRecordings: Codable, Sendable {

@@ -4,32 +4,25 @@ import FoundationEssentials
 import Glibc
 import Synchronization
 
-// The daemon's own commands (the session's go to ``SessionController``): health, status,
-// devices, sounds, configuration, metrics.
+// The daemon's own commands (the practice flow's go to it, ``PracticeFlow``): health,
+// status, devices, sounds, the spool's listing, configuration, metrics.
 extension PracticeDaemon {
     public func snapshot() -> DaemonSnapshot {
         let (capture, playback) = devices.states
         return DaemonSnapshot(version: Self.version, capture: capture.wire, playback: playback.wire, playing: player?.isActive ?? false,
-                              session: session?.snapshot ?? .idle)
+                              session: flow?.sessionSnapshot ?? .idle)
     }
 
-    /// Routes a request through the command table: its flow must be this daemon's backend's,
-    /// and devices closed while idle are opened first when it needs them.
+    /// Routes a request through the command table (the other flow's commands are refused
+    /// there, ``CommandTable/refuse(route:_:)``); devices closed while idle are opened first
+    /// when the command needs them.
     public func handle(_ request: ControlRequest, client: ControlClientInfo, reply: @escaping @Sendable (Result<JSONValue, ControlError>) -> Void) {
         let entry = commandTable.entry(for: request.command)
         metrics.increment(.controlRequests, entry == nil ? "unknown" : request.command)
         guard let entry else {
             return reply(.failure(ControlError(.unknownCommand, "unknown command '\(request.command)'; commands are \(Self.commands.joined(separator: ", "))")))
         }
-        switch (entry.command.route, backendKind) {
-        case (.session, .chatterbox):
-            return reply(.failure(ControlError(.invalidState, "'\(request.command)' needs backend.kind = talkco (this daemon practises Chatterbox's cues)")))
-        case (.cue, .talkco):
-            return reply(.failure(ControlError(.invalidState, "cue practice needs backend.kind = chatterbox (this daemon speaks TalkCo)")))
-        default:
-            break
-        }
-        if entry.command.needsDevices, !devicesOpen {
+        if entry.command.needsDevices, !entry.refuses, !devicesOpen {
             // Closed while idle: opened (a few tens of milliseconds) before the command runs.
             return audioQueue.async { [self] in
                 devices.open()
@@ -52,14 +45,13 @@ extension PracticeDaemon {
         }
         // Barge-in on a reply drains its stream; otherwise a clip stops.
         table.register(Command.PlaybackStop.self, on: workQueue) { [unowned self] _, reply in
-            reply.succeed(.init(stopped: session.stopPlayback() || audio.stopAll()))
+            reply.succeed(.init(stopped: flow.stopPlayback() || audio.stopAll()))
         }
-        // Both flows' spools (an operator sees everything, whatever the backend): off the
-        // control queue, since it waits for the session's and cue practice's queues.
+        // The flow's spool: off the control queue, since it waits for the flow's queue.
         table.register(Command.SpoolList.self, on: workQueue) { [unowned self] _, reply in
-            let turns = session.spoolListing(), cues = cue.spoolListing()
-            let setAside = (turns.setAside + cues.setAside).sorted { ($0.setAsideAt, $0.id) < ($1.setAsideAt, $1.id) }
-            reply.succeed(.init(turns: turns.turns, dir: turns.directory, answers: cues.answers, setAside: setAside))
+            let listing = flow.spoolListing()
+            let setAside = listing.setAside.sorted { ($0.setAsideAt, $0.id) < ($1.setAsideAt, $1.id) }
+            reply.succeed(.init(turns: listing.turns, dir: listing.directory, answers: listing.answers, setAside: setAside))
         }
         table.register(Command.VolumeGet.self) { [unowned self] _, reply in reply.succeed(VolumeLevel(level: lock.withLock { volume })) }
         table.register(Command.VolumeSet.self) { [unowned self] args, reply in
@@ -115,15 +107,13 @@ extension PracticeDaemon {
         var probeConfiguration = lock.withLock { configuration.backend }
         probeConfiguration.requestTimeout = 3
         probeConfiguration.retry = .none
-        let kind = backendKind
-        let client = BackendClient(configuration: probeConfiguration)
-        let cueClient = ChatterboxClient(configuration: probeConfiguration, tokens: chatterbox.tokens)
+        let flow = flow!
         Task { [self] in
             let start = DispatchTime.now()
             var probe = BackendProbe()
             do {
-                // Each kind's cheapest call that needs no learner: TalkCo's topics, Chatterbox's app_config.
-                if kind == .chatterbox { _ = try await cueClient.appConfig() } else { _ = try await client.topics() }
+                // The flow's cheapest call that needs no learner: TalkCo's topics, Chatterbox's app_config.
+                try await flow.probeBackend(probeConfiguration)
                 probe.reachable = true
                 metrics.observe(.backendProbe,
                                 seconds: Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9)
@@ -154,8 +144,8 @@ extension PracticeDaemon {
                                            echoCancelled: recorder.flatMap { $0.deviceFormat == nil ? nil : $0.inputIsEchoCancelled }),
                            playback: device(configuration.playbackDevice, playback, player?.deviceFormat, player?.deviceStatistics)),
             playback: .init(active: player?.isActive ?? false, positionS: ((player?.position ?? 0) * 1000).rounded() / 1000),
-            session: session?.snapshot ?? .idle,
-            learner: backendKind == .chatterbox ? cue?.snapshot : nil,
+            session: flow?.sessionSnapshot ?? .idle,
+            learner: flow?.learnerSnapshot,
             clients: control.clients,
             counters: .init(connections: control.connectionsAccepted, refused: control.connectionsRefused,
                             slowClientsDropped: control.slowClientsDropped, throttled: control.clientsThrottled,
@@ -196,7 +186,7 @@ extension PracticeDaemon {
             let state = devices.states.playback
             throw ControlError(.deviceError, "the playback device is not open (\(state))", retryable: true)
         }
-        guard mixed || session.speakerIsFree else {
+        guard mixed || flow.speakerIsFree else {
             throw ControlError(.invalidState, "a reply is playing; playback.stop first, or play with mix: true", retryable: true)
         }
         try clips.play(path: path, mixed: mixed, client: client, format: player.format, configuration: lock.withLock { configuration }, reply)

@@ -4,15 +4,16 @@ import FoundationEssentials
 import Glibc
 import Synchronization
 
-// The devices' events (``DeviceKeeper`` opens and closes them), passed on to the session,
-// cue practice and the clients.
+// The devices' events (``DeviceKeeper`` opens and closes them), passed on to the practice
+// flow and the clients.
 extension PracticeDaemon {
     /// Whether both devices are open (commands that need them open them first, ``ControlCommand/needsDevices``).
     var devicesOpen: Bool { devices.isOpen }
 
-    /// A session (any stage), a sound playing, or a client watching the input level.
+    /// The flow under way (a session in any stage, an answer recording), a sound playing, or
+    /// a client watching the input level.
     var devicesNeeded: Bool {
-        session?.isIdle == false || player?.isActive == true || server?.hasSubscribers(to: .level) == true
+        flow?.needsDevices == true || player?.isActive == true || server?.hasSubscribers(to: .level) == true
     }
 
     func deviceStateChanged(_ direction: AudioDirection, _ state: DeviceKeeper.State) {
@@ -35,8 +36,7 @@ extension PracticeDaemon {
         case .speechStarted(let recording, let again):
             // Clients heard this speech start when it did; a listen taking it is not news.
             if !again { server?.publish(Event.SpeechStarted()) }
-            session?.speechStarted(recording: recording)
-            cue?.speechStarted(recording: recording)
+            flow?.speechStarted(recording: recording)
         case .speechStopped:
             server?.publish(Event.SpeechStopped())
         case .speechPaused(let probability, let waiting, let after):
@@ -44,8 +44,7 @@ extension PracticeDaemon {
             metrics.increment(.turnModelAnswers, waiting ? "wait" : "end")
             server?.publish(Event.SpeechPaused(probability: (Double(probability) * 1000).rounded() / 1000, waiting: waiting))
         case .turn(let turn):
-            // The recorder serves one recording at a time: a cue answer's number says whose it is.
-            if cue?.owns(recording: turn.recording) == true { cue?.recorded(turn) } else { session?.recorded(turn) }
+            flow?.recorded(turn)
         }
     }
 
@@ -55,9 +54,9 @@ extension PracticeDaemon {
     }
 
     func playerEvent(_ event: PlayerEvent) {
-        // Published before the session hears of it, so that a client always sees
+        // Published before the flow hears of it, so that a client always sees
         // `playback.finished` before the `reply.finished` and `ready` it leads to.
-        defer { session?.playerEvent(event) }
+        defer { flow?.playerEvent(event) }
         switch event {
         case .started(let latency, let reply):
             server?.publish(Event.PlaybackStarted(latencyMs: latency * 1000 / 24_000, sound: reply, mixed: false))
@@ -82,8 +81,7 @@ extension PracticeDaemon {
         case .deviceLost(let error):
             metrics.increment(.deviceLosses, direction.rawValue)
             if direction == .capture {
-                session?.captureFailed(error.description)
-                cue?.captureFailed(error.description)
+                flow?.captureFailed(error.description)
             }
             server?.publish(Event.DeviceLost(direction: direction, message: error.description))
         case .deviceRestored(let attempts):

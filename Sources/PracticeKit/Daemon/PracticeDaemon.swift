@@ -44,11 +44,12 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     lazy var clips = ClipPlayer(audio: audio, logger: logger, deadlines: workQueue) { [weak self] event in self?.server?.publish(any: event) }
     /// `devices` requests waiting for the enumeration in progress (under `lock`).
     var deviceListWaiters: [CommandReply<Command.Devices>] = []
-    var session: SessionController!
-    /// Cue practice (backend.kind = chatterbox), its client and the learner's tokens.
-    var cue: CuePractice!
-    var chatterbox: ChatterboxClient!
-    /// `backend.kind` as the daemon started (a reload does not switch backends).
+    /// The practice flow `backend.kind` names (``makeFlow(_:server:)``), built at start: a
+    /// reload does not switch backends.
+    var flow: (any PracticeFlow)!
+    /// Chatterbox's client with the learner's tokens, when cue practice runs.
+    var chatterbox: ChatterboxClient?
+    /// `backend.kind` as the daemon started (for `status`).
     var backendKind = BackendKind.talkco
     var watchdogTimer: DispatchSourceTimer?
     var backendProbe = BackendProbe()
@@ -136,25 +137,13 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         let server = ControlServer(listener: listener, serverVersion: Self.version, capabilities: ["events", "play", "level", "metrics", "devices", "session", "spool"],
                                    topics: Self.topics, socketGroup: group, limits: limits(configuration), logger: logger.named("control"), handler: self)
         self.server = server
-        session = SessionController(settings: sessionSettings(configuration), backend: { [unowned self] in lock.withLock { backend } },
-                                    audio: audio, spoolDirectory: configuration.spoolDirectory, stateDirectory: configuration.stateDirectory,
-                                    metrics: metrics, logger: logger.named("session")) { [weak server] event in
-            server?.publish(any: event)
-        }
         backendKind = configuration.backendKind
-        chatterbox = ChatterboxClient(configuration: configuration.backend,
-                                      tokens: ChatterboxTokenStore(stateDirectory: configuration.stateDirectory, logger: logger.named("chatterbox")),
-                                      logger: logger.named("chatterbox"))
-        cue = CuePractice(settings: cueSettings(configuration), client: { [unowned self] in lock.withLock { chatterbox } }, audio: audio,
-                          spoolDirectory: configuration.spoolDirectory, stateDirectory: configuration.stateDirectory, metrics: metrics,
-                          logger: logger.named("cue"), play: { [unowned self] path, done in playRecording(path, done) }) { [weak server] event in
-            server?.publish(any: event)
-        }
+        flow = makeFlow(configuration, server: server)
+        flow.configure(configuration, userID: userID)
         // One table for every command the daemon answers: a command of the catalog without
         // a handler stops the daemon here, not a client later.
         registerCommands(into: commandTable)
-        session.register(into: commandTable)
-        cue.register(into: commandTable)
+        flow.register(into: commandTable)
         commandTable.verify(routes: [.daemon, .session, .cue])
         let signal = DispatchSource.makeUserDataAddSource(queue: server.queue)
         signal.setEventHandler { [unowned self] in publishLevel() }
@@ -173,8 +162,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         // limit they took the ones the devices open with, so READY=1 never came.
         audioQueue.sync { devices.open() }
         devices.start()
-        session.recoverSpool()
-        cue.start()
+        flow.start()
         startWatchdog(on: server.queue)
         startMetricsTextfile(configuration)
         server.start()
@@ -190,7 +178,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         metricsTextfile?.stop()
         // Streams are hung up; a turn being recorded is ended by the recorder's stop and
         // spooled, so that the next start reports it.
-        session?.beginShutdown()
+        flow?.beginShutdown()
         // A reply still playing fades out rather than clicking.
         if let player, player.isActive {
             _ = audio.stopAll()
@@ -198,7 +186,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
             while player.isActive, DispatchTime.now().uptimeNanoseconds < deadline { usleep(5_000) }
         }
         recorder?.stop()
-        session?.finishShutdown()
+        flow?.finishShutdown()
         player?.shutdown()
         server?.stop()
         levelSignal?.cancel()
@@ -213,17 +201,16 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         lock.withLock { configuration = newConfiguration }
         sink.threshold = newConfiguration.logLevel
         if old.backendURL != newConfiguration.backendURL || old.backendCAFile != newConfiguration.backendCAFile {
-            backend = BackendClient(configuration: newConfiguration.backend, logger: logger.named("backend"))
-            let tokens = chatterbox.tokens
+            let client = BackendClient(configuration: newConfiguration.backend, logger: logger.named("backend"))
             lock.withLock {
-                chatterbox = ChatterboxClient(configuration: newConfiguration.backend, tokens: tokens, logger: logger.named("chatterbox"))
+                backend = client
+                chatterbox = chatterbox.map { ChatterboxClient(configuration: newConfiguration.backend, tokens: $0.tokens, logger: logger.named("chatterbox")) }
                 backendProbe = BackendProbe()
             }
         }
         if old.backendKind != newConfiguration.backendKind { logger.warning("backend.kind changes only on restart") }
-        cue?.update(settings: cueSettings(newConfiguration))
         if let id = try? ConfigurationLoader.userID(for: newConfiguration) { lock.withLock { userID = id } }
-        session?.update(settings: sessionSettings(newConfiguration))
+        flow?.configure(newConfiguration, userID: lock.withLock { userID })
         server?.update(limits: limits(newConfiguration))
         if newConfiguration.maxClients != old.maxClients { checkDescriptorRoom(newConfiguration) }
         if old.volume != newConfiguration.volume {
@@ -259,23 +246,25 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         notifier.ready(status: statusLine())
     }
 
-    func sessionSettings(_ configuration: DaemonConfiguration) -> SessionSettings {
-        var settings = SessionSettings(userID: lock.withLock { userID }, userName: configuration.userName)
-        settings.turnRetrySeconds = Double(configuration.turnRetrySeconds)
-        settings.pollInterval = Double(configuration.reviewPollMilliseconds) / 1000
-        settings.drainTimeout = Double(configuration.replyDrainMilliseconds) / 1000
-        return settings
-    }
-
-    func cueSettings(_ configuration: DaemonConfiguration) -> CueSettings {
-        var settings = CueSettings()
-        // The kind is read at start only: switching backends under a running session is not supported.
-        settings.enabled = backendKind == .chatterbox
-        settings.count = configuration.cueCount
-        settings.bitRate = configuration.cueBitRate
-        settings.pollInterval = Double(configuration.cuePollMilliseconds) / 1000
-        settings.resultAttempts = configuration.cueResultAttempts
-        return settings
+    /// The one flow `backend.kind` names: TalkCo's conversations or Chatterbox's cue
+    /// practice (its settings come from ``PracticeFlow/configure(_:userID:)``).
+    func makeFlow(_ configuration: DaemonConfiguration, server: ControlServer) -> any PracticeFlow {
+        let publish: EventPublisher = { [weak server] event in server?.publish(any: event) }
+        switch configuration.backendKind {
+        case .talkco:
+            return SessionController(settings: SessionSettings(userID: userID, userName: configuration.userName),
+                                     backend: { [unowned self] in lock.withLock { backend } }, audio: audio,
+                                     spoolDirectory: configuration.spoolDirectory, stateDirectory: configuration.stateDirectory,
+                                     metrics: metrics, logger: logger.named("session"), publish: publish)
+        case .chatterbox:
+            let client = ChatterboxClient(configuration: configuration.backend,
+                                          tokens: ChatterboxTokenStore(stateDirectory: configuration.stateDirectory, logger: logger.named("chatterbox")),
+                                          logger: logger.named("chatterbox"))
+            lock.withLock { chatterbox = client }
+            return CuePractice(settings: CueSettings(), client: { [unowned self] in lock.withLock { chatterbox ?? client } }, audio: audio,
+                               spoolDirectory: configuration.spoolDirectory, stateDirectory: configuration.stateDirectory, metrics: metrics,
+                               logger: logger.named("cue"), play: { [unowned self] path, done in playRecording(path, done) }, publish: publish)
+        }
     }
 
     /// Warns when the descriptor limit leaves less room than `socket.max_clients` beside

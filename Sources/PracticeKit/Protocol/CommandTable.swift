@@ -16,6 +16,9 @@ public final class CommandTable: @unchecked Sendable {
     /// One command's route and handler.
     public struct Entry: @unchecked Sendable {
         public let command: any ControlCommand.Type
+        /// Whether the entry only refuses its command (``refuse(route:_:)``): nothing is
+        /// opened for it, whatever the command needs.
+        public var refuses = false
         /// Returns the error to answer, if any (a closure with typed throws crashes the
         /// Swift 6.3 compiler here).
         let run: (ControlRequest, ControlClientInfo?, @escaping Reply) -> ControlError?
@@ -38,6 +41,17 @@ public final class CommandTable: @unchecked Sendable {
             } catch {
                 return ControlError(.internalError, "\(error)")
             }
+        }
+    }
+
+    /// Answers every command of `route` in the catalog with `error(name)`: the commands of
+    /// a flow the daemon does not run, registered by the one it runs.
+    public func refuse(route: CommandRoute, _ error: @escaping @Sendable (String) -> ControlError) {
+        for command in ProtocolCatalog.commands where command.route == route {
+            precondition(entries[command.name] == nil, "\(command.name) is registered twice")
+            var entry = Entry(command: command) { request, _, _ in error(request.command) }
+            entry.refuses = true
+            entries[command.name] = entry
         }
     }
 

@@ -79,7 +79,7 @@ public final class SessionController: SessionContext, @unchecked Sendable {
 
     /// The turns in the spool and those set aside, for `spool.list` (waits for the queue:
     /// never from the control queue).
-    public func spoolListing() -> (turns: [SpoolEntry], directory: String, setAside: [SpoolSetAside]) {
+    func listedSpool() -> (turns: [SpoolEntry], directory: String, setAside: [SpoolSetAside]) {
         queue.sync { (delivery.entries(), delivery.spool?.directory ?? "", delivery.spool?.setAside ?? []) }
     }
 
@@ -95,6 +95,7 @@ public final class SessionController: SessionContext, @unchecked Sendable {
     /// the stage accepts it (``ControlCommand/stages``). The daemon routes them here only when
     /// its backend is TalkCo (``CommandRoute/session``).
     public func register(into table: CommandTable) {
+        table.refuse(route: .cue) { _ in ControlError(.invalidState, "cue practice needs backend.kind = chatterbox (this daemon speaks TalkCo)") }
         on(table, Command.SessionStart.self) { [unowned self] args, reply in
             let mode = args.mode ?? .conversation
             if mode == .conversation && args.topicId == nil { throw ControlError(.badArguments, "'topic_id' is required in conversation mode") }

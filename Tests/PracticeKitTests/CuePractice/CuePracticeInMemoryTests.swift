@@ -38,7 +38,6 @@ final class CuePracticeInMemoryTests: XCTestCase {
         }
         let client = cues.client(stateDirectory: directory.path)
         var settings = CueSettings()
-        settings.enabled = true
         settings.pollInterval = 0.02
         settings.maximumRetryDelay = 0.1
         adjust(&settings)

@@ -112,6 +112,26 @@ final class ProtocolSchemaTests: XCTestCase {
         XCTAssertFalse(table.run(ControlRequest(id: 3, command: "session.start")) { _ in XCTFail("no handler ran") })
     }
 
+    /// The flow a daemon does not run: its commands are refused in the table (the one flow
+    /// the daemon built registers the refusal), with the error it names, before their
+    /// arguments are read and without opening anything for them.
+    func testAnotherFlowsCommandsAreRefusedByTheTable() throws {
+        let table = CommandTable()
+        table.refuse(route: .cue) { name in ControlError(.invalidState, "\(name) needs another backend") }
+        XCTAssertEqual(table.mismatches(routes: [.cue]).missing, [], "every cue command is answered")
+        let record = try XCTUnwrap(table.entry(for: Command.CueRecord.name))
+        XCTAssertTrue(record.refuses)
+        XCTAssertTrue(record.command.needsDevices, "a command that would open the devices, were it run")
+        let answers = Awaitable([Result<JSONValue, ControlError>]())
+        XCTAssertTrue(table.run(ControlRequest(id: 1, command: Command.CueRecord.name, args: ["cue_id": "not a number"])) { result in
+            answers.update { $0.append(result) }
+        })
+        guard case .failure(let error)? = answers.value.first else { return XCTFail("cue.record was not refused: \(answers.value)") }
+        XCTAssertEqual(error.code, .invalidState, "refused before its arguments are read")
+        XCTAssertEqual(error.message, "cue.record needs another backend")
+        XCTAssertNil(table.entry(for: Command.SessionStart.name), "the other routes are left to their flow")
+    }
+
     func testEveryCommandAndEventHasASchemaAndASummary() throws {
         let schema = ProtocolSchema.document
         for command in ProtocolCatalog.commands {
