@@ -101,7 +101,7 @@ public final class BackendClient: Sendable {
     public func sendText(sessionID: String, text: String, onEvent: @escaping ReplyStream.EventHandler) -> ReplyStream {
         var request = makeRequest("POST", "sessions/\(Self.escape(sessionID))/chat/text", accept: "text/event-stream")
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        let body = (try? Self.encoder.encode(TextBody(text: text))) ?? Data()
+        let body = (try? JSONCall.encoder.encode(TextBody(text: text))) ?? Data()
         return stream(request, body: HTTPBody(body), onEvent: onEvent)
     }
 
@@ -115,18 +115,6 @@ public final class BackendClient: Sendable {
     }
 
     // MARK: - Plumbing
-
-    private static var encoder: JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        return encoder
-    }
-
-    private static var decoder: JSONDecoder {
-        let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .convertFromSnakeCase
-        return decoder
-    }
 
     /// Percent-escapes one path segment (ids are opaque strings).
     static func escape(_ segment: String) -> String {
@@ -157,57 +145,32 @@ public final class BackendClient: Sendable {
         try await call(method, path, body: Optional<EmptyBody>.none, as: Response.self)
     }
 
-    /// One REST call with its deadline and retries.
+    /// One REST call with its deadline and retries (``JSONCall`` makes each attempt).
     private func call<Body: Encodable, Response: Decodable>(_ method: String, _ path: String, body: Body?,
                                                              as: Response.Type) async throws(BackendError) -> Response {
         var request = makeRequest(method, path)
+        let label = "\(method) /\(path)"
         var payload: Data?
         if let body {
-            do { payload = try Self.encoder.encode(body) } catch { throw .invalidResponse("cannot encode the request: \(error)") }
+            payload = try JSONCall.encode(body, label: "the request")
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         }
+        let exchange = JSONCall(transport: transport, logger: logger, timeout: configuration.requestTimeout)
         var attempt = 0
         while true {
             attempt += 1
-            let start = DispatchTime.now()
-            let outcome = await perform(request, body: payload)
-            let elapsed = ReplyStream.milliseconds(since: start)
             let failure: BackendError
-            switch outcome {
+            switch await exchange.exchange(request, body: payload, label: label) {
             case .success(let (response, data)):
-                logger.debug("\(method) /\(path) → \(response.statusCode) in \(elapsed) ms (\(payload?.count ?? 0) bytes out, \(data.count) in)")
-                if (200..<300).contains(response.statusCode) {
-                    do {
-                        return try Self.decoder.decode(Response.self, from: data)
-                    } catch {
-                        throw .invalidResponse("\(method) /\(path): \(Self.describe(error))")
-                    }
-                }
+                if (200..<300).contains(response.statusCode) { return try JSONCall.decode(Response.self, from: data, label: label) }
                 failure = BackendError.from(status: response.statusCode, contentType: response.value(forHTTPHeaderField: "Content-Type"), body: data)
             case .failure(let error):
-                logger.debug("\(method) /\(path) failed in \(elapsed) ms: \(error)")
                 failure = error
             }
             guard configuration.retry.shouldRetry(failure, method: method, attempt: attempt), !Task.isCancelled else { throw failure }
             let delay = configuration.retry.delay(afterAttempt: attempt)
             logger.info("\(method) /\(path): \(failure); retrying in \(Int(delay * 1000)) ms (attempt \(attempt + 1))")
             do { try await Task.sleep(nanoseconds: UInt64(delay * 1e9)) } catch { throw .cancelled }
-        }
-    }
-
-    /// One attempt: the request, its answer, or why there is none.
-    private func perform(_ request: HTTPRequest, body: Data?) async -> Result<(HTTPResponse, Data), BackendError> {
-        await transport.exchange(request, body: body, timeout: configuration.requestTimeout)
-    }
-
-    static func describe(_ error: Error) -> String {
-        switch error {
-        case DecodingError.keyNotFound(let key, let context):
-            return "missing \(key.stringValue) at \(context.codingPath.map(\.stringValue).joined(separator: "."))"
-        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context), DecodingError.dataCorrupted(let context):
-            return "\(context.debugDescription) at \(context.codingPath.map(\.stringValue).joined(separator: "."))"
-        default:
-            return "\(error)"
         }
     }
 }

@@ -307,10 +307,6 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
     /// Since the stream began, by its clock.
     private var elapsedMilliseconds: Int { Int((clock.now &- startTime) / 1_000_000) }
 
-    static func milliseconds(since start: DispatchTime) -> Int {
-        Int((DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1_000_000)
-    }
-
     static func describe(_ summary: ReplySummary) -> String {
         let transcript = summary.transcript.map { $0.isEmpty ? "empty transcript" : "transcript \($0.count) chars" } ?? "no transcript"
         return "\(summary.end), \(transcript), \(summary.audioEvents) audio events (\(summary.audioBytes) PCM bytes), "

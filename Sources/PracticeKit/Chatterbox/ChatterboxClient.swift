@@ -111,9 +111,7 @@ public final class ChatterboxClient: Sendable {
     public func upload(_ m4a: Data, to url: String) async throws(ChatterboxError) {
         var request = HTTPRequest(url: try filesURL(url), method: "PUT")
         request.setValue("audio/mp4", forHTTPHeaderField: "Content-Type")
-        let start = DispatchTime.now()
-        let outcome = await transport.exchange(request, body: m4a, timeout: configuration.requestTimeout, limit: 64 * 1024)
-        let (response, body) = try files(outcome, "PUT", url, start: start, sent: m4a.count)
+        let (response, body) = try await files(request, body: m4a, limit: 64 * 1024)
         guard (200..<300).contains(response.statusCode) else { throw .files(status: response.statusCode, text: Self.text(body)) }
     }
 
@@ -134,36 +132,25 @@ public final class ChatterboxClient: Sendable {
     /// A recording's bytes from its download URL, up to ``maximumDownloadBytes``.
     public func download(_ url: String) async throws(ChatterboxError) -> Data {
         let request = HTTPRequest(url: try filesURL(url), method: "GET")
-        let start = DispatchTime.now()
-        let outcome = await transport.exchange(request, body: nil, timeout: configuration.requestTimeout, limit: Self.maximumDownloadBytes)
-        let (response, body) = try files(outcome, "GET", url, start: start, sent: 0)
+        let (response, body) = try await files(request, body: nil, limit: Self.maximumDownloadBytes)
         guard response.statusCode == 200 else { throw .files(status: response.statusCode, text: Self.text(body)) }
         return body
     }
 
     // MARK: - Plumbing
 
-    private static var encoder: JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        return encoder
-    }
-
-    private static var decoder: JSONDecoder {
-        let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .convertFromSnakeCase
-        return decoder
-    }
-
     private func keep(_ pair: ChatterboxTokens) throws(ChatterboxError) {
         guard ChatterboxTokenStore.isUsable(pair) else { throw .backend(.invalidResponse("a token pair that cannot be sent back")) }
         tokens.replace(with: pair)
     }
 
-    /// One call: the body, the tokens, the answer decoded; a 401 refreshes once and retries once.
+    /// One call: the body, the tokens, the answer decoded (``JSONCall``); a 401 refreshes
+    /// once and retries once.
     private func rpc<Body: Encodable, Answer: Decodable>(_ name: String, _ body: Body, authorized: Bool) async throws(ChatterboxError) -> Answer {
         let payload: Data
-        do { payload = try Self.encoder.encode(body) } catch { throw .backend(.invalidResponse("cannot encode \(name): \(error)")) }
+        do throws(BackendError) { payload = try JSONCall.encode(body, label: name) } catch { throw .backend(error) }
+        let label = "POST /rpc/" + name
+        let exchange = JSONCall(transport: transport, logger: logger, timeout: configuration.requestTimeout, limit: Self.maximumAnswerBytes)
         var refreshed = false
         while true {
             let base = configuration.baseURL.absoluteString.hasSuffix("/") ? configuration.baseURL.absoluteString : configuration.baseURL.absoluteString + "/"
@@ -174,27 +161,18 @@ public final class ChatterboxClient: Sendable {
                 request.setValue("Bearer " + pair.accessToken, forHTTPHeaderField: "Authorization")
                 request.setValue(pair.refreshToken, forHTTPHeaderField: "X-Refresh-Token")
             }
-            let start = DispatchTime.now()
-            let outcome = await transport.exchange(request, body: payload, timeout: configuration.requestTimeout, limit: Self.maximumAnswerBytes)
-            let elapsed = ReplyStream.milliseconds(since: start)
             let (response, data): (HTTPResponse, Data)
-            switch outcome {
-            case .failure(let error):
-                logger.debug("POST /rpc/\(name) failed in \(elapsed) ms: \(error)")
-                throw .backend(error)
-            case .success(let answer):
-                (response, data) = answer
+            switch await exchange.exchange(request, body: payload, label: label) {
+            case .failure(let error): throw .backend(error)
+            case .success(let answer): (response, data) = answer
             }
-            logger.debug("POST /rpc/\(name) → \(response.statusCode) in \(elapsed) ms (\(payload.count) bytes out, \(data.count) in)")
             if authorized, let access = response.value(forHTTPHeaderField: "X-New-Access-Token"),
                let refresh = response.value(forHTTPHeaderField: "X-New-Refresh-Token") {
                 let pair = ChatterboxTokens(accessToken: access, refreshToken: refresh)
-                if ChatterboxTokenStore.isUsable(pair) { tokens.replace(with: pair) } else { logger.warning("POST /rpc/\(name): a new token pair that cannot be sent back; ignored") }
+                if ChatterboxTokenStore.isUsable(pair) { tokens.replace(with: pair) } else { logger.warning("\(label): a new token pair that cannot be sent back; ignored") }
             }
             if (200..<300).contains(response.statusCode) {
-                do { return try Self.decoder.decode(Answer.self, from: data) } catch {
-                    throw .backend(.invalidResponse("\(name): \(BackendClient.describe(error))"))
-                }
+                do throws(BackendError) { return try JSONCall.decode(Answer.self, from: data, label: name) } catch { throw .backend(error) }
             }
             guard response.statusCode == 401, authorized else { throw ChatterboxError.from(status: response.statusCode, body: data) }
             guard !refreshed else {
@@ -233,18 +211,15 @@ public final class ChatterboxClient: Sendable {
         return url
     }
 
-    private func files(_ outcome: Result<(HTTPResponse, Data), BackendError>, _ method: String, _ url: String, start: DispatchTime,
-                       sent: Int) throws(ChatterboxError) -> (HTTPResponse, Data) {
-        let elapsed = ReplyStream.milliseconds(since: start)
-        // The URL's last dot-separated part is its signature: not logged.
-        let shown = url.split(separator: ".").dropLast().joined(separator: ".") + ".…"
-        switch outcome {
-        case .failure(let error):
-            logger.debug("\(method) \(shown) failed in \(elapsed) ms: \(error)")
-            throw .backend(error)
-        case .success(let answer):
-            logger.debug("\(method) \(shown) → \(answer.0.statusCode) in \(elapsed) ms (\(sent) bytes out, \(answer.1.count) in)")
-            return answer
+    /// One exchange with the files service (``JSONCall``'s, logged without the URL's
+    /// signature: its last dot-separated part).
+    private func files(_ request: HTTPRequest, body: Data?, limit: Int) async throws(ChatterboxError) -> (HTTPResponse, Data) {
+        let url = request.url.absoluteString
+        let shown = "\(request.httpMethod) " + url.split(separator: ".").dropLast().joined(separator: ".") + ".…"
+        let exchange = JSONCall(transport: transport, logger: logger, timeout: configuration.requestTimeout, limit: limit)
+        switch await exchange.exchange(request, body: body, label: shown) {
+        case .failure(let error): throw .backend(error)
+        case .success(let answer): return answer
         }
     }
 

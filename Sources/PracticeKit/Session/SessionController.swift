@@ -39,8 +39,9 @@ public final class SessionController: SessionContext, @unchecked Sendable {
     /// echo-cancelled microphone only); speech on it stops the reply and is the next turn.
     private var bargeInListening: UInt64?
     private(set) var stopping = false
-    /// Dispatch's clock and timers: the pieces' retries, polls and drains run by it.
-    let scheduler: any SessionScheduler = DispatchScheduler()
+    /// The clock and timers the pieces' retries, polls and drains run by: Dispatch's, or a
+    /// test's that it moves by hand.
+    let scheduler: any SessionScheduler
     private let published = Locked(SessionState.idle)
 
     /// A turn being recorded.
@@ -50,9 +51,16 @@ public final class SessionController: SessionContext, @unchecked Sendable {
         var number: UInt64
     }
 
-    public init(settings: SessionSettings, backend: @escaping @Sendable () -> any SessionBackend, audio: any SessionAudio, spoolDirectory: String,
-                stateDirectory: String, metrics: Metrics, logger: Logger, publish: @escaping EventPublisher) {
+    public convenience init(settings: SessionSettings, backend: @escaping @Sendable () -> any SessionBackend, audio: any SessionAudio,
+                            spoolDirectory: String, stateDirectory: String, metrics: Metrics, logger: Logger, publish: @escaping EventPublisher) {
+        self.init(settings: settings, backend: backend, audio: audio, spoolDirectory: spoolDirectory, stateDirectory: stateDirectory,
+                  metrics: metrics, logger: logger, scheduler: DispatchScheduler(), publish: publish)
+    }
+
+    init(settings: SessionSettings, backend: @escaping @Sendable () -> any SessionBackend, audio: any SessionAudio, spoolDirectory: String,
+         stateDirectory: String, metrics: Metrics, logger: Logger, scheduler: any SessionScheduler, publish: @escaping EventPublisher) {
         self.settings = settings
+        self.scheduler = scheduler
         self.backend = backend
         self.audio = audio
         self.metrics = metrics
