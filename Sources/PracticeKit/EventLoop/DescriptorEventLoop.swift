@@ -23,9 +23,14 @@ final class DescriptorEventLoop: @unchecked Sendable {
     static let shared = DescriptorEventLoop()
 
     private let epoll: Int32
-    private let watches = Locked<[UInt64: DescriptorWatch]>([:])
-    private let nextID = Locked<UInt64>(1)
-    private let started = Locked(false)
+    /// What the loop keeps, under its one lock: the watches by number, the next number, and
+    /// whether the thread runs.
+    private struct State {
+        var watches: [UInt64: DescriptorWatch] = [:]
+        var nextID: UInt64 = 1
+        var started = false
+    }
+    private let state = Locked(State())
 
     private init() {
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
@@ -34,18 +39,21 @@ final class DescriptorEventLoop: @unchecked Sendable {
 
     /// A number for a new watch, never given twice.
     func register(_ watch: DescriptorWatch) -> UInt64 {
-        startIfNeeded()
-        let id = nextID.withLock { next -> UInt64 in
-            defer { next += 1 }
-            return next
+        let (id, first) = state.withLock { state -> (UInt64, Bool) in
+            defer {
+                state.nextID += 1
+                state.started = true
+            }
+            state.watches[state.nextID] = watch
+            return (state.nextID, !state.started)
         }
-        watches.withLock { $0[id] = watch }
+        if first { start() }
         return id
     }
 
     /// Forgets a watch: an event for it already taken from epoll is dropped.
     func unregister(_ id: UInt64) {
-        _ = watches.withLock { $0.removeValue(forKey: id) }
+        _ = state.withLock { $0.watches.removeValue(forKey: id) }
     }
 
     /// `epoll_ctl` for one descriptor; the errno on failure.
@@ -56,12 +64,8 @@ final class DescriptorEventLoop: @unchecked Sendable {
         return epoll_ctl(epoll, operation, fd, &event) == 0 ? nil : Errno.current
     }
 
-    private func startIfNeeded() {
-        let first = started.withLock { started -> Bool in
-            defer { started = true }
-            return !started
-        }
-        guard first else { return }
+    /// The thread, started by the first registration.
+    private func start() {
         do {
             try IOThread.detach(name: "descriptor events") { [self] in run() }
         } catch {
@@ -80,7 +84,7 @@ final class DescriptorEventLoop: @unchecked Sendable {
             for index in 0..<Int(count) {
                 let id = events[index].data.u64
                 let ready = events[index].events
-                guard let watch = watches.withLock({ $0[id] }) else { continue }
+                guard let watch = state.withLock({ $0.watches[id] }) else { continue }
                 watch.fired(ready)
             }
         }
