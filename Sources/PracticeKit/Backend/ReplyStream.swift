@@ -38,12 +38,12 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
     /// The stream's deadlines, as timer sources on the queue, cancelled when it ends: a
     /// block scheduled with `asyncAfter` would keep the finished stream (its upload, its
     /// parser's buffers) alive until it fired, minutes later.
-    private var totalTimer: (any StreamTimer)?
-    private var idleTimer: (any StreamTimer)?
+    private var totalTimer: (any PracticeTimer)?
+    private var idleTimer: (any PracticeTimer)?
     /// The pause before the next attempt.
-    private var retryTimer: (any StreamTimer)?
+    private var retryTimer: (any PracticeTimer)?
     /// The deadlines' clock (Dispatch's, or a test's).
-    private let clock: any StreamClock
+    private let clock: any PracticeClock
     private var startTime: UInt64 = 0
     private var receivedBytes = 0
     private var sawDone = false
@@ -56,7 +56,7 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
     private var waiters: [@Sendable (Result<ReplySummary, BackendError>) -> Void] = []
 
     init(owner: AnyObject, transport: any StreamTransport, request: HTTPRequest, body: HTTPBody?, configuration: BackendConfiguration,
-         logger: Logger, clock: any StreamClock = DispatchStreamClock(), onEvent: @escaping EventHandler) {
+         logger: Logger, clock: any PracticeClock = DispatchClock(), onEvent: @escaping EventHandler) {
         self.owner = owner
         self.clock = clock
         self.transport = transport

@@ -9,7 +9,7 @@ protocol CueContext: AnyObject, Sendable {
     var metrics: Metrics { get }
     var logger: Logger { get }
     /// The clock and timers of the pieces (a test's moves by hand).
-    var scheduler: any SessionScheduler { get }
+    var scheduler: any PracticeClock { get }
     /// The backend's client, with the tokens of the learner signed in.
     var client: @Sendable () -> ChatterboxClient { get }
 

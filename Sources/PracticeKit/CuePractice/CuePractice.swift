@@ -49,7 +49,7 @@ public final class CuePractice: CueContext, @unchecked Sendable {
     private(set) var settings: CueSettings
 
     /// Cue practice's clock and timers (a test's moves by hand).
-    let scheduler: any SessionScheduler
+    let scheduler: any PracticeClock
 
     // Queue only.
     var learner = LearnerState()
@@ -67,11 +67,11 @@ public final class CuePractice: CueContext, @unchecked Sendable {
                             play: @escaping @Sendable (String, @escaping @Sendable (Result<Double, ControlError>) -> Void) -> Void,
                             publish: @escaping EventPublisher) {
         self.init(settings: settings, client: client, audio: audio, spoolDirectory: spoolDirectory, stateDirectory: stateDirectory,
-                  metrics: metrics, logger: logger, scheduler: DispatchScheduler(), play: play, publish: publish)
+                  metrics: metrics, logger: logger, scheduler: DispatchClock(), play: play, publish: publish)
     }
 
     init(settings: CueSettings, client: @escaping @Sendable () -> ChatterboxClient, audio: any SessionAudio, spoolDirectory: String,
-         stateDirectory: String, metrics: Metrics, logger: Logger, scheduler: any SessionScheduler,
+         stateDirectory: String, metrics: Metrics, logger: Logger, scheduler: any PracticeClock,
          play: @escaping @Sendable (String, @escaping @Sendable (Result<Double, ControlError>) -> Void) -> Void,
          publish: @escaping EventPublisher) {
         self.settings = settings

@@ -25,7 +25,7 @@ protocol SessionContext: AnyObject, Sendable {
     /// Whether the daemon is stopping: nothing new starts.
     var stopping: Bool { get }
     /// The clock and timers of the pieces.
-    var scheduler: any SessionScheduler { get }
+    var scheduler: any PracticeClock { get }
 
     /// Moves the stage (a move ``SessionStage`` does not allow is refused and logged).
     func move(to next: SessionStage)

@@ -41,7 +41,7 @@ public final class SessionController: SessionContext, @unchecked Sendable {
     private(set) var stopping = false
     /// The clock and timers the pieces' retries, polls and drains run by: Dispatch's, or a
     /// test's that it moves by hand.
-    let scheduler: any SessionScheduler
+    let scheduler: any PracticeClock
     private let published = Locked(SessionState.idle)
 
     /// A turn being recorded.
@@ -54,11 +54,11 @@ public final class SessionController: SessionContext, @unchecked Sendable {
     public convenience init(settings: SessionSettings, backend: @escaping @Sendable () -> any SessionBackend, audio: any SessionAudio,
                             spoolDirectory: String, stateDirectory: String, metrics: Metrics, logger: Logger, publish: @escaping EventPublisher) {
         self.init(settings: settings, backend: backend, audio: audio, spoolDirectory: spoolDirectory, stateDirectory: stateDirectory,
-                  metrics: metrics, logger: logger, scheduler: DispatchScheduler(), publish: publish)
+                  metrics: metrics, logger: logger, scheduler: DispatchClock(), publish: publish)
     }
 
     init(settings: SessionSettings, backend: @escaping @Sendable () -> any SessionBackend, audio: any SessionAudio, spoolDirectory: String,
-         stateDirectory: String, metrics: Metrics, logger: Logger, scheduler: any SessionScheduler, publish: @escaping EventPublisher) {
+         stateDirectory: String, metrics: Metrics, logger: Logger, scheduler: any PracticeClock, publish: @escaping EventPublisher) {
         self.settings = settings
         self.scheduler = scheduler
         self.backend = backend

@@ -19,49 +19,6 @@ final class ReplyStreamInMemoryTests: XCTestCase {
         case hang(started: Bool, String)
     }
 
-    /// The stream's clock in the test's hands: timers fire when the test moves time past
-    /// their deadline, on the stream's queue.
-    final class ManualStreamClock: StreamClock, @unchecked Sendable {
-        final class Timer: StreamTimer, @unchecked Sendable {
-            unowned let clock: ManualStreamClock
-            let queue: DispatchQueue
-            let handler: @Sendable () -> Void
-            var deadline: UInt64?
-            init(clock: ManualStreamClock, queue: DispatchQueue, handler: @escaping @Sendable () -> Void) {
-                self.clock = clock
-                self.queue = queue
-                self.handler = handler
-            }
-            func schedule(after seconds: Double) { clock.lock.withLock { deadline = clock.time + UInt64(seconds * 1e9) } }
-            func cancel() { clock.lock.withLock { deadline = nil } }
-        }
-
-        let lock = NSLock()
-        var time: UInt64 = 1_000_000_000
-        private var timers: [Timer] = []
-
-        var now: UInt64 { lock.withLock { time } }
-
-        func makeTimer(on queue: DispatchQueue, _ handler: @escaping @Sendable () -> Void) -> any StreamTimer {
-            let timer = Timer(clock: self, queue: queue, handler: handler)
-            lock.withLock { timers.append(timer) }
-            return timer
-        }
-
-        /// Moves time `seconds` ahead, firing each timer whose deadline it passes, earliest first.
-        func advance(by seconds: Double) {
-            let end = now + UInt64(seconds * 1e9)
-            while let due: Timer = lock.withLock({
-                let next = timers.filter { ($0.deadline ?? .max) <= end }.min { $0.deadline! < $1.deadline! }
-                if let next { time = next.deadline!; next.deadline = nil }
-                return next
-            }) {
-                due.queue.sync { due.handler() }
-            }
-            lock.withLock { time = end }
-        }
-    }
-
     final class ScriptedTransport: StreamTransport, @unchecked Sendable {
         let queue = DispatchQueue(label: "test.transport")
         private var script: [Answer]
@@ -105,7 +62,7 @@ final class ReplyStreamInMemoryTests: XCTestCase {
     }
 
     /// A stream over `script` on a clock the test moves.
-    private func start(_ script: [Answer], clock: ManualStreamClock, idle: Double = 30, total: Double = 120)
+    private func start(_ script: [Answer], clock: TestClock, idle: Double = 30, total: Double = 120)
         -> (ReplyStream, ReplyRecorder, ScriptedTransport) {
         var configuration = BackendConfiguration(baseURL: URL(string: "http://backend.invalid")!)
         configuration.streamIdleTimeout = idle
@@ -124,7 +81,8 @@ final class ReplyStreamInMemoryTests: XCTestCase {
     /// A reply that goes quiet is given up after the idle deadline, not a moment before:
     /// interrupted, what came kept.
     func testAStreamThatGoesQuietEndsAtItsIdleDeadline() throws {
-        let clock = ManualStreamClock()
+        let clock = TestClock()
+        clock.manual()
         let (stream, recorder, transport) = start([.hang(started: true, "event: transcript\ndata: {\"text\":\"hi\"}\n\n")], clock: clock)
         clock.advance(by: 29.9)
         transport.queue.sync {}
@@ -139,7 +97,8 @@ final class ReplyStreamInMemoryTests: XCTestCase {
     /// Each chunk pushes the idle deadline back; the whole stream's deadline holds over all
     /// of it, retries included.
     func testTheTotalDeadlineHoldsOverRetriesAndChunks() {
-        let clock = ManualStreamClock()
+        let clock = TestClock()
+        clock.manual()
         let (stream, _, transport) = start([.status(503, "still connecting"), .hang(started: false, "")], clock: clock, idle: 1_000, total: 120)
         clock.advance(by: 1)  // past the first retry's pause: the second attempt hangs
         transport.queue.sync {}

@@ -8,7 +8,7 @@ import XCTest
 /// Cue practice's own logic, the devices in memory (``MemoryAudio``) and the backend
 /// practice-sim's Chatterbox mode in this process: an answer's walk and its events, the
 /// speech gate, a refusal, a 409, sign-in needed in the middle of an upload; retries and
-/// polls on the test's clock (``TestScheduler``: a minute of them in milliseconds). The
+/// polls on the test's clock (``TestClock``: a minute of them in milliseconds). The
 /// daemon as a process, with PulseAudio, is CuePracticeTests'.
 final class CuePracticeInMemoryTests: XCTestCase {
     private var directory: URL!
@@ -18,8 +18,8 @@ final class CuePracticeInMemoryTests: XCTestCase {
     private var commands = CommandTable()
     private let events = Awaitable([any ProtocolEvent]())
     private let clock = Locked(Date().timeIntervalSince1970)
-    /// Cue practice's clock: Dispatch's until a test stops it (``TestScheduler/manual(start:)``).
-    private let scheduler = TestScheduler()
+    /// Cue practice's clock: Dispatch's until a test stops it (``TestClock/manual(start:)``).
+    private let scheduler = TestClock()
     private let speech: [Int16] = (0..<36_000).map { Int16(4_000 * sin(Double($0) * 0.05)) }
 
     override func setUpWithError() throws {

@@ -16,9 +16,9 @@ final class SessionTestContext: SessionContext, @unchecked Sendable {
     let metrics = Metrics()
     let logger = Logger.disabled
     var stopping = false
-    /// The pieces' clock: real unless a test stops it (``TestScheduler/manual(start:)``).
-    let clock = TestScheduler()
-    var scheduler: any SessionScheduler { clock }
+    /// The pieces' clock: real unless a test stops it (``TestClock/manual(start:)``).
+    let clock = TestClock()
+    var scheduler: any PracticeClock { clock }
     let events = Awaitable([(name: String, data: JSONValue)]())
     private(set) var moves: [SessionStage] = []
     private(set) var failures: [String] = []

@@ -1,0 +1,49 @@
+import Dispatch
+
+/// Time as every piece of the daemon's flows sees it: what time it is, work to run later on
+/// a queue, and timers that can be pushed back without allocating (a reply stream's idle
+/// deadline moves at every chunk). The one clock of the flows, their pieces and the reply
+/// streams: Dispatch's in the daemon (``DispatchClock``); a test holds one whose time it
+/// moves itself, so that a minute of retries, ten minutes of polls or a 120 s deadline run
+/// in milliseconds, in the order the test decides.
+protocol PracticeClock: Sendable {
+    /// Monotonic nanoseconds.
+    var now: UInt64 { get }
+    /// Runs `body` on `queue` once `delay` seconds have passed.
+    func after(_ delay: Double, on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void)
+    /// A timer that runs `handler` on `queue` once its deadline passes (none until scheduled).
+    func makeTimer(on queue: DispatchQueue, _ handler: @escaping @Sendable () -> Void) -> any PracticeTimer
+}
+
+/// A deadline that can be set, moved and cancelled (``PracticeClock/makeTimer(on:_:)``).
+protocol PracticeTimer: AnyObject, Sendable {
+    /// Sets (or moves) the deadline to `seconds` from now.
+    func schedule(after seconds: Double)
+    func cancel()
+}
+
+/// Dispatch's monotonic clock; its timers are timer sources (rescheduled, never reallocated).
+struct DispatchClock: PracticeClock {
+    var now: UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    func after(_ delay: Double, on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) {
+        queue.asyncAfter(deadline: .now() + delay, execute: body)
+    }
+
+    func makeTimer(on queue: DispatchQueue, _ handler: @escaping @Sendable () -> Void) -> any PracticeTimer {
+        DispatchTimer(queue: queue, handler: handler)
+    }
+}
+
+final class DispatchTimer: PracticeTimer, @unchecked Sendable {
+    private let source: DispatchSourceTimer
+
+    init(queue: DispatchQueue, handler: @escaping @Sendable () -> Void) {
+        source = DispatchSource.makeTimerSource(queue: queue)
+        source.setEventHandler(handler: handler)
+        source.resume()
+    }
+
+    func schedule(after seconds: Double) { source.schedule(deadline: .now() + seconds) }
+    func cancel() { source.cancel() }
+}
