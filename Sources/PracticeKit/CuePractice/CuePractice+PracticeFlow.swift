@@ -21,8 +21,8 @@ extension CuePractice: PracticeFlow {
     public var learnerSnapshot: LearnerState? { snapshot }
 
     public func spoolListing() -> FlowSpoolListing {
-        let (answers, setAside, directory) = queue.sync { (delivery.listing().answers, delivery.listing().setAside, delivery.spool?.directory ?? "") }
-        return FlowSpoolListing(answers: answers, setAside: setAside, directory: directory)
+        let (listing, directory) = queue.sync { (delivery.listing(), delivery.spool?.directory ?? "") }
+        return FlowSpoolListing(answers: listing.answers, setAside: listing.setAside, directory: directory)
     }
 
     public func probeBackend(_ configuration: BackendConfiguration) async throws {
