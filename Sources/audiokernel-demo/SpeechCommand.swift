@@ -15,7 +15,8 @@ import Glibc
 ///     speech features AUDIO.f32 OUT.f32   Whisper features of each 8 s window (128000 float32)
 ///     speech endpoint SILERO SMART INPUT  where the hands-free recorder's two rules would start
 ///                                         and end turns in a 24 kHz PCM16 WAV: the learned one
-///                                         (``TurnEndpointer``, smart-turn answering at once) and
+///                                         (``TurnEndpointer``, smart-turn's answer taken
+///                                         as late as it took to compute, as in the daemon) and
 ///                                         the level hangover (``SpeechDetector``), one event a
 ///                                         line: RULE EVENT SECONDS [PROBABILITY]
 ///
@@ -27,7 +28,7 @@ enum SpeechCommand {
                audiokernel-demo speech turn MODEL.onnx INPUT.{wav,f32}
                audiokernel-demo speech turn MODEL.onnx --features FEATURES.f32 [--dump DIR]
                audiokernel-demo speech features AUDIO.f32 OUTPUT.f32
-               audiokernel-demo speech endpoint SILERO.onnx SMART_TURN.onnx INPUT.wav [--finished P] [--pause-ms N] [--kept-pause-ms N] [--trace]
+               audiokernel-demo speech endpoint SILERO.onnx SMART_TURN.onnx INPUT.wav [--finished P] [--pause-ms N] [--kept-pause-ms N] [--lead-ms N] [--answer-ms N] [--trace]
                (turn takes --threads 2: the model's products on two threads)
         """
 
@@ -36,6 +37,8 @@ enum SpeechCommand {
     nonisolated(unsafe) static var trace = false
     nonisolated(unsafe) static var pauseMilliseconds = TurnEndpointerConfiguration().pauseMilliseconds
     nonisolated(unsafe) static var keptPauseMilliseconds = TurnEndpointerConfiguration().keptPauseMilliseconds
+    nonisolated(unsafe) static var leadMilliseconds = TurnEndpointerConfiguration().questionLeadMilliseconds
+    nonisolated(unsafe) static var answerMilliseconds: Int?
 
     struct Failure: Error, CustomStringConvertible {
         let description: String
@@ -65,6 +68,18 @@ enum SpeechCommand {
         // again (a large N: all of it, as before the pauses were shortened).
         if let at = arguments.firstIndex(of: "--kept-pause-ms"), at + 1 < arguments.count, let n = Int(arguments[at + 1]), n >= 0 {
             keptPauseMilliseconds = n
+            arguments.removeSubrange(at...at + 1)
+        }
+        // --lead-ms N (endpoint): how long before its question point a pause is asked about
+        // (0: at the point, on the audio as heard).
+        if let at = arguments.firstIndex(of: "--lead-ms"), at + 1 < arguments.count, let n = Int(arguments[at + 1]), (0...1_000).contains(n) {
+            leadMilliseconds = n
+            arguments.removeSubrange(at...at + 1)
+        }
+        // --answer-ms N (endpoint): smart-turn's answer taken N ms after it was asked for
+        // (default: as long as it took here; 0: at once, the model's time left out).
+        if let at = arguments.firstIndex(of: "--answer-ms"), at + 1 < arguments.count, let n = Int(arguments[at + 1]), (0...10_000).contains(n) {
+            answerMilliseconds = n
             arguments.removeSubrange(at...at + 1)
         }
         if let at = arguments.firstIndex(of: "--threads"), at + 1 < arguments.count, let n = Int(arguments[at + 1]), (1...2).contains(n) {
@@ -210,7 +225,9 @@ enum SpeechCommand {
             throw Failure(description: "\(input): the recorder's format, 24 kHz mono PCM16, please")
         }
         let seconds = { (position: Int) in AudioKernelDemo.format(Double(position) / 24_000, 3) }
-        // The learned rule, period by period (10 ms), smart-turn answering as soon as asked.
+        // The learned rule, period by period (10 ms). smart-turn's answer is taken at the first
+        // period after it would be ready in the daemon: asked at a frame's end, ready the
+        // model's time later (measured here, or --answer-ms).
         let stream = try VoiceActivityStream(model: SileroVAD(onnx: readFile(silero)))
         let model = try SmartTurnModel(onnx: readFile(smartTurn), threads: threads)
         let extractor = WhisperFeatures()
@@ -220,29 +237,38 @@ enum SpeechCommand {
         configuration.finishedProbability = finishedProbability
         configuration.pauseMilliseconds = pauseMilliseconds
         configuration.keptPauseMilliseconds = keptPauseMilliseconds
+        configuration.questionLeadMilliseconds = leadMilliseconds
         var endpointer = TurnEndpointer(configuration: configuration)
         var omitted: [(start: Int, end: Int)] = []
-        func ask() -> Float {
+        func ask(continuing: Int = 0) -> Float {
             // As the recorder asks: the turn's waited pauses shortened.
             endpointer.omittedSpans(into: &omitted)
-            window.withUnsafeMutableBufferPointer { stream.copyRecent(into: $0, omitting: omitted) }
+            window.withUnsafeMutableBufferPointer { stream.copyRecent(into: $0, omitting: omitted, continuing: continuing) }
             window.withUnsafeBufferPointer { w in features.withUnsafeMutableBufferPointer { extractor.compute(w, into: $0.baseAddress!) } }
             return features.withUnsafeBufferPointer { model.probability(features: $0.baseAddress!) }
         }
         // The pause being traced: where it began, the trace points still to come (ms).
         var traced: (start: Int, points: [Int])?
+        // The answer on its way: its probability and the stream position it is ready at.
+        var pending: (probability: Float, ready: Int)?
         func report(_ decision: TurnEndpointer.Decision) {
             switch decision {
             case .none: break
             case .speechStarted(let onset): print("model started \(seconds(onset))")
-            case .askModel(let pause):
-                let p = ask()
-                print("model asked \(seconds(pause)) \(AudioKernelDemo.format(Double(p), 3)) snr \(endpointer.signalToNoise.map { AudioKernelDemo.format($0, 1) } ?? "-") threshold \(AudioKernelDemo.format(Double(endpointer.finishedThreshold), 3))")
+            case .askModel(let pause, let continuing):
+                var started = timespec(), ended = timespec()
+                clock_gettime(CLOCK_MONOTONIC, &started)
+                let p = ask(continuing: continuing)
+                clock_gettime(CLOCK_MONOTONIC, &ended)
+                let took = answerMilliseconds.map { Double($0) / 1000 }
+                    ?? Double(ended.tv_sec - started.tv_sec) + Double(ended.tv_nsec - started.tv_nsec) / 1e9
+                pending = (p, stream.position + Int(took * 24_000))
+                print("model asked \(seconds(pause)) \(AudioKernelDemo.format(Double(p), 3)) snr \(endpointer.signalToNoise.map { AudioKernelDemo.format($0, 1) } ?? "-") threshold \(AudioKernelDemo.format(Double(endpointer.finishedThreshold), 3)) took \(AudioKernelDemo.format(took, 3))")
                 if trace { traced = (pause, [100, 150, 200, 250, 300, 350, 400, 500, 650, 800, 1_000, 1_300, 1_600, 2_000, 2_500].filter { $0 > pauseMilliseconds }) }
-                report(endpointer.answer(p))
             case .stillListening: break
             case .resumed:
                 traced = nil
+                pending = nil
                 print("model resumed \(seconds(stream.position))")
             case .ended(let end, let ending):
                 switch ending {
@@ -258,6 +284,10 @@ enum SpeechCommand {
             var start = 0
             while start < samples.count {
                 let period = UnsafeBufferPointer(rebasing: samples[start..<min(samples.count, start + 240)])
+                if let answer = pending, stream.position >= answer.ready {
+                    pending = nil
+                    report(endpointer.answer(answer.probability))
+                }
                 stream.process(period) { p, end, level in
                     if let t = traced, let next = t.points.first, end - t.start >= next * 24 {
                         print("model trace \(seconds(t.start)) \(next) \(AudioKernelDemo.format(Double(ask()), 3))")

@@ -9,6 +9,9 @@ import XCTest
 /// hesitation of 0.5 to 2.0 s mid-phrase or none, in quiet and at 10 dB SNR in pink noise) and
 /// on non-speech (noise, looped noise, chords, clicks, babble). Per rule: hesitations cut, the
 /// end of turn after the last word (p50, p95), phrases captured whole, false turns a minute.
+/// smart-turn runs on two threads as in the daemon, and its answer counts as late as it took
+/// (the end of turn includes the model's time). PRACTICED_TURN_TAKING_ARGS passes more options
+/// to `speech endpoint` (`--lead-ms 0`: asked at the pause's question point, not ahead).
 ///
 /// CI runs the short form (two phrases a reader, 1.2 s hesitations, quiet, 20 s of each
 /// non-speech); `bash .ci/proof turn-taking` the long one (PRACTICED_TURN_TAKING=full: three
@@ -47,9 +50,11 @@ final class TurnTakingProofTests: XCTestCase {
         let writer = try WAVFileWriter(path: wav.path, format: .speech)
         try writer.write(samples)
         try writer.close(sync: false)
-        let output = try runTool(ShippedBinaries.path(of: "audiokernel-demo"),
-                                 ["speech", "endpoint", ONNXReference.silero, ONNXReference.smartTurn, wav.path]
-                                    + (ProcessInfo.processInfo.environment["PRACTICED_TURN_TAKING_FINISHED"].map { ["--finished", $0] } ?? []))
+        let environment = ProcessInfo.processInfo.environment
+        var arguments = ["speech", "endpoint", ONNXReference.silero, ONNXReference.smartTurn, wav.path, "--threads", "2"]
+        if let finished = environment["PRACTICED_TURN_TAKING_FINISHED"] { arguments += ["--finished", finished] }
+        if let more = environment["PRACTICED_TURN_TAKING_ARGS"] { arguments += more.split(separator: " ").map(String.init) }
+        let output = try runTool(ShippedBinaries.path(of: "audiokernel-demo"), arguments)
         return output.split(separator: "\n").compactMap { line in
             let f = line.split(separator: " ").map(String.init)
             guard f.count >= 3, let at = Double(f[2]) else { return nil }
@@ -117,16 +122,19 @@ final class TurnTakingProofTests: XCTestCase {
             let sorted = values.sorted()
             return "\(Int((sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] * 1000).rounded())) ms"
         }
-        print("turn-taking: | rule | condition, pause | hesitations cut | end after the last word p50 / p95 | captured whole | turns after it |")
+        // The median end is fragile where about half the phrases end at once and the rest wait
+        // for the ceiling: how many ended within a second says it plainly.
+        print("turn-taking: | rule | condition, pause | hesitations cut | end after the last word p50 / p95 | ended within 1 s | captured whole | turns after it |")
         for rule in ["model", "hangover"] {
             for key in outcomes[rule, default: [:]].keys.sorted() where key != "non-speech" {
                 let o = outcomes[rule]![key]!
                 print("turn-taking: | \(rule) | \(key) | \(o.hesitations == 0 ? "–" : "\(o.cut) of \(o.hesitations)") | "
-                      + "\(percentile(o.delays, 0.5)) / \(percentile(o.delays, 0.95)) | \(o.whole) of \(o.phrases) | \(o.falseTurns) |")
+                      + "\(percentile(o.delays, 0.5)) / \(percentile(o.delays, 0.95)) | \(o.delays.filter { $0 < 1 }.count) of \(o.delays.count) | "
+                      + "\(o.whole) of \(o.phrases) | \(o.falseTurns) |")
             }
             let n = outcomes[rule]!["non-speech"]!
             print("turn-taking: | \(rule) | non-speech (\(Int(n.nonSpeechSeconds)) s) | false turns \(n.falseTurns), "
-                  + String(format: "%.1f", Double(n.falseTurns) / n.nonSpeechSeconds * 60) + " a minute; \(n.discarded) discarded as the room's speech | | |")
+                  + String(format: "%.1f", Double(n.falseTurns) / n.nonSpeechSeconds * 60) + " a minute; \(n.discarded) discarded as the room's speech | | | |")
         }
         let model = outcomes["model"]!, hangover = outcomes["hangover"]!
         let key = "quiet 1.2 s"

@@ -27,9 +27,9 @@ final class VoiceActivityStreamTests: XCTestCase {
         }
     }
 
-    private func window(_ stream: VoiceActivityStream, omitting spans: [(start: Int, end: Int)]) -> [Int] {
+    private func window(_ stream: VoiceActivityStream, omitting spans: [(start: Int, end: Int)], continuing: Int = 0) -> [Int] {
         var window = [Float](repeating: .nan, count: WhisperFeatures.windowSamples)
-        window.withUnsafeMutableBufferPointer { stream.copyRecent(into: $0, omitting: spans) }
+        window.withUnsafeMutableBufferPointer { stream.copyRecent(into: $0, omitting: spans, continuing: continuing) }
         return window.map { Int(($0 * 32_768).rounded()) }
     }
 
@@ -53,5 +53,21 @@ final class VoiceActivityStreamTests: XCTestCase {
         let s = try stream()
         let expected = [Int](repeating: 0, count: 20_000) + (72_000..<150_000).map { $0 % 20_000 } + (160_000..<190_000).map { $0 % 20_000 }
         assertWindow(s, omitting: [(150_000, 155_000), (155_000, 160_000), (190_000, 210_000)], expected)
+    }
+}
+
+extension VoiceActivityStreamTests {
+    /// Asked ahead of a pause's question point: the window ends `continuing` samples after the
+    /// stream, the newest 512 samples (the VAD frame just heard as a pause) played back and
+    /// forth over them.
+    func testAContinuedPauseIsTheNewestFrameBackAndForth() throws {
+        let s = try stream()
+        let got = window(s, omitting: [], continuing: 1_200)
+        let heard = (73_200..<200_000).map { $0 % 20_000 }
+        XCTAssertEqual(Array(got[0..<heard.count]), heard, "the audio heard, 1,200 samples earlier in the window")
+        let newest = (199_488..<200_000).map { $0 % 20_000 }  // 512 samples
+        let expected = newest.reversed() + newest + newest.reversed()[0..<176]
+        XCTAssertEqual(Array(got[heard.count...]), Array(expected), "back from the newest sample, forth, back")
+        XCTAssertEqual(window(s, omitting: [(150_000, 170_000)], continuing: 0), window(s, omitting: [(150_000, 170_000)]), "0: as heard")
     }
 }

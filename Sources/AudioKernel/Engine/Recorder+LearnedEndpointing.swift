@@ -9,16 +9,10 @@ extension Recorder {
     func processLearned(_ period: UnsafeBufferPointer<Int16>, stream: VoiceActivityStream, playing: Bool) {
         if let answer = endpointing?.worker.takeAnswer(), answer.token == question {
             lastFinishedProbability = answer.probability
-            let decision = endpointer.answer(answer.probability)
-            switch decision {
-            case .stillListening(let p):
-                onEvent(.speechPaused(probability: p, waiting: true, after: Double(answer.nanoseconds) / 1e9))
-            case .ended(_, .finished(let p)):
-                onEvent(.speechPaused(probability: p, waiting: false, after: Double(answer.nanoseconds) / 1e9))
-            default:
-                break
-            }
-            apply(decision)
+            lastAnswerSeconds = Double(answer.nanoseconds) / 1e9
+            // Asked ahead, the answer may wait for the pause to reach its question point: the
+            // endpointer then decides on a later frame (`apply` tells the client either way).
+            apply(endpointer.answer(answer.probability))
         }
         var minimumSpeech: Int?
         if playing && inputIsEchoCancelled {
@@ -41,18 +35,26 @@ extension Recorder {
     /// The learned rule's decision (``TurnEndpointer``).
     func apply(_ decision: TurnEndpointer.Decision) {
         switch decision {
-        case .none, .resumed, .stillListening:
+        case .none:
             break
+        case .resumed:
+            // A question asked ahead of this pause's point is not needed any more.
+            endpointing?.worker.withdraw(token: question)
+        case .stillListening(let p):
+            onEvent(.speechPaused(probability: p, waiting: true, after: lastAnswerSeconds))
         case .speechStarted(let onset):
             lastFinishedProbability = nil
             speechBegan(at: onset)
-        case .askModel:
+        case .askModel(_, let continuing):
             question += 1
             if let stream = vadStream {
                 endpointer.omittedSpans(into: &omittedSpans)
-                endpointing?.worker.ask(stream, token: question, omitting: omittedSpans)
+                endpointing?.worker.ask(stream, token: question, omitting: omittedSpans, continuing: continuing)
             }
         case .ended(let end, let ending):
+            if case .finished(let p) = ending {
+                onEvent(.speechPaused(probability: p, waiting: false, after: lastAnswerSeconds))
+            }
             speechEnded(at: end)
             if case .recording(let handsFree) = mode, handsFree {
                 switch ending {

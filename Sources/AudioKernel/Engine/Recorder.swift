@@ -47,6 +47,8 @@ public final class Recorder: @unchecked Sendable {
         return spans
     }()
     var lastFinishedProbability: Float?
+    /// How long smart-turn took over its last answer, in seconds (``RecorderEvent/speechPaused(probability:waiting:after:)``).
+    var lastAnswerSeconds = 0.0
     /// VAD speech in the turn being recorded, in samples: a turn with less holds no speech.
     var turnVADSpeechSamples = 0
     private var preRoll: [Int16]

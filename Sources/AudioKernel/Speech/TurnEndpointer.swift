@@ -20,6 +20,11 @@ public struct TurnEndpointerConfiguration: Hashable, Sendable {
     /// on the recorded hesitations it cuts no more than asking at 200 ms does (docs/audio.md),
     /// and the answer comes 50 ms sooner.
     public var pauseMilliseconds: Int = 150
+    /// smart-turn is asked this long before the pause reaches that point, about the pause
+    /// heard so far played on back and forth to its length (``Decision/askModel(pauseStart:continuing:)``),
+    /// and its answer is taken when the pause gets there: the ~100 ms the model takes to answer
+    /// no longer comes on top of the pause. 0 asks at the point itself, on the audio as heard.
+    public var questionLeadMilliseconds: Int = 96
     /// A pause this long ends the turn whatever the model said.
     public var maximumPauseMilliseconds: Int = 3_000
     /// smart-turn's probability at or above which the turn is finished, in a quiet room.
@@ -83,9 +88,12 @@ public struct TurnEndpointer: Sendable {
         case none
         /// Speech started at `onset` (the first speech frame's start).
         case speechStarted(onset: Int)
-        /// A pause reached ``TurnEndpointerConfiguration/pauseMilliseconds``: ask smart-turn
-        /// about the audio up to now. The pause began at `pauseStart`.
-        case askModel(pauseStart: Int)
+        /// A pause is ``TurnEndpointerConfiguration/questionLeadMilliseconds`` short of
+        /// ``questionMilliseconds``: ask smart-turn about the audio up to now with the pause
+        /// continued by `continuing` samples (``VoiceActivityStream/copyRecent(into:omitting:continuing:)``),
+        /// that is about the moment the pause reaches its question point. The pause began at
+        /// `pauseStart`. The answer (``answer(_:)``) counts from that point on.
+        case askModel(pauseStart: Int, continuing: Int)
         /// smart-turn said unfinished: still listening.
         case stillListening(probability: Float)
         /// Speech resumed after a pause.
@@ -108,6 +116,11 @@ public struct TurnEndpointer: Sendable {
     private var onset = 0
     private var pauseStart: Int?
     private var asked = false
+    /// Where the pause being asked about reaches its question point, and the answer that came
+    /// before it did (held until then: the learner may still go on).
+    private var questionPoint = 0
+    private var earlyAnswer: Float?
+    private var lastFrameEnd = 0
     private var lastSpeechEnd = 0
     private let frameSamples: Int
     /// The turn's pauses the model heard as unfinished before the learner went on, oldest
@@ -147,6 +160,7 @@ public struct TurnEndpointer: Sendable {
         candidateOnset = nil
         pauseStart = nil
         asked = false
+        earlyAnswer = nil
         speechSamples = 0
         waitedPauses.removeAll(keepingCapacity: true)
     }
@@ -171,6 +185,7 @@ public struct TurnEndpointer: Sendable {
     /// kiosk's own voice comes in short bursts that Silero hears as speech).
     public mutating func frame(probability: Float, end: Int, level: Double, minimumSpeechMilliseconds: Int? = nil) -> Decision {
         let start = end - frameSamples
+        lastFrameEnd = end
         let decibels = 20 * log10(max(level, 1))
         // Forgotten after a while of hearing the room without it; frames the recorder masked
         // (while the kiosk speaks, level 0) say nothing of whether it stopped.
@@ -224,6 +239,7 @@ public struct TurnEndpointer: Sendable {
                     speechSamples = candidateSpeech
                     pauseStart = nil
                     asked = false
+                    earlyAnswer = nil
                     waitedPauses.removeAll(keepingCapacity: true)
                     return .speechStarted(onset: onset)
                 }
@@ -257,12 +273,15 @@ public struct TurnEndpointer: Sendable {
                 return .ended(end: end, ending: .backgroundSpeech)
             }
             if let pause = pauseStart {
-                if asked {
+                // Waited: the pause reached its question point (asked ahead or not, answered
+                // or not); one the learner left before it was only a breath.
+                if asked, start >= questionPoint {
                     if waitedPauses.count == Self.waitedPausesKept { waitedPauses.removeFirst() }
                     waitedPauses.append((pause, start))
                 }
                 pauseStart = nil
                 asked = false
+                earlyAnswer = nil
                 return .resumed
             }
             return .none
@@ -277,9 +296,19 @@ public struct TurnEndpointer: Sendable {
             inSpeech = false
             return .ended(end: lastSpeechEnd, ending: .pauseCeiling)
         }
-        if !asked, end - pause >= samples(questionMilliseconds) {
+        if asked {
+            // The pause reached its question point with the answer already in.
+            if let early = earlyAnswer, end >= questionPoint {
+                earlyAnswer = nil
+                return decide(early)
+            }
+            return .none
+        }
+        let question = samples(questionMilliseconds)
+        if end - pause >= question - samples(configuration.questionLeadMilliseconds) {
             asked = true
-            return .askModel(pauseStart: pause)
+            questionPoint = pause + question
+            return .askModel(pauseStart: pause, continuing: max(0, questionPoint - end))
         }
         return .none
     }
@@ -332,10 +361,20 @@ public struct TurnEndpointer: Sendable {
         return min(1, max(0, (25 - snr) / 13))
     }
 
-    /// smart-turn's answer to the last ``Decision/askModel(pauseStart:)``. An answer that comes
-    /// after speech resumed is stale and ignored.
+    /// smart-turn's answer to the last ``Decision/askModel(pauseStart:continuing:)``. An answer
+    /// that comes after speech resumed is stale and ignored; one that comes before the pause
+    /// reaches its question point is held until it does (``frame(probability:end:level:minimumSpeechMilliseconds:)``
+    /// then decides with it).
     public mutating func answer(_ probability: Float) -> Decision {
         guard inSpeech, pauseStart != nil, asked else { return .none }
+        if lastFrameEnd < questionPoint {
+            earlyAnswer = probability
+            return .none
+        }
+        return decide(probability)
+    }
+
+    private mutating func decide(_ probability: Float) -> Decision {
         if probability >= finishedThreshold {
             inSpeech = false
             return .ended(end: lastSpeechEnd, ending: .finished(probability: probability))

@@ -93,9 +93,29 @@ public final class VoiceActivityStream {
     /// The same with `spans` of the stream (input positions, oldest first, not overlapping)
     /// left out and the audio on either side joined: the window is the newest 8 s of what is
     /// left, zeros before the oldest sample kept (``TurnEndpointer/omittedSpans(into:)``).
+    /// `continuing` (input samples) ends the window that much later than the stream: the
+    /// newest 32 ms (the VAD frame just heard as a pause) played back and forth over it, the
+    /// pause carried on as the room sounded in it (``TurnEndpointer/Decision/askModel(pauseStart:continuing:)``).
+    /// Reversed noise has the spectrum of the noise, and turning at the ends leaves no step.
     public func copyRecent(into window: UnsafeMutableBufferPointer<Float>, dropping newest: Int = 0,
-                           omitting spans: [(start: Int, end: Int)]) {
+                           omitting spans: [(start: Int, end: Int)], continuing: Int = 0) {
         precondition(window.count == recent.count)
+        let added = min(window.count, max(0, continuing) * SileroVAD.sampleRate / inputRate)
+        let heard = window.count - added
+        copyRecent(into: UnsafeMutableBufferPointer(rebasing: window[0..<heard]), dropping: newest, omittingSpans: spans)
+        let source = min(SileroVAD.frameLength, heard)
+        guard source > 0 else {
+            for i in heard..<window.count { window[i] = 0 }
+            return
+        }
+        for k in 0..<added {
+            let r = k % (2 * source)
+            window[heard + k] = r < source ? window[heard - 1 - r] : window[heard - source + (r - source)]
+        }
+    }
+
+    /// Fills `window` (at most 8 s) from the back with the newest audio, `spans` left out.
+    private func copyRecent(into window: UnsafeMutableBufferPointer<Float>, dropping newest: Int, omittingSpans spans: [(start: Int, end: Int)]) {
         let end = max(0, recentEnd - newest)
         let oldest = max(0, recentEnd - recent.count)  // the oldest sample the ring still holds
         var to = window.count  // fills from the back

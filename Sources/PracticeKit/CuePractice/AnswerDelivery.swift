@@ -97,14 +97,21 @@ final class AnswerDelivery: @unchecked Sendable {
     /// cue in this second (``finished(_:_:)`` waits a second).
     private func requestIntent(_ answer: SpooledAnswer) {
         let (profile, cue) = (answer.profileId, answer.cueId)
-        context.call({ try await $0.createUploadIntent(profileID: profile, cueID: cue) }) { [self] result in
+        step(answer, { try await $0.createUploadIntent(profileID: profile, cueID: cue) }) { [self] intent in
+            context.publish(Event.CueUploadStep(answerId: answer.id, cueId: answer.cueId, step: .intent))
+            guard let url = intent.uploadUrl else { return finished(answer, .failed(.backend(.invalidResponse("an upload intent without an upload_url")))) }
+            put(answer, intent: intent.uploadIntentId, url: url)
+        }
+    }
+
+    /// One backend call of the walk: a failure finishes the attempt, an answer goes on to `next`
+    /// (on the cue queue, as ``CueContext/call(_:then:)`` gives it).
+    private func step<T: Sendable>(_ answer: SpooledAnswer, _ body: @escaping @Sendable (ChatterboxClient) async throws -> T,
+                                   next: @escaping @Sendable (T) -> Void) {
+        context.call(body) { [self] result in
             switch result {
-            case .failure(let error):
-                finished(answer, .failed(error))
-            case .success(let intent):
-                context.publish(Event.CueUploadStep(answerId: answer.id, cueId: answer.cueId, step: .intent))
-                guard let url = intent.uploadUrl else { return finished(answer, .failed(.backend(.invalidResponse("an upload intent without an upload_url")))) }
-                put(answer, intent: intent.uploadIntentId, url: url)
+            case .failure(let error): finished(answer, .failed(error))
+            case .success(let value): next(value)
             }
         }
     }
@@ -118,8 +125,7 @@ final class AnswerDelivery: @unchecked Sendable {
         } catch {
             return finished(answer, error.isDamaged ? .damaged(error) : .failed(.backend(.invalidResponse("the spooled answer cannot be read: \(error)"))))
         }
-        context.call({ try await $0.upload(bytes, to: url) }) { [self] result in
-            if case .failure(let error) = result { return finished(answer, .failed(error)) }
+        step(answer, { try await $0.upload(bytes, to: url) }) { [self] _ in
             context.publish(Event.CueUploadStep(answerId: answer.id, cueId: answer.cueId, step: .put))
             // Completion alone is left: kept, so that a restart completes rather than uploads again.
             var progressed = answer
@@ -132,15 +138,10 @@ final class AnswerDelivery: @unchecked Sendable {
     /// Completion (idempotent), then the recording it made.
     private func complete(_ answer: SpooledAnswer) {
         let (intent, seconds) = (answer.uploadedIntentId!, answer.durationS)
-        context.call({ try await $0.completeUpload(intentID: intent, seconds: seconds) }) { [self] result in
-            switch result {
-            case .failure(let error):
-                finished(answer, .failed(error))
-            case .success(let completed):
-                context.publish(Event.CueUploadStep(answerId: answer.id, cueId: answer.cueId, step: .complete))
-                guard let file = completed.file?.fileId else { return finished(answer, .failed(.backend(.invalidResponse("a completed upload without its file")))) }
-                find(answer, file: file)
-            }
+        step(answer, { try await $0.completeUpload(intentID: intent, seconds: seconds) }) { [self] completed in
+            context.publish(Event.CueUploadStep(answerId: answer.id, cueId: answer.cueId, step: .complete))
+            guard let file = completed.file?.fileId else { return finished(answer, .failed(.backend(.invalidResponse("a completed upload without its file")))) }
+            find(answer, file: file)
         }
     }
 
@@ -148,17 +149,12 @@ final class AnswerDelivery: @unchecked Sendable {
     /// whole history: bounded by what this cue has).
     private func find(_ answer: SpooledAnswer, file: Int) {
         let (profile, cue) = (answer.profileId, answer.cueId)
-        context.call({ try await $0.cue(profileID: profile, cueID: cue) }) { [self] result in
-            switch result {
-            case .failure(let error):
-                finished(answer, .failed(error))
-            case .success(let detail):
-                guard let recording = detail.cue.recordings?.first(where: { $0.fileId == file }) else {
-                    return finished(answer, .failed(.backend(.invalidResponse("the completed upload's file \(file) is in no recording of cue \(cue)"))))
-                }
-                context.publish(Event.CueUploadStep(answerId: answer.id, cueId: answer.cueId, step: .found))
-                finished(answer, .uploaded(recordingID: recording.profileCueRecordingId))
+        step(answer, { try await $0.cue(profileID: profile, cueID: cue) }) { [self] detail in
+            guard let recording = detail.cue.recordings?.first(where: { $0.fileId == file }) else {
+                return finished(answer, .failed(.backend(.invalidResponse("the completed upload's file \(file) is in no recording of cue \(cue)"))))
             }
+            context.publish(Event.CueUploadStep(answerId: answer.id, cueId: answer.cueId, step: .found))
+            finished(answer, .uploaded(recordingID: recording.profileCueRecordingId))
         }
     }
 

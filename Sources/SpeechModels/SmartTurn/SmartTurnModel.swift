@@ -222,6 +222,13 @@ public final class SmartTurnModel {
 
     /// The probability that the turn is finished, from features [80][800] (``WhisperFeatures``).
     public func probability(features: UnsafePointer<Float>) -> Float {
+        probability(features: features, until: { false })!
+    }
+
+    /// The same, given up (nil) when `stop` says so: it is asked after each convolution and each
+    /// layer, about a sixth of the work apart. A question asked ahead of a pause that the learner
+    /// then breaks is not worth finishing (``TurnCompletionWorker/withdraw(token:)``).
+    public func probability(features: UnsafePointer<Float>, until stop: () -> Bool) -> Float? {
         let w = weights
         let width = Self.width, positions = Self.positions, frames = Self.frames, bins = Self.bins
 
@@ -241,6 +248,7 @@ public final class SmartTurnModel {
             geluThroughTable(rows: count, of: w.convolution1, table: convolutionGELU, then: w.gelu1, perColumn: false, into: activations + first * width)
         }
         report("gelu_QuantizeLinear_Output", activations, count: frames * width, zeroPoint: w.gelu1.zeroPoint)
+        if stop() { return nil }
         // Convolution 2 (384 → 384, width 3, stride 2), GELU, positions: position t's window
         // is frames 2t − 1 to 2t + 1, in place (frame −1 is the row of zeros before them).
         product(activations - width, rows: positions, strideA: 2 * width, w.convolution2)
@@ -259,7 +267,10 @@ public final class SmartTurnModel {
             }
         }
 
-        for (index, layer) in w.layers.enumerated() { run(layer, index: index, last: index == w.layers.count - 1) }
+        for (index, layer) in w.layers.enumerated() {
+            if stop() { return nil }
+            run(layer, index: index, last: index == w.layers.count - 1)
+        }
 
         // The final norm, attention pooling over time, the classifier.
         normalize(w.finalNorm, quantization: w.finalOutput)

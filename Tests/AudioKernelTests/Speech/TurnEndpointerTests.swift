@@ -45,8 +45,9 @@ final class TurnEndpointerTests: XCTestCase {
         var e = TurnEndpointer(), at = 0
         _ = feed(&e, from: &at, frames: 30, probability: 0.9)
         let speechEnd = at
-        // 150 ms of pause is 5 frames of 32 ms (160 ms): the model is asked once.
-        XCTAssertEqual(feed(&e, from: &at, frames: 7, probability: 0.05), [.askModel(pauseStart: speechEnd)])
+        // 150 ms of pause is 5 frames of 32 ms (160 ms): the model is asked once, 96 ms ahead
+        // (at 64 ms, about the pause carried on 86 ms: 2,064 samples).
+        XCTAssertEqual(feed(&e, from: &at, frames: 7, probability: 0.05), [.askModel(pauseStart: speechEnd, continuing: 2_064)])
         XCTAssertEqual(feed(&e, from: &at, frames: 3, probability: 0.05), [], "asked once a pause")
         XCTAssertEqual(e.answer(0.95), .ended(end: speechEnd, ending: .finished(probability: 0.95)))
         XCTAssertFalse(e.inSpeech)
@@ -70,14 +71,16 @@ final class TurnEndpointerTests: XCTestCase {
     /// In noise smart-turn hears hesitations as finished far more often: the threshold rises
     /// halfway to 1 and the question comes 50 ms later once the room's SNR is 12 dB or less.
     func testNoiseRaisesTheThresholdAndDelaysTheQuestion() {
-        var quiet = TurnEndpointer(), at = 0
+        var atThePoint = TurnEndpointerConfiguration()
+        atThePoint.questionLeadMilliseconds = 0  // asked at the question point itself
+        var quiet = TurnEndpointer(configuration: atThePoint), at = 0
         _ = feed(&quiet, from: &at, frames: 30, probability: 0.9)
         let quietEnd = at
-        XCTAssertEqual(feed(&quiet, from: &at, frames: 5, probability: 0.05), [.askModel(pauseStart: quietEnd)], "asked at 150 ms")
+        XCTAssertEqual(feed(&quiet, from: &at, frames: 5, probability: 0.05), [.askModel(pauseStart: quietEnd, continuing: 0)], "asked at 150 ms")
         XCTAssertEqual(quiet.signalToNoise ?? 0, 40, accuracy: 0.5)
         XCTAssertEqual(quiet.answer(0.95), .ended(end: quietEnd, ending: .finished(probability: 0.95)))
 
-        var noisy = TurnEndpointer()
+        var noisy = TurnEndpointer(configuration: atThePoint)
         at = 0
         _ = feed(&noisy, from: &at, frames: 40, probability: 0.05, level: 1_000)  // the room before the learner speaks
         _ = feed(&noisy, from: &at, frames: 30, probability: 0.9)
@@ -85,7 +88,7 @@ final class TurnEndpointerTests: XCTestCase {
         XCTAssertEqual(noisy.signalToNoise ?? 0, 9.5, accuracy: 0.5)
         XCTAssertEqual(noisy.finishedThreshold, 0.965, accuracy: 0.0001)
         XCTAssertEqual(feed(&noisy, from: &at, frames: 6, probability: 0.05, level: 1_000), [], "not yet at 192 ms")
-        XCTAssertEqual(feed(&noisy, from: &at, frames: 1, probability: 0.05, level: 1_000), [.askModel(pauseStart: noisyEnd)], "asked at 200 ms")
+        XCTAssertEqual(feed(&noisy, from: &at, frames: 1, probability: 0.05, level: 1_000), [.askModel(pauseStart: noisyEnd, continuing: 0)], "asked at 200 ms")
         XCTAssertEqual(noisy.answer(0.95), .stillListening(probability: 0.95), "0.95 is not finished in noise")
         // The kiosk's reply: the recorder masks its frames (level 0), which say nothing of the
         // room. The next turn is judged by the room's noise still.
@@ -101,7 +104,7 @@ final class TurnEndpointerTests: XCTestCase {
         XCTAssertEqual(feed(&e, from: &at, frames: 20, probability: 0.05), [], "a hesitation: still listening")
         XCTAssertEqual(feed(&e, from: &at, frames: 5, probability: 0.9), [.resumed])
         let end = at
-        XCTAssertEqual(feed(&e, from: &at, frames: 7, probability: 0.05), [.askModel(pauseStart: end)])
+        XCTAssertEqual(feed(&e, from: &at, frames: 7, probability: 0.05), [.askModel(pauseStart: end, continuing: 2_064)])
     }
 
     func testAPauseAtItsCeilingEndsTheTurnWhateverTheModelSaid() {
@@ -203,7 +206,7 @@ extension TurnEndpointerTests {
         // the voice stopped.
         var decisions: [TurnEndpointer.Decision] = []
         for k in 0..<30 { decisions += feed(&e, from: &at, frames: 1, probability: 0.95, level: k % 3 == 2 ? 1_000 : 600) }
-        XCTAssertEqual(decisions, [.askModel(pauseStart: voiceEnd)])
+        XCTAssertEqual(decisions, [.askModel(pauseStart: voiceEnd, continuing: 2_064)])
         XCTAssertEqual(e.answer(0.97), .ended(end: voiceEnd, ending: .finished(probability: 0.97)))
         // After it, the room's speech starts nothing; the learner again does.
         XCTAssertEqual(feed(&e, from: &at, frames: 300, probability: 0.95, level: 600), [])
@@ -229,5 +232,51 @@ extension TurnEndpointerTests {
         XCTAssertNotNil(e.backgroundSpeechLevel, "forgotten while the kiosk spoke")
         XCTAssertEqual(feed(&e, from: &at, frames: 320, probability: 0.05, level: 30), [], "10 s of quiet")
         XCTAssertEqual(feed(&e, from: &at, frames: 3, probability: 0.95, level: 600).count, 1, "a quiet voice starts a turn again")
+    }
+}
+
+/// Asked ahead (``TurnEndpointerConfiguration/questionLeadMilliseconds``): the question goes out
+/// before the pause reaches its point, and its answer counts only once the pause does.
+extension TurnEndpointerTests {
+    func testAnAnswerThatComesBeforeTheQuestionPointWaitsForIt() {
+        var e = TurnEndpointer(), at = 0
+        _ = feed(&e, from: &at, frames: 30, probability: 0.9)
+        let speechEnd = at
+        XCTAssertEqual(feed(&e, from: &at, frames: 2, probability: 0.05), [.askModel(pauseStart: speechEnd, continuing: 2_064)], "asked at 64 ms")
+        XCTAssertEqual(e.answer(0.99), .none, "a finished answer at 64 ms waits for 150 ms")
+        XCTAssertTrue(e.inSpeech)
+        XCTAssertEqual(feed(&e, from: &at, frames: 2, probability: 0.05), [], "128 ms")
+        XCTAssertEqual(feed(&e, from: &at, frames: 1, probability: 0.05), [.ended(end: speechEnd, ending: .finished(probability: 0.99))], "160 ms")
+    }
+
+    func testAnEarlyUnfinishedAnswerIsToldAtTheQuestionPoint() {
+        var e = TurnEndpointer(), at = 0
+        _ = feed(&e, from: &at, frames: 30, probability: 0.9)
+        _ = feed(&e, from: &at, frames: 2, probability: 0.05)
+        XCTAssertEqual(e.answer(0.3), .none)
+        XCTAssertEqual(feed(&e, from: &at, frames: 3, probability: 0.05), [.stillListening(probability: 0.3)])
+        XCTAssertEqual(feed(&e, from: &at, frames: 20, probability: 0.05), [], "told once")
+    }
+
+    func testTheLearnerGoingOnBeforeTheQuestionPointDropsTheEarlyAnswer() {
+        var e = TurnEndpointer(), at = 0
+        var spans: [(start: Int, end: Int)] = []
+        _ = feed(&e, from: &at, frames: 30, probability: 0.9)
+        _ = feed(&e, from: &at, frames: 3, probability: 0.05)  // 96 ms: asked, not at its point
+        XCTAssertEqual(e.answer(0.99), .none)
+        XCTAssertEqual(feed(&e, from: &at, frames: 10, probability: 0.9), [.resumed])
+        XCTAssertTrue(e.inSpeech, "a breath is not the end")
+        e.omittedSpans(into: &spans)
+        XCTAssertTrue(spans.isEmpty, "a pause left before its question point was not waited through")
+        let end = at
+        XCTAssertEqual(feed(&e, from: &at, frames: 2, probability: 0.05), [.askModel(pauseStart: end, continuing: 2_064)], "the next pause is asked afresh")
+    }
+
+    func testAnAnswerAfterTheQuestionPointDecidesAtOnce() {
+        var e = TurnEndpointer(), at = 0
+        _ = feed(&e, from: &at, frames: 30, probability: 0.9)
+        let speechEnd = at
+        _ = feed(&e, from: &at, frames: 6, probability: 0.05)  // the model was slow: 192 ms
+        XCTAssertEqual(e.answer(0.97), .ended(end: speechEnd, ending: .finished(probability: 0.97)))
     }
 }

@@ -58,8 +58,7 @@ class App {
   /** Which backend the daemon speaks decides the screens: TalkCo's conversation, or
    *  Chatterbox's cue practice (``CueApp``), which then renders the page. */
   async chooseApp() {
-    let status = null;
-    try { status = await this.connection.request(Command.Status); } catch (error) { this.failed(error); }
+    const status = await this.act(Command.Status);
     if (status?.backend?.kind === "chatterbox") {
       this.watchLevel(true);  // the cue screens show the level throughout
       this.cues = this.cues ?? new CueApp(this.root, this.connection);
@@ -72,8 +71,9 @@ class App {
 
   /** Topics and profile for the home screen (the daemon answers stale copies offline). */
   async loadHome() {
-    try { this.store.topics = await this.connection.request(Command.Topics); } catch (error) { this.failed(error); }
-    try { this.store.profile = await this.connection.request(Command.Profile, { action: "get" }); } catch (error) { this.failed(error); }
+    // A refusal keeps what was shown before.
+    this.store.topics = (await this.act(Command.Topics)) ?? this.store.topics;
+    this.store.profile = (await this.act(Command.Profile, { action: "get" })) ?? this.store.profile;
     this.render();
   }
 
@@ -83,7 +83,7 @@ class App {
   watchLevel(on) {
     if (this.store.link.state !== "open" || this.levelWatched === on) return;
     this.levelWatched = on;
-    this.connection.request(Command.LevelWatch, { enabled: on }).catch((error) => this.failed(error));
+    this.act(Command.LevelWatch, { enabled: on });
   }
 
   changed(what) {
@@ -113,13 +113,8 @@ class App {
   }
 
   /** Sends a command; a refusal is shown, never swallowed. */
-  async act(command, args = {}) {
-    try {
-      return await this.connection.request(command, args);
-    } catch (error) {
-      this.failed(error);
-      return null;
-    }
+  act(command, args = {}) {
+    return this.connection.act(command, args, (error) => this.failed(error));
   }
 
   startSession(mode, topicId) {

@@ -164,4 +164,17 @@ export class DaemonConnection {
       socket.send(new TextEncoder().encode(JSON.stringify(message) + "\n"));
     });
   }
+
+  /**
+   * A command whose refusal goes to `refused(error)` (each flow tells its learner its own
+   * way), never swallowed: the answer's data, or null when refused.
+   */
+  async act(command, args, refused) {
+    try {
+      return await this.request(command, args);
+    } catch (error) {
+      refused(error);
+      return null;
+    }
+  }
 }

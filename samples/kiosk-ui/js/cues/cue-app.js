@@ -52,20 +52,19 @@ export class CueApp {
   }
 
   /** Sends a command; a refusal is shown (by its reason when the backend gave one), never swallowed. */
-  async act(command, args = {}) {
-    try {
-      return await this.connection.request(command, args);
-    } catch (error) {
-      console.warn(error);  // told to the learner below
-      if (error.code === "sign_in_required") {
-        this.learner = { ...(this.learner ?? {}), signed_in: false };
-        this.signIn.step = "email";
-      } else {
-        this.notice("error", error.reason ? `reason_${error.reason}` : "actionFailed", error.reason ? null : error.detail ?? error.message);
-      }
-      this.render();
-      return null;
+  act(command, args = {}) {
+    return this.connection.act(command, args, (error) => this.refused(error));
+  }
+
+  refused(error) {
+    console.warn(error);  // told to the learner below
+    if (error.code === "sign_in_required") {
+      this.learner = { ...(this.learner ?? {}), signed_in: false };
+      this.signIn.step = "email";
+    } else {
+      this.notice("error", error.reason ? `reason_${error.reason}` : "actionFailed", error.reason ? null : error.detail ?? error.message);
     }
+    this.render();
   }
 
   notice(kind, key, detail = null, action = null) {
