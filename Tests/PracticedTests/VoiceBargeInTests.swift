@@ -53,7 +53,7 @@ final class VoiceBargeInTests: XCTestCase {
             tutorSpeaksAlone(after: mark, "spoken reply \(reply)")
         }
 
-        var stopDelays: [Double] = [], likeness: [Double] = []
+        var stopDelays: [Double] = [], likeness: [Double] = [], preRolls: [Int] = []
         for turn in 1...learnerTurns {
             var mark = watcher.count
             _ = try control.request(Command.Say.self, ["text": .string("What should I see first? (\(turn))")])
@@ -78,6 +78,7 @@ final class VoiceBargeInTests: XCTestCase {
             let upload = try WAVDecoder.decode(XCTUnwrap(rig.sim.simulator.lastTurnAudio))
             let match = try XCTUnwrap(PCMFidelity.correlation(of: KioskRig.learner, in: upload.samples), "the learner's words are not in the turn")
             likeness.append(match.coefficient)
+            preRolls.append(match.offset / 24)
             // The turn begins with its pre-roll: the words start after it, not cut.
             XCTAssertGreaterThan(match.offset, 2_400, "the turn has no pre-roll before the learner's words")
             tutorSpeaksAlone(after: mark, "the answer to turn \(turn)")
@@ -85,7 +86,8 @@ final class VoiceBargeInTests: XCTestCase {
         ProofRun.report([
             "voice barge-in: \(tutorAlone) replies of the tutor alone, none interrupted; \(learnerTurns) of \(learnerTurns) barge-ins;",
             "speech heard → reply stopped \(stopDelays.map { String(format: "%.0f", $0) }.joined(separator: ", ")) ms;",
-            "turn vs learner's words: correlation \(likeness.map { String(format: "%.2f", $0) }.joined(separator: ", "));",
+            "turn vs learner's words: correlation \(likeness.map { String(format: "%.2f", $0) }.joined(separator: ", ")),",
+            "their start \(preRolls.map(String.init).joined(separator: ", ")) ms into the turn;",
             "loudest residue of the tutor's voice per reply (dBFS): \(residues.map { String(format: "%.1f", $0) }.joined(separator: ", ")),",
             "barge-in threshold RMS 1200 (\(String(format: "%.1f", 20 * log10(1_200 / 32_768.0))) dBFS)",
         ].joined(separator: " "))

@@ -69,6 +69,10 @@ public struct SpeechDetector: Sendable {
     public var onsetOfSpeechInProgress: Int? { inSpeech ? speechOnset : nil }
 
     private var candidateOnset: Int?
+    /// The first loud block of the last candidate dropped for a pause (a short first word
+    /// before a gap: "Front … Center", or "What" held down by an echo canceller before
+    /// "should"); speech confirmed within the onset window of it began there.
+    private var droppedOnset: Int?
     /// Loud samples, and the pause since the last loud block, of the candidate.
     private var candidateLoudSamples = 0
     private var candidatePauseSamples = 0
@@ -107,6 +111,7 @@ public struct SpeechDetector: Sendable {
     public mutating func reset() {
         inSpeech = false
         candidateOnset = nil
+        droppedOnset = nil
     }
 
     /// How the kiosk's own voice reaches the detector.
@@ -141,6 +146,7 @@ public struct SpeechDetector: Sendable {
             case .halfDuplex:
                 updateNoiseFloor(rms)
                 candidateOnset = nil
+                droppedOnset = nil
                 return .none
             case .overEchoCancelledInput:
                 // Over the canceller's residue of the kiosk's own voice, which stays under
@@ -166,6 +172,10 @@ public struct SpeechDetector: Sendable {
     private mutating func confirmSpeech() -> Decision {
         inSpeech = true
         speechOnset = candidateOnset!
+        // A word dropped as a click just before belongs to this speech, as long as the
+        // recorder's ring (pre-roll plus the onset window) still reaches it.
+        if let dropped = droppedOnset, position - dropped <= onsetWindowSamples { speechOnset = dropped }
+        droppedOnset = nil
         lastSpeechEnd = position
         candidateOnset = nil
         return .speechStarted(onset: speechOnset)
@@ -190,7 +200,14 @@ public struct SpeechDetector: Sendable {
             if candidateLoudSamples >= minimum { return confirmSpeech() }
         } else if candidateOnset != nil, rms <= quiet {
             candidatePauseSamples += blockSamples
-            if candidatePauseSamples >= syllablePauseSamples { candidateOnset = nil }  // a click, not speech
+            if candidatePauseSamples >= syllablePauseSamples {
+                // A click, not speech yet; or a short word before a pause, which the speech
+                // that follows will claim. Its own claim on an earlier one, still within the
+                // onset window, is kept.
+                let onset = candidateOnset!
+                if droppedOnset.map({ onset - $0 > onsetWindowSamples }) ?? true { droppedOnset = onset }
+                candidateOnset = nil
+            }
         } else {
             candidatePauseSamples = 0
         }
