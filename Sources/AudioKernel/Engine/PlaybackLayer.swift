@@ -22,8 +22,10 @@ final class PlaybackLayer: Sendable {
     let active = Atomic<Bool>(false)
     /// One caller at a time on the network side, and "is this sound still the current one,
     /// and taking samples" answered in the same step as its samples are queued: a chunk of a
-    /// stopped or replaced sound can never slip into the next one.
-    private let producer = Locked(())
+    /// stopped or replaced sound can never slip into the next one. A bare lock: a `Locked`
+    /// of an empty value handed its zero-sized `inout` to ThreadSanitizer as an access to
+    /// the object's first bytes, which it reported as a race with `stop()` (CI, once).
+    private let producer = Lock()
 
     init(capacity: Int) { ring = RingBuffer(minimumCapacity: capacity) }
 
@@ -32,7 +34,7 @@ final class PlaybackLayer: Sendable {
     /// Runs `body` (which queues samples) only while sound `number` is the current one and
     /// takes samples; nil when it does not.
     func whileOpen<T>(_ number: Int, _ body: () -> T) -> T? {
-        producer.withLock { _ in
+        producer.withLock {
             guard generation.load(ordering: .relaxed) == number, open.load(ordering: .relaxed) else { return nil }
             return body()
         }
@@ -42,7 +44,7 @@ final class PlaybackLayer: Sendable {
     /// is faded out by the device thread (``render(from:)``'s caller), which plays the new
     /// one after it. `reset` clears the caller's own producer-side state.
     func beginNext(reset: () -> Void) -> Int {
-        producer.withLock { _ in beginNextLocked(reset: reset) }
+        producer.withLock { beginNextLocked(reset: reset) }
     }
 
     private func beginNextLocked(reset: () -> Void) -> Int {
@@ -58,7 +60,7 @@ final class PlaybackLayer: Sendable {
 
     /// Takes no more samples; the device thread fades out what plays.
     func stop() {
-        producer.withLock { _ in
+        producer.withLock {
             open.store(false, ordering: .releasing)
             stopRequested.store(true, ordering: .releasing)
         }
@@ -67,7 +69,7 @@ final class PlaybackLayer: Sendable {
     /// Stops sound `number` if it is the current one (playing out, or still taking samples);
     /// whether it was.
     func stop(_ number: Int) -> Bool {
-        producer.withLock { _ in
+        producer.withLock {
             guard generation.load(ordering: .relaxed) == number else { return false }
             open.store(false, ordering: .releasing)
             stopRequested.store(true, ordering: .releasing)

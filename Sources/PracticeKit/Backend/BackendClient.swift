@@ -15,10 +15,17 @@ public final class BackendClient: Sendable {
     public let configuration: BackendConfiguration
     private let transport: BackendTransport
     private let logger: Logger
+    /// Whose time the retries wait on.
+    private let clock: any PracticeClock
 
-    public init(configuration: BackendConfiguration, logger: Logger = .disabled) {
+    public convenience init(configuration: BackendConfiguration, logger: Logger = .disabled) {
+        self.init(configuration: configuration, logger: logger, clock: DispatchClock())
+    }
+
+    init(configuration: BackendConfiguration, logger: Logger = .disabled, clock: any PracticeClock) {
         self.configuration = configuration
         self.logger = logger
+        self.clock = clock
         transport = BackendTransport(caFile: configuration.caFile)
     }
 
@@ -170,7 +177,7 @@ public final class BackendClient: Sendable {
             guard configuration.retry.shouldRetry(failure, method: method, attempt: attempt), !Task.isCancelled else { throw failure }
             let delay = configuration.retry.delay(afterAttempt: attempt)
             logger.info("\(method) /\(path): \(failure); retrying in \(Int(delay * 1000)) ms (attempt \(attempt + 1))")
-            do { try await Task.sleep(nanoseconds: UInt64(delay * 1e9)) } catch { throw .cancelled }
+            do { try await clock.sleep(delay) } catch { throw .cancelled }
         }
     }
 }

@@ -1,3 +1,4 @@
+import AudioKernel
 import Dispatch
 
 /// Time as every piece of the daemon's flows sees it: what time it is, work to run later on
@@ -47,3 +48,36 @@ final class DispatchTimer: PracticeTimer, @unchecked Sendable {
     func schedule(after seconds: Double) { source.schedule(deadline: .now() + seconds) }
     func cancel() { source.cancel() }
 }
+
+extension PracticeClock {
+    /// Suspends the calling task for `seconds` of this clock's time (a REST call's retry
+    /// waits here, so a test's clock runs a minute of retries at once); a cancelled task
+    /// wakes at once and throws.
+    func sleep(_ seconds: Double) async throws(CancellationError) {
+        let wake = Locked<(fired: Bool, continuation: CheckedContinuation<Void, Never>?)>((false, nil))
+        @Sendable func fire() {
+            let continuation = wake.withLock { state in
+                defer { state = (true, nil) }
+                return state.fired ? nil : state.continuation
+            }
+            continuation?.resume()
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let early = wake.withLock { state in
+                    if state.fired { return true }
+                    state.continuation = continuation
+                    return false
+                }
+                if early { return continuation.resume() }
+                after(seconds, on: sleepQueue) { fire() }
+            }
+        } onCancel: {
+            fire()
+        }
+        if Task.isCancelled { throw CancellationError() }
+    }
+}
+
+/// Where a sleeping task's wake-up runs: it only resumes the task.
+private let sleepQueue = DispatchQueue(label: "practiced.clock.sleep")

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 @testable import PracticeKit
+import TestSupport
 
 /// The flows' clock in a test (``PracticeClock``). Real by default (Dispatch's, for tests
 /// that only need things to happen); in ``manual(start:)`` mode time stands still until the
@@ -39,6 +40,10 @@ final class TestClock: PracticeClock, @unchecked Sendable {
 
     /// The delays asked for so far, in seconds from when they were asked (manual mode).
     private(set) var delays: [Double] = []
+    private let asked = Awaitable(0)
+
+    /// Waits until `count` delays have been asked for (manual mode); false at the deadline.
+    func waitForDelays(_ count: Int, timeout: Double = 10) -> Bool { asked.wait(timeout: timeout) { $0 >= count } }
 
     func after(_ delay: Double, on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) {
         let scheduled: Bool = lock.withLock {
@@ -48,6 +53,7 @@ final class TestClock: PracticeClock, @unchecked Sendable {
             pending.append((time + UInt64(max(0, delay) * 1e9), order, queue, body))
             return true
         }
+        if scheduled { asked.update { $0 += 1 } }
         if !scheduled { queue.asyncAfter(deadline: .now() + delay, execute: body) }
     }
 
