@@ -18,6 +18,16 @@ final class RecorderFirstWordTests: XCTestCase {
         return (turns.count, turns.first.flatMap { RecorderTests.position(of: $0, in: script.samples) })
     }
 
+    /// One turn, whose first sample lies at least `milliseconds` (less one 10 ms period)
+    /// before the first word at `word`.
+    private func assertOneTurn(_ made: (turns: Int, start: Int?), beginning milliseconds: Int, millisecondsBefore word: Int,
+                               file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertEqual(made.turns, 1, file: file, line: line)
+        XCTAssertNotNil(made.start, "the turn's audio is not the microphone's", file: file, line: line)
+        XCTAssertLessThanOrEqual(made.start ?? .max, word - milliseconds * 24 + 240,
+                                 "the turn began \(((made.start ?? 0) - word) / 24) ms from the first word", file: file, line: line)
+    }
+
     /// "Front … Center": a 200 ms word, 400 ms of quiet, then the rest. The turn began
     /// 300 ms before "Center", with "Front" missing (issue 49's measurement on recorded
     /// voices); it must begin with the pre-roll before "Front".
@@ -28,11 +38,7 @@ final class RecorderFirstWordTests: XCTestCase {
         mic.silence(ms: 400)
         mic.speech(ms: 700)
         mic.silence(ms: 1500)
-        let (turns, start) = turnStart(mic)
-        XCTAssertEqual(turns, 1)
-        let front = mic.utterances[0].start
-        XCTAssertNotNil(start, "the turn's audio is not the microphone's")
-        XCTAssertLessThanOrEqual(start ?? .max, front - 300 * 24 + 240, "the turn began \(((start ?? 0) - front) / 24) ms from the first word")
+        assertOneTurn(turnStart(mic), beginning: 300, millisecondsBefore: mic.utterances[0].start)
     }
 
     /// The same over an echo-cancelled input while the kiosk speaks: the canceller holds the
@@ -47,13 +53,10 @@ final class RecorderFirstWordTests: XCTestCase {
         mic.speech(ms: 200, amplitude: 700)   // the gap, under the residue
         mic.speech(ms: 1000, amplitude: 3000)
         mic.silence(ms: 1500)
-        let (turns, start) = turnStart(mic, recorder: { $0.setPlaybackActive(true) }, configuration: configuration)
-        XCTAssertEqual(turns, 1)
-        let what = mic.utterances[1].start
-        XCTAssertNotNil(start, "the turn's audio is not the microphone's")
         // The pre-roll before the word's first block above the barge-in level (its rise
         // takes 20 ms to get there).
-        XCTAssertLessThanOrEqual(start ?? .max, what - 280 * 24 + 240, "the turn began \(((start ?? 0) - what) / 24) ms from the first word")
+        assertOneTurn(turnStart(mic, recorder: { $0.setPlaybackActive(true) }, configuration: configuration),
+                      beginning: 280, millisecondsBefore: mic.utterances[1].start)
     }
 
     /// A click long before speech (past the onset window) stays out of the turn.

@@ -53,8 +53,7 @@ final class TestClock: PracticeClock, @unchecked Sendable {
             pending.append((time + UInt64(max(0, delay) * 1e9), order, queue, body))
             return true
         }
-        if scheduled { asked.update { $0 += 1 } }
-        if !scheduled { queue.asyncAfter(deadline: .now() + delay, execute: body) }
+        if scheduled { asked.update { $0 += 1 } } else { queue.asyncAfter(deadline: .now() + delay, execute: body) }
     }
 
     func makeTimer(on queue: DispatchQueue, _ handler: @escaping @Sendable () -> Void) -> any PracticeTimer {
