@@ -1,7 +1,8 @@
 // swift-tools-version: 6.1
 //
 // practiced: the audio engine and daemon of a speaking-practice kiosk.
-// Dependencies point one way: executables -> PracticeKit -> AudioKernel -> SpeechModels, C modules.
+// Dependencies point one way: executables -> PracticeKit -> PracticeNet -> AudioKernel -> SpeechModels,
+// C modules.
 // The shipped targets depend on nothing beyond the toolchain and the system's ALSA,
 // PulseAudio and OpenSSL libraries; benchmarks live in their own package under Benchmarks/.
 import PackageDescription
@@ -11,6 +12,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "AudioKernel", targets: ["AudioKernel"]),
+        .library(name: "PracticeNet", targets: ["PracticeNet"]),
         .library(name: "PracticeKit", targets: ["PracticeKit"]),
         .library(name: "SpeechModels", targets: ["SpeechModels"]),
         .executable(name: "audiokernel-demo", targets: ["audiokernel-demo"]),
@@ -43,19 +45,24 @@ let package = Package(
         // beyond the bytes it is given.
         .target(name: "SpeechModels", dependencies: ["CAudioShim"]),
 
-        // Everything above the audio: the SSE parser, the backends' clients (TalkCo over its
-        // own HTTP/1.1 and TLS transport, Chatterbox), the conversation's session and cue
-        // practice, the spool, the control socket and its typed protocol, the daemon.
-        .target(name: "PracticeKit", dependencies: ["AudioKernel", "CAudioShim", "COpenSSL"]),
+        // The network layer, which knows nothing of practice: the epoll thread the daemon's
+        // sockets wait on, the client's own HTTP/1.1 transport with TLS through the system's
+        // OpenSSL, the SSE parser and its base64 audio payloads, JSON values.
+        .target(name: "PracticeNet", dependencies: ["AudioKernel", "CAudioShim", "COpenSSL"]),
+
+        // Practice over the network layer: the backends' clients (TalkCo, Chatterbox), the
+        // conversation's session and cue practice, the spool, the control socket and its typed
+        // protocol, the daemon.
+        .target(name: "PracticeKit", dependencies: ["AudioKernel", "PracticeNet", "CAudioShim"]),
 
         // practice-sim, the local stand-in for both backends (TalkCo, and Chatterbox's
         // gateway): an HTTP/1.1 server, the routes with the real servers' oddities, faults.
-        .target(name: "SimulatorKit", dependencies: ["AudioKernel", "PracticeKit"]),
+        .target(name: "SimulatorKit", dependencies: ["AudioKernel", "PracticeNet", "PracticeKit"]),
         .executableTarget(name: "practice-sim", dependencies: ["SimulatorKit"]),
 
         // The daemon (wiring: configuration, signals, systemd) and its command-line client.
         .executableTarget(name: "practiced", dependencies: ["PracticeKit"]),
-        .executableTarget(name: "practicectl", dependencies: ["AudioKernel", "PracticeKit"]),
+        .executableTarget(name: "practicectl", dependencies: ["AudioKernel", "PracticeNet", "PracticeKit"]),
 
         // The learner UI's bridge: its files over HTTP on loopback, and the page's WebSocket
         // (RFC 6455, checked frame by frame) relayed to the daemon's control socket once it
@@ -88,19 +95,19 @@ let package = Package(
 
         .executableTarget(
             name: "fuzz-sse-parser",
-            dependencies: ["PracticeKit", "FuzzSupport"],
+            dependencies: ["PracticeNet", "FuzzSupport"],
             path: "Sources/Fuzz/SSEParserFuzzer"
         ),
 
         .executableTarget(
             name: "fuzz-control-request",
-            dependencies: ["PracticeKit", "FuzzSupport"],
+            dependencies: ["PracticeKit", "PracticeNet", "FuzzSupport"],
             path: "Sources/Fuzz/ControlRequestFuzzer"
         ),
 
         .executableTarget(
             name: "fuzz-http-response",
-            dependencies: ["PracticeKit", "FuzzSupport"],
+            dependencies: ["PracticeNet", "FuzzSupport"],
             path: "Sources/Fuzz/HTTPResponseFuzzer"
         ),
         .executableTarget(
@@ -113,18 +120,23 @@ let package = Package(
         // trace replays on loopback ports, the schema every protocol line is checked against,
         // waiting on a condition with a deadline. AudioMeasurement: the resampler's spectrum.
         .target(name: "AudioMeasurement", path: "Tests/AudioMeasurement"),
-        .target(name: "TestSupport", dependencies: ["AudioKernel", "PracticeKit", "SimulatorKit"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["AudioKernel", "PracticeNet", "PracticeKit", "SimulatorKit"], path: "Tests/TestSupport"),
+        .testTarget(
+            name: "PracticeNetTests",
+            dependencies: ["PracticeNet", "AudioKernel", "TestSupport"],
+            exclude: ["Fixtures"]  // read by path: inputs kept from fuzzing runs
+        ),
         .testTarget(
             name: "PracticeKitTests",
-            dependencies: ["PracticeKit", "SimulatorKit", "TestSupport"],
+            dependencies: ["PracticeKit", "PracticeNet", "SimulatorKit", "TestSupport"],
             exclude: ["Fixtures"]
         ),
         // The models beside onnxruntime (PyPI, in the environment .ci/setup builds).
         .testTarget(name: "SpeechModelsTests", dependencies: ["SpeechModels", "AudioKernel", "TestSupport"]),
-        .testTarget(name: "SimulatorKitTests", dependencies: ["SimulatorKit", "PracticeKit"]),
+        .testTarget(name: "SimulatorKitTests", dependencies: ["SimulatorKit", "PracticeNet", "PracticeKit"]),
         .testTarget(name: "KioskBridgeTests", dependencies: ["KioskBridge", "TestSupport"], exclude: ["Fixtures"]),
         // The daemon as a real process, with real clients on its socket.
-        .testTarget(name: "PracticedTests", dependencies: ["PracticeKit", "SimulatorKit", "TestSupport", "AudioMeasurement"]),
+        .testTarget(name: "PracticedTests", dependencies: ["PracticeKit", "PracticeNet", "SimulatorKit", "TestSupport", "AudioMeasurement"]),
         .testTarget(
             name: "AudioKernelTests",
             dependencies: ["AudioKernel", "AudioMeasurement", "TestSupport"],

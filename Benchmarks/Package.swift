@@ -84,7 +84,7 @@ let package = Package(
         .executableTarget(
             name: "SSEBenchmarks",
             dependencies: [
-                .product(name: "PracticeKit", package: "practiced"),
+                .product(name: "PracticeNet", package: "practiced"),
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/SSEBenchmarks",

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import PracticeKit
+import PracticeNet
 
 /// practicectl's commands for cue practice (a daemon with `backend.kind = chatterbox`), in
 /// the style of the conversation's: what a person types at a kiosk's shell to sign a learner

@@ -2,6 +2,7 @@ import AudioKernel
 import FoundationEssentials
 import Glibc
 import PracticeKit
+import PracticeNet
 
 /// practicectl: the control socket from the shell. Human-readable output by default,
 /// `--json` for scripts. Exit codes: 0 done, 1 the daemon answered with an error,

@@ -1,5 +1,6 @@
 import Foundation
 import PracticeKit
+import PracticeNet
 import TestSupport
 import XCTest
 

@@ -2,6 +2,7 @@ import AudioKernel
 import AudioMeasurement
 import Foundation
 import PracticeKit
+import PracticeNet
 import SimulatorKit
 import TestSupport
 import XCTest

@@ -1,6 +1,7 @@
 import AudioKernel
 import Foundation
 import PracticeKit
+import PracticeNet
 import TestSupport
 import XCTest
 

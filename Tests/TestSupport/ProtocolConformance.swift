@@ -1,6 +1,7 @@
 import AudioKernel
 import Foundation
 import PracticeKit
+import PracticeNet
 import XCTest
 
 /// Checks every line a test's ``ControlClient`` reads from the daemon against the protocol's

@@ -1,4 +1,5 @@
 import PracticeKit
+import PracticeNet
 
 /// Validates JSON against a JSON Schema, for the subset the protocol's schema uses:
 /// `$ref` (within the document), `type`, `enum`, `const`, `properties`, `required`,

@@ -1,5 +1,6 @@
 import Foundation
 import PracticeKit
+import PracticeNet
 
 /// One exchange recorded byte for byte against the real TalkCo server
 /// (`shared/talkco-traces/NN-name.json`, described by that folder's README): the request the

@@ -1,5 +1,6 @@
 import Foundation
 import PracticeKit
+import PracticeNet
 import SimulatorKit
 
 /// An HTTP/1.1 server on loopback that answers with the recorded bytes of real-server traces
@@ -93,7 +94,7 @@ public final class TraceReplayServer: @unchecked Sendable {
 
     // MARK: - Answering
 
-    private func answer(_ request: HTTPRequest, _ writer: HTTPResponseWriter) {
+    private func answer(_ request: SimulatorKit.HTTPRequest, _ writer: HTTPResponseWriter) {
         let path = request.target
         let now = DispatchTime.now().uptimeNanoseconds
         let chosen: Trace? = lock.withLock {

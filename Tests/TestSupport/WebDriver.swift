@@ -1,5 +1,6 @@
 import Foundation
 import PracticeKit
+import PracticeNet
 
 /// A browser driven headless through its W3C WebDriver (JSON over HTTP on loopback): the
 /// browser suite of the kiosk UI clicks, holds and types as a learner would, reads what the

@@ -1,6 +1,6 @@
 @preconcurrency import Benchmark
 import Foundation
-import PracticeKit
+import PracticeNet
 
 // SSE bytes in -> PCM bytes out for one `audio` event of 24,000 PCM bytes (0.5 s, 32,000
 // base64 characters, the middle of the 2,400-24,000 range the server sends), beside
@@ -24,7 +24,7 @@ var gated: Benchmark.Configuration {
 }
 
 let benchmarks: @Sendable () -> Void = {
-    Benchmark("SSEAudioEvent.24000B.PracticeKit-whole", configuration: gated) { b in
+    Benchmark("SSEAudioEvent.24000B.PracticeNet-whole", configuration: gated) { b in
         var parser = SSEParser()
         var decoder = AudioPayloadDecoder()
         event.withUnsafeBytes { bytes in
@@ -38,7 +38,7 @@ let benchmarks: @Sendable () -> Void = {
             }
         }
     }
-    Benchmark("SSEAudioEvent.24000B.PracticeKit-4KiB-chunks", configuration: gated) { b in
+    Benchmark("SSEAudioEvent.24000B.PracticeNet-4KiB-chunks", configuration: gated) { b in
         var parser = SSEParser()
         var decoder = AudioPayloadDecoder()
         event.withUnsafeBytes { bytes in

@@ -1,5 +1,6 @@
 import FuzzSupport
 import PracticeKit
+import PracticeNet
 
 /// One fuzz iteration: every LF-separated line of the input goes through the control
 /// request decoder, which must never trap; a request it accepts must be well formed and

@@ -1,5 +1,5 @@
 import FuzzSupport
-import PracticeKit
+import PracticeNet
 
 /// One fuzz iteration: the client's HTTP response parser, fed a server's bytes, never traps
 /// and does not depend on how the bytes arrive (whole, split where the input's first byte

@@ -1,5 +1,5 @@
 import FuzzSupport
-import PracticeKit
+import PracticeNet
 
 /// One fuzz iteration: the events of a stream do not depend on how it is cut into chunks
 /// (whole, split where the input's first byte says, and byte by byte for short inputs), and

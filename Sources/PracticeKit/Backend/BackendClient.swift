@@ -2,6 +2,7 @@ import AudioKernel
 import Dispatch
 import FoundationEssentials
 import Glibc
+import PracticeNet
 
 /// The practice backend's client: every endpoint of the contract, over the daemon's own
 /// HTTP/1.1 transport (``BackendTransport``), `http://` or `https://`.

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PracticeNet
 
 /// What went wrong talking to the backend, typed so that callers can react: retry, tell
 /// the learner, make a new session.

@@ -1,19 +1,7 @@
 import AudioKernel
 import Dispatch
 import FoundationEssentials
-
-/// Receives one URLSession task's callbacks, on the transport's serial queue.
-protocol TaskHandler: AnyObject, Sendable {
-    func taskDidReceive(response: HTTPResponse)
-    func taskDidReceive(data: Data)
-    func taskDidSend(totalBytesSent: Int64, totalBytesExpected: Int64)
-    func taskDidComplete(error: Error?)
-}
-
-/// A request in flight that can be stopped; its handler then hears `cancelled`.
-protocol TransportTask: AnyObject, Sendable {
-    func cancel()
-}
+import PracticeNet
 
 /// Carries the client's requests, `http://` and `https://`, over ``HTTPClient``, the
 /// daemon's own HTTP/1.1 transport (TLS through the system's OpenSSL).

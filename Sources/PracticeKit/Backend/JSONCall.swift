@@ -1,5 +1,6 @@
 import Dispatch
 import FoundationEssentials
+import PracticeNet
 
 /// One attempt of a call to a backend, as both clients make it (``BackendClient``'s REST
 /// calls, ``ChatterboxClient``'s RPCs and files): the request over the shared transport with

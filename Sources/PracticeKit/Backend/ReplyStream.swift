@@ -1,6 +1,7 @@
 import AudioKernel
 import Dispatch
 import FoundationEssentials
+import PracticeNet
 
 /// One reply stream in flight: `/start`, `/chat` or `/chat/text`.
 ///
@@ -163,7 +164,7 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
 
     // MARK: - Task callbacks (on the queue)
 
-    func taskDidReceive(response: HTTPResponse) {
+    package func taskDidReceive(response: HTTPResponse) {
         self.response = response
         armIdleTimer()
         let elapsed = elapsedMilliseconds
@@ -173,7 +174,7 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
         onEvent(.accepted)
     }
 
-    func taskDidReceive(data: Data) {
+    package func taskDidReceive(data: Data) {
         armIdleTimer()
         receivedBytes += data.count
         guard started else {
@@ -186,11 +187,11 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
         }
     }
 
-    func taskDidSend(totalBytesSent: Int64, totalBytesExpected: Int64) {
+    package func taskDidSend(totalBytesSent: Int64, totalBytesExpected: Int64) {
         onEvent(.uploadProgress(sent: totalBytesSent, total: totalBytesExpected))
     }
 
-    func taskDidComplete(error: Error?) {
+    package func taskDidComplete(error: Error?) {
         task = nil
         if started {
             parser.finish()  // an event without its blank line is dropped, as the standard says

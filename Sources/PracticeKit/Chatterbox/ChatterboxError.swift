@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PracticeNet
 
 /// What went wrong talking to the Chatterbox backend, typed by what the kiosk does next
 /// (flows.md §5): sign in again, tell the learner the refusal's reason, retry later.

@@ -1,6 +1,7 @@
 import AudioKernel
 import FoundationEssentials
 import Glibc
+import PracticeNet
 
 /// Resolves ``DaemonConfiguration``: defaults, then the config file, then `PRACTICED_*`
 /// environment variables, then command-line flags; each layer overrides the one before.

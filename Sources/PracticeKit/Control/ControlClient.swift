@@ -1,6 +1,7 @@
 import AudioKernel
 import FoundationEssentials
 import Glibc
+import PracticeNet
 
 /// A blocking client of the control socket, for practicectl and tests: connects, reads
 /// `hello`, sends requests and reads their replies; events that arrive meanwhile are kept

@@ -2,6 +2,7 @@ import AudioKernel
 import Dispatch
 import FoundationEssentials
 import Glibc
+import PracticeNet
 import Synchronization
 
 /// One client of the control socket: its reads, its queue of unsent output, its

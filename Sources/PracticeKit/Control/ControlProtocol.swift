@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PracticeNet
 
 /// The control socket's protocol, `practiced/1`: one JSON object per LF-terminated line,
 /// at most ``maximumLineBytes`` bytes. See docs/protocol.md for every message.

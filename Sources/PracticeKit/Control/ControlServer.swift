@@ -2,6 +2,7 @@ import AudioKernel
 import Dispatch
 import FoundationEssentials
 import Glibc
+import PracticeNet
 import Synchronization
 
 /// Answers the commands the server does not answer itself (everything but `hello`,

@@ -2,6 +2,7 @@ import AudioKernel
 import Dispatch
 import FoundationEssentials
 import Glibc
+import PracticeNet
 
 /// How cue practice behaves (from the daemon's configuration).
 public struct CueSettings: Sendable, Equatable {

@@ -2,6 +2,7 @@ import AudioKernel
 import Dispatch
 import FoundationEssentials
 import Glibc
+import PracticeNet
 
 /// `play`'s files: each opened, checked and streamed to the speaker on a thread of its own,
 /// which nothing else waits on.

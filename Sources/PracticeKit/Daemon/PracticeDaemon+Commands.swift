@@ -2,6 +2,7 @@ import AudioKernel
 import Dispatch
 import FoundationEssentials
 import Glibc
+import PracticeNet
 import Synchronization
 
 // The daemon's own commands (the practice flow's go to it, ``PracticeFlow``): health,

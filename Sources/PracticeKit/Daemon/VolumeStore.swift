@@ -1,6 +1,7 @@
 import AudioKernel
 import FoundationEssentials
 import Glibc
+import PracticeNet
 
 /// The speaker's volume kept across restarts: `volume` in the state directory, one line with
 /// the gain, written under a temporary name, synced, then renamed, so a crash or a power cut

@@ -1,5 +1,6 @@
 import Dispatch
 import FoundationEssentials
+import PracticeNet
 
 /// Routes requests to typed handlers: each command is registered once with its type, its
 /// arguments are read by the table (a `bad_arguments` error names the member), and the

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import PracticeNet
 
 /// A command of the `practiced/1` protocol: its wire name, its arguments (read from the
 /// request's `args` by ``ProtocolDecoder``) and its result (the reply's `result`, written

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import PracticeNet
 
 /// Reads the protocol's JSON into its types, by the wire names of ``WireName``: a request's
 /// `args` into the command's arguments, and the offline cache's records. A wrong member is

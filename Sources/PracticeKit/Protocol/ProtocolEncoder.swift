@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PracticeNet
 
 /// Encodes the protocol's Swift types as the `JSONValue` the daemon writes. The wire's
 /// conventions live here, in one place, so that every message follows them:

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PracticeNet
 
 /// The reference part of docs/protocol: every command with its arguments and result, every
 /// event with its payload, rendered from ``ProtocolSchema`` (`practiced

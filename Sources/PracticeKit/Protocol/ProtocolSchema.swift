@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import PracticeNet
 
 /// The JSON Schema of everything `practiced/1` carries, built from ``ProtocolCatalog``'s
 /// types (``SchemaBuilder``): `practiced --print-schema` prints it, and

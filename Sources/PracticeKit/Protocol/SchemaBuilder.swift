@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PracticeNet
 
 /// Derives a JSON Schema (draft 2020-12, the subset the protocol needs) from a protocol
 /// type, by walking its `init(from:)` with a decoder that records each member it asks for:

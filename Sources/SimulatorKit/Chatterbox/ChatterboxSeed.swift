@@ -1,4 +1,5 @@
 import PracticeKit
+import PracticeNet
 
 /// What the Chatterbox simulator serves besides what a learner makes: the cue cards and the
 /// provider's canned transcript and evaluation, taken from the recorded traces

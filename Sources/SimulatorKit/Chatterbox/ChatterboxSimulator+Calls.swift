@@ -1,5 +1,6 @@
 import Foundation
 import PracticeKit
+import PracticeNet
 
 // The gateway's RPC functions, as chatterbox's SQL answers them (flows.md §3).
 extension ChatterboxSimulator {

@@ -1,5 +1,6 @@
 import Foundation
 import PracticeKit
+import PracticeNet
 
 /// How the Chatterbox simulator behaves, and the faults it injects.
 public struct ChatterboxSimulatorConfiguration: Sendable {

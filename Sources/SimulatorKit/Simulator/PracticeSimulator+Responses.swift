@@ -1,6 +1,7 @@
 import AudioKernel
 import Foundation
 import PracticeKit
+import PracticeNet
 
 // Injected faults, the `/_sim/` control routes, and the shapes of the server's answers
 // (its errors, FastAPI's validation errors), written the way the real server writes them.

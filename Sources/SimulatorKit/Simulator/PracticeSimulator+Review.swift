@@ -1,6 +1,7 @@
 import AudioKernel
 import Foundation
 import PracticeKit
+import PracticeNet
 
 // The review lifecycle and the profile: what `DELETE`, `GET /review`, `/corrections`,
 // `/end` and the user routes answer.

@@ -1,6 +1,7 @@
 import AudioKernel
 import Foundation
 import PracticeKit
+import PracticeNet
 
 /// practice-sim's backend: the whole HTTP contract of `shared/docs/backend-contract.md`,
 /// including the real server's oddities, plus fault injection and a test-only control API

@@ -1,5 +1,6 @@
 import Foundation
 import PracticeKit
+import PracticeNet
 
 /// One SSE event of a reply, before it is written.
 struct ReplyEvent {

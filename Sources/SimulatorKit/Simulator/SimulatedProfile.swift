@@ -1,4 +1,5 @@
 import PracticeKit
+import PracticeNet
 
 /// A learner's profile on practice-sim: level, goal, and the weak points that review marks
 /// add (`needs_review` once a pattern has 3 or more examples).

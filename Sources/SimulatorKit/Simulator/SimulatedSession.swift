@@ -1,5 +1,6 @@
 import Foundation
 import PracticeKit
+import PracticeNet
 
 /// One session on practice-sim, with the state the real server keeps: its upstream
 /// connection coming up, whether `/start` was used, the reply in flight, the segments of

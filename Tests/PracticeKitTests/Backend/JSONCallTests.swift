@@ -1,5 +1,6 @@
 import Foundation
 @testable import PracticeKit
+import PracticeNet
 import TestSupport
 import XCTest
 

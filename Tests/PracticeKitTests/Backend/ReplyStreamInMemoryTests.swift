@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 @testable import PracticeKit
+import PracticeNet
 import TestSupport
 import XCTest
 

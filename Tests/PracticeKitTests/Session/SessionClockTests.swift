@@ -1,6 +1,7 @@
 import AudioKernel
 import Foundation
 @testable import PracticeKit
+import PracticeNet
 import SimulatorKit
 import TestSupport
 import XCTest

@@ -1,5 +1,6 @@
 import Foundation
 @testable import PracticeKit
+import PracticeNet
 import XCTest
 
 /// The daemon links FoundationEssentials only; what it took from Foundation's NSString

@@ -1,4 +1,5 @@
 import PracticeKit
+import PracticeNet
 import SimulatorKit
 import XCTest
 

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import PracticeNet
 
 // The daemon itself (topic `daemon`).
 

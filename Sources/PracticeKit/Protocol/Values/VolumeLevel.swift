@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import PracticeNet
 
 /// The speaker's volume as `volume.get`, `volume.set` and `volume.changed` show it: a
 /// linear gain from 0 (silent) to 1 (the reply as the backend sent it), and the same in dB.

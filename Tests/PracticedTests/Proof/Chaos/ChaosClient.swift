@@ -1,5 +1,6 @@
 import Foundation
 import PracticeKit
+import PracticeNet
 import SimulatorKit
 
 /// A control client gone wild: connects, sends random requests (valid ones aimed at the

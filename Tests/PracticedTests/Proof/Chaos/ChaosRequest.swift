@@ -1,5 +1,6 @@
 import Foundation
 import PracticeKit
+import PracticeNet
 import SimulatorKit
 
 /// One line a chaos client sends, and what the daemon owes it: a reply carrying `id`

@@ -1,5 +1,6 @@
 import Foundation
 import PracticeKit
+import PracticeNet
 import TestSupport
 
 /// Follows the daemon's events through a chaos run and checks them as they come: every

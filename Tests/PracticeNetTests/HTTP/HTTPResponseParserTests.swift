@@ -1,4 +1,4 @@
-@testable import PracticeKit
+@testable import PracticeNet
 import XCTest
 
 /// The client's response parser: framings, interim answers, keep-alive, limits and bad

@@ -6,18 +6,18 @@ import FoundationEssentials
 // daemon (4 MB resident) for three value types.
 
 /// A request for ``HTTPClient``: method, URL and header fields (the body travels beside it).
-struct HTTPRequest: Sendable {
-    var url: URL
-    var httpMethod: String
-    private(set) var headerFields: [String: String] = [:]
+package struct HTTPRequest: Sendable {
+    package var url: URL
+    package var httpMethod: String
+    package private(set) var headerFields: [String: String] = [:]
 
-    init(url: URL, method: String = "GET") {
+    package init(url: URL, method: String = "GET") {
         self.url = url
         httpMethod = method
     }
 
     /// Sets a header field, replacing one of the same name in any case.
-    mutating func setValue(_ value: String?, forHTTPHeaderField name: String) {
+    package mutating func setValue(_ value: String?, forHTTPHeaderField name: String) {
         if let existing = headerFields.keys.first(where: { $0.equalsIgnoringASCIICase(name) }) {
             headerFields[existing] = nil
         }
@@ -26,17 +26,22 @@ struct HTTPRequest: Sendable {
 }
 
 /// A response's head as the handler hears it.
-struct HTTPResponse: Sendable {
-    let statusCode: Int
-    let headerFields: [String: String]
+package struct HTTPResponse: Sendable {
+    package let statusCode: Int
+    package let headerFields: [String: String]
+
+    package init(statusCode: Int, headerFields: [String: String]) {
+        self.statusCode = statusCode
+        self.headerFields = headerFields
+    }
 
     /// A header field by name, in any case.
-    func value(forHTTPHeaderField name: String) -> String? {
+    package func value(forHTTPHeaderField name: String) -> String? {
         headerFields.first { $0.key.equalsIgnoringASCIICase(name) }?.value
     }
 
     /// The reason phrase of a status (RFC 9110), for an error answer without a body.
-    static func reason(forStatusCode status: Int) -> String {
+    package static func reason(forStatusCode status: Int) -> String {
         switch status {
         case 400: "Bad Request"
         case 401: "Unauthorized"
@@ -58,10 +63,10 @@ struct HTTPResponse: Sendable {
 }
 
 /// Why the transport could not complete an exchange. The codes are the URL loading
-/// system's (`NSURLErrorCannotConnectToHost` is -1004), as `BackendError.transport` has
+/// system's (`NSURLErrorCannotConnectToHost` is -1004), as the backend client's errors have
 /// always reported them.
-struct TransportError: Error, Sendable, CustomStringConvertible {
-    enum Code: Int, Sendable {
+package struct TransportError: Error, Sendable, CustomStringConvertible {
+    package enum Code: Int, Sendable {
         case cancelled = -999
         case cannotFindHost = -1003
         case cannotConnectToHost = -1004
@@ -71,16 +76,16 @@ struct TransportError: Error, Sendable, CustomStringConvertible {
         case serverCertificateUntrusted = -1202
     }
 
-    let code: Code
-    let message: String
+    package let code: Code
+    package let message: String
 
-    init(_ code: Code, _ message: String) {
+    package init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
 
-    var description: String { message }
+    package var description: String { message }
 
     /// Whether the request certainly never left: nothing could have reached the server.
-    var sentNothing: Bool { code == .cannotFindHost || code == .cannotConnectToHost }
+    package var sentNothing: Bool { code == .cannotFindHost || code == .cannotConnectToHost }
 }

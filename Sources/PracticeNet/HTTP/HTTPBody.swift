@@ -3,12 +3,12 @@ import FoundationEssentials
 /// A request's body as the bytes on the wire, in parts written one after the other. A
 /// turn's multipart body is its head, the recorder's WAV as it is, and its tail: the WAV is
 /// never copied into one buffer on its way to the socket.
-struct HTTPBody: Sendable {
-    enum Part: Sendable {
+package struct HTTPBody: Sendable {
+    package enum Part: Sendable {
         case data(Data)
         case bytes([UInt8])
 
-        var count: Int {
+        package var count: Int {
             switch self {
             case .data(let data): return data.count
             case .bytes(let bytes): return bytes.count
@@ -16,20 +16,20 @@ struct HTTPBody: Sendable {
         }
     }
 
-    let parts: [Part]
+    package let parts: [Part]
     /// Bytes in all.
-    let count: Int
+    package let count: Int
 
-    init(parts: [Part]) {
+    package init(parts: [Part]) {
         self.parts = parts
         count = parts.reduce(0) { $0 + $1.count }
     }
 
-    init(_ data: Data) { self.init(parts: [.data(data)]) }
+    package init(_ data: Data) { self.init(parts: [.data(data)]) }
 
     /// Calls `body` with the bytes from `offset` to the end of the part that holds it (a
     /// writer sends them, then asks again from where it got to).
-    func withBytes<R>(from offset: Int, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+    package func withBytes<R>(from offset: Int, _ body: (UnsafeRawBufferPointer) -> R) -> R {
         var start = 0
         for part in parts {
             if offset < start + part.count {
@@ -44,7 +44,7 @@ struct HTTPBody: Sendable {
     }
 
     /// The whole body in one buffer (tests, logs).
-    var bytes: [UInt8] {
+    package var bytes: [UInt8] {
         var all: [UInt8] = []
         all.reserveCapacity(count)
         for part in parts {

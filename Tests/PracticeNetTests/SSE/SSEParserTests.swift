@@ -1,4 +1,4 @@
-@testable import PracticeKit
+@testable import PracticeNet
 import XCTest
 
 final class SSEParserTests: XCTestCase {

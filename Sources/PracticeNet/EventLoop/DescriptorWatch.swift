@@ -16,7 +16,7 @@ import Glibc
 /// triggered: bytes left unread fire again. A hang-up or an error calls the handlers that
 /// are wanted, which find the end or the error by reading or writing; while neither is
 /// wanted, `onHangUp` hears it (a client that left while its requests wait unread).
-final class DescriptorWatch: @unchecked Sendable {
+package final class DescriptorWatch: @unchecked Sendable {
     let fd: Int32
     private let queue: DispatchQueue
     private let loop = DescriptorEventLoop.shared
@@ -33,7 +33,7 @@ final class DescriptorWatch: @unchecked Sendable {
     private var delivering = false
     private(set) var isCancelled = false
 
-    init(fd: Int32, queue: DispatchQueue, onReadable: @escaping () -> Void, onWritable: @escaping () -> Void = {},
+    package init(fd: Int32, queue: DispatchQueue, onReadable: @escaping () -> Void, onWritable: @escaping () -> Void = {},
          onHangUp: (() -> Void)? = nil) {
         self.fd = fd
         self.queue = queue
@@ -44,7 +44,7 @@ final class DescriptorWatch: @unchecked Sendable {
     }
 
     /// Whether `onReadable` is wanted.
-    func setReading(_ wanted: Bool) {
+    package func setReading(_ wanted: Bool) {
         dispatchPrecondition(condition: .onQueue(queue))
         guard wanted != reading, !isCancelled else { return }
         reading = wanted
@@ -52,7 +52,7 @@ final class DescriptorWatch: @unchecked Sendable {
     }
 
     /// Whether `onWritable` is wanted.
-    func setWriting(_ wanted: Bool) {
+    package func setWriting(_ wanted: Bool) {
         dispatchPrecondition(condition: .onQueue(queue))
         guard wanted != writing, !isCancelled else { return }
         writing = wanted
@@ -61,7 +61,7 @@ final class DescriptorWatch: @unchecked Sendable {
 
     /// Removes the descriptor from epoll at once: no handler runs after this, and the caller
     /// may close the descriptor as soon as it returns (nothing else holds it).
-    func cancel() {
+    package func cancel() {
         dispatchPrecondition(condition: .onQueue(queue))
         guard !isCancelled else { return }
         isCancelled = true

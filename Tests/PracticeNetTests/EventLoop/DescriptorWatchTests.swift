@@ -1,7 +1,7 @@
 import AudioKernel
 import Dispatch
 import Foundation
-@testable import PracticeKit
+@testable import PracticeNet
 import TestSupport
 import XCTest
 

@@ -18,7 +18,7 @@ import Glibc
 ///
 /// Everything runs on `queue`, the backend client's serial queue; the handlers' callbacks
 /// come on it as they did from URLSession's delegate.
-final class HTTPClient: HTTPConnectionOwner, @unchecked Sendable {
+package final class HTTPClient: HTTPConnectionOwner, @unchecked Sendable {
     let queue: DispatchQueue
     /// Idle connections kept per host; more are closed.
     static let idlePerHost = 4
@@ -39,7 +39,7 @@ final class HTTPClient: HTTPConnectionOwner, @unchecked Sendable {
     /// a failure is not kept, so a CA file put right is read at the next request.
     private var tlsContext: TLSContext?
 
-    init(queue: DispatchQueue, caFile: String? = nil) {
+    package init(queue: DispatchQueue, caFile: String? = nil) {
         self.queue = queue
         self.caFile = caFile
     }
@@ -61,7 +61,7 @@ final class HTTPClient: HTTPConnectionOwner, @unchecked Sendable {
     static func handles(_ url: URL?) -> Bool { ["http", "https"].contains(url?.scheme?.lowercased()) }
 
     /// Starts the request; nil when the client is closed or the URL is not one it handles.
-    func start(_ request: HTTPRequest, body: HTTPBody?, handler: TaskHandler) -> HTTPExchange? {
+    package func start(_ request: HTTPRequest, body: HTTPBody?, handler: TaskHandler) -> TransportTask? {
         guard let endpoint = HTTPEndpoint(url: request.url) else { return nil }
         let exchange = HTTPExchange(client: self, endpoint: endpoint, request: request, body: body, handler: handler)
         queue.async { [self] in
@@ -73,7 +73,7 @@ final class HTTPClient: HTTPConnectionOwner, @unchecked Sendable {
     }
 
     /// Closes every connection and cancels every exchange.
-    func invalidate() {
+    package func invalidate() {
         queue.async { [self] in
             invalidated = true
             for exchange in active.values { exchange.fail(TransportError(.cancelled, "the backend client is closed")) }

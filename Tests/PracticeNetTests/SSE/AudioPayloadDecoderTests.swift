@@ -1,5 +1,5 @@
 import Foundation
-import PracticeKit
+import PracticeNet
 import XCTest
 
 final class AudioPayloadDecoderTests: XCTestCase {
