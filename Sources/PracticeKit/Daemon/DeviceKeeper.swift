@@ -6,7 +6,9 @@ import FoundationEssentials
 /// when a command needs them, closed when nothing has needed them for `audio.idle_close_s`,
 /// tried again every 2 s when a needed one failed, and their state told as it changes.
 /// Opening and closing run on `queue` (the daemon's audio queue); the devices and their
-/// states are read from any queue. ``PracticeDaemon`` composes it with the rest.
+/// states are read from any queue. Its time is the flows' one clock (Dispatch's in the
+/// daemon), so a test runs ten idle minutes at once. ``PracticeDaemon`` composes it with
+/// the rest.
 final class DeviceKeeper: @unchecked Sendable {
     /// A device's state as `status` and `device.state` tell it.
     enum State: Equatable, CustomStringConvertible {
@@ -44,6 +46,7 @@ final class DeviceKeeper: @unchecked Sendable {
     }
 
     let queue: DispatchQueue
+    private let clock: any PracticeClock
     private let audio: KioskAudio
     private let logger: Logger
     private let settings: @Sendable () -> (configuration: DaemonConfiguration, volume: Double)
@@ -56,13 +59,17 @@ final class DeviceKeeper: @unchecked Sendable {
     private var openPlayer: StreamingPlayer?
     private var captureState = State.closed
     private var playbackState = State.closed
-    /// When the devices were last needed (uptime nanoseconds; on `queue`).
-    private var lastNeeded = DispatchTime.now().uptimeNanoseconds
-    private var timer: DispatchSourceTimer?
+    /// When the devices were last needed (the clock's nanoseconds; on `queue`).
+    private var lastNeeded: UInt64
+    /// The check every 2 s; nil once cancelled (under `lock`).
+    private var timer: (any PracticeTimer)?
 
-    init(queue: DispatchQueue, audio: KioskAudio, logger: Logger, settings: @escaping @Sendable () -> (configuration: DaemonConfiguration, volume: Double),
+    init(queue: DispatchQueue, clock: any PracticeClock = DispatchClock(), audio: KioskAudio, logger: Logger,
+         settings: @escaping @Sendable () -> (configuration: DaemonConfiguration, volume: Double),
          needed: @escaping @Sendable () -> Bool, handlers: Handlers) {
         self.queue = queue
+        self.clock = clock
+        lastNeeded = clock.now
         self.audio = audio
         self.logger = logger
         self.settings = settings
@@ -87,7 +94,7 @@ final class DeviceKeeper: @unchecked Sendable {
 
     /// On `queue`: opens what is not open.
     func open() {
-        lastNeeded = DispatchTime.now().uptimeNanoseconds
+        lastNeeded = clock.now
         let (configuration, volume) = settings()
         if recorder == nil { openCapture(configuration) }
         if player == nil { openPlayback(configuration, volume: volume) }
@@ -120,14 +127,29 @@ final class DeviceKeeper: @unchecked Sendable {
     /// `audio.idle_close_s` are closed, so that an idle kiosk neither wakes 100 times a
     /// second for empty periods nor keeps the sound card from others.
     func start() {
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now() + 2, repeating: 2, leeway: .milliseconds(500))
-        timer.setEventHandler { [weak self] in self?.keep() }
-        timer.resume()
-        self.timer = timer
+        let timer = clock.makeTimer(on: queue) { [weak self] in self?.tick() }
+        lock.withLock { self.timer = timer }
+        timer.schedule(after: Self.checkInterval)
     }
 
-    func cancel() { timer?.cancel() }
+    /// Stops the checks; the devices stay as they are.
+    func cancel() {
+        let timer: (any PracticeTimer)? = lock.withLock {
+            defer { self.timer = nil }
+            return self.timer
+        }
+        timer?.cancel()
+    }
+
+    /// Seconds between two checks.
+    static let checkInterval = 2.0
+
+    /// One check, then the next one armed (a one-shot timer moved each time: the clock's
+    /// timers have no period, and a check that runs late does not bunch the next ones up).
+    private func tick() {
+        keep()
+        lock.withLock { timer }?.schedule(after: Self.checkInterval)
+    }
 
     private func keep() {
         if trimsLeft > 0 {
@@ -135,7 +157,7 @@ final class DeviceKeeper: @unchecked Sendable {
             SpeechModelFiles.returnFreedMemory()
         }
         let closeAfter = settings().configuration.deviceIdleCloseSeconds
-        let now = DispatchTime.now().uptimeNanoseconds
+        let now = clock.now
         if closeAfter == 0 || needed() { lastNeeded = now }
         if closeAfter > 0, now - lastNeeded >= UInt64(closeAfter) * 1_000_000_000 {
             if recorder != nil || player != nil {
