@@ -13,7 +13,8 @@ final class ControlConnection: ServiceClient, @unchecked Sendable {
     let credentials: PeerCredentials
     unowned let server: ControlServer
     var topics: Set<EventTopic> = []
-    var lastActivity = DispatchTime.now().uptimeNanoseconds
+    /// When it last sent or was answered (the server's clock).
+    var lastActivity: UInt64
     /// Requests decoded so far.
     var requests = 0
     /// Requests handed to the handler and not answered yet.
@@ -30,7 +31,7 @@ final class ControlConnection: ServiceClient, @unchecked Sendable {
     /// Its place in the server's order of service (``ServiceScheduler``): lower goes first.
     var serviceKey = -Double.infinity
     /// The rate limit's token bucket.
-    private var pacer = RequestPacer(now: DispatchTime.now().uptimeNanoseconds)
+    private var pacer: RequestPacer
     private var throttleLogged = false
     private var framer = LineFramer()
     private var outbound: [UInt8] = []
@@ -45,6 +46,8 @@ final class ControlConnection: ServiceClient, @unchecked Sendable {
         self.fd = fd
         self.credentials = credentials
         self.server = server
+        lastActivity = server.clock.now
+        pacer = RequestPacer(now: lastActivity)
     }
 
     func start() {
@@ -80,7 +83,7 @@ final class ControlConnection: ServiceClient, @unchecked Sendable {
         closing = true
         server.closed(self, reason: "protocol error")
         flush()
-        server.queue.asyncAfter(deadline: .now() + 2) { [self] in close() }
+        server.clock.after(2, on: server.queue) { [self] in close() }
     }
 
     /// Drops the connection: told to the server, unless it already left it (closing).
@@ -134,7 +137,7 @@ final class ControlConnection: ServiceClient, @unchecked Sendable {
             if n == 0 {
                 return drop(framer.partialCount == 0 ? "hung up" : "hung up in the middle of a line (\(framer.partialCount) bytes dropped)")
             }
-            lastActivity = DispatchTime.now().uptimeNanoseconds
+            lastActivity = server.clock.now
             consume(server.readBuffer[0..<n])
             if pending.count >= Self.maximumPending {
                 suspendReading()
@@ -158,7 +161,7 @@ final class ControlConnection: ServiceClient, @unchecked Sendable {
     /// A request was answered: the next may go.
     func requestDone() {
         inFlight = max(0, inFlight - 1)
-        lastActivity = DispatchTime.now().uptimeNanoseconds
+        lastActivity = server.clock.now
         scheduleServe()
     }
 
@@ -167,7 +170,7 @@ final class ControlConnection: ServiceClient, @unchecked Sendable {
         serveScheduled = true
         if delay > 0 {
             // Held back by the rate limit: ready again when a token is there.
-            server.queue.asyncAfter(deadline: .now() + delay) { [self] in
+            server.clock.after(delay, on: server.queue) { [self] in
                 serveScheduled = false
                 scheduleServe()
             }
@@ -186,7 +189,7 @@ final class ControlConnection: ServiceClient, @unchecked Sendable {
     /// Serves one pending line, if the client is within its limits.
     private func serveNext() {
         guard !isClosed, !closing, !pending.isEmpty, inFlight < server.inFlightLimit else { return }
-        if let wait = pacer.take(now: DispatchTime.now().uptimeNanoseconds, rate: server.rateLimit) {
+        if let wait = pacer.take(now: server.clock.now, rate: server.rateLimit) {
             if !throttleLogged {
                 throttleLogged = true
                 server.throttled(self)
@@ -194,7 +197,7 @@ final class ControlConnection: ServiceClient, @unchecked Sendable {
             return scheduleServe(after: wait)
         }
         let line = pending.removeFirst()
-        server.scheduler.served(self, now: DispatchTime.now().uptimeNanoseconds)
+        server.scheduler.served(self, now: server.clock.now)
         server.received(line, from: self)
         if pending.count < Self.maximumPending / 2 { resumeReading() }
         scheduleServe()

@@ -67,11 +67,14 @@ public final class ControlServer: @unchecked Sendable {
     private let socketGroup: UInt32?
     private let logger: Logger
     private(set) weak var handler: ControlCommandHandler?
+    /// Its time: the idle check, the rate limit, the lingering close (Dispatch's in the
+    /// daemon; a test's own in ``ControlServerClockTests``).
+    let clock: any PracticeClock
 
     // Touched only on the queue.
     private var limits: ControlServerLimits
     private var acceptWatch: DescriptorWatch?
-    private var idleTimer: DispatchSourceTimer?
+    private var idleTimer: (any PracticeTimer)?
     var connections: [Int: ControlConnection] = [:]
     /// hello, subscribe and unsubscribe (``CommandRoute/server``), checked against the
     /// catalog when the server is made (`ControlServer+OwnCommands.swift`).
@@ -86,8 +89,15 @@ public final class ControlServer: @unchecked Sendable {
     /// The one read buffer: every connection reads on the queue, one at a time.
     var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
 
-    public init(listener: UnixListener, serverVersion: String, capabilities: [String], topics: Set<EventTopic>,
-                socketGroup: UInt32?, limits: ControlServerLimits, logger: Logger, handler: ControlCommandHandler) {
+    public convenience init(listener: UnixListener, serverVersion: String, capabilities: [String], topics: Set<EventTopic>,
+                            socketGroup: UInt32?, limits: ControlServerLimits, logger: Logger, handler: ControlCommandHandler) {
+        self.init(listener: listener, serverVersion: serverVersion, capabilities: capabilities, topics: topics,
+                  socketGroup: socketGroup, limits: limits, logger: logger, handler: handler, clock: DispatchClock())
+    }
+
+    init(listener: UnixListener, serverVersion: String, capabilities: [String], topics: Set<EventTopic>,
+         socketGroup: UInt32?, limits: ControlServerLimits, logger: Logger, handler: ControlCommandHandler, clock: any PracticeClock) {
+        self.clock = clock
         self.listener = listener
         self.serverVersion = serverVersion
         self.capabilities = capabilities
@@ -104,10 +114,13 @@ public final class ControlServer: @unchecked Sendable {
             let watch = DescriptorWatch(fd: listener.fd, queue: queue, onReadable: { [unowned self] in acceptPending() })
             watch.setReading(true)
             acceptWatch = watch
-            let timer = DispatchSource.makeTimerSource(queue: queue)
-            timer.schedule(deadline: .now() + 1, repeating: 1, leeway: .milliseconds(200))
-            timer.setEventHandler { [unowned self] in closeIdleClients() }
-            timer.resume()
+            // Once a second, re-armed after each check (the clock's timers have no period).
+            let timer = clock.makeTimer(on: queue) { [unowned self] in
+                guard !stopped else { return }
+                closeIdleClients()
+                idleTimer?.schedule(after: 1)
+            }
+            timer.schedule(after: 1)
             idleTimer = timer
         }
     }
@@ -189,7 +202,7 @@ public final class ControlServer: @unchecked Sendable {
                     // The pending client stays readable: accepting again at once would spin
                     // a core until a descriptor is free. Wait a little, as nginx does.
                     acceptWatch?.setReading(false)
-                    queue.asyncAfter(deadline: .now() + .milliseconds(100)) { [weak self] in
+                    clock.after(0.1, on: queue) { [weak self] in
                         guard let self, !stopped else { return }
                         acceptWatch?.setReading(true)
                     }
@@ -254,7 +267,7 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     private func closeIdleClients() {
-        let now = DispatchTime.now().uptimeNanoseconds
+        let now = clock.now
         let limit = UInt64(limits.idleSeconds * 1e9)
         // A client waiting for an answer is not idle, however long the backend takes (a
         // `session.start` may wait 15 s for the server, a retried GET minutes); its idle
