@@ -16,7 +16,7 @@ public final class BackendClient: Sendable {
     public let configuration: BackendConfiguration
     private let transport: BackendTransport
     private let logger: Logger
-    /// Whose time the retries wait on.
+    /// Whose time the retries and each attempt's deadline wait on.
     private let clock: any PracticeClock
 
     public convenience init(configuration: BackendConfiguration, logger: Logger = .disabled) {
@@ -27,7 +27,7 @@ public final class BackendClient: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.clock = clock
-        transport = BackendTransport(caFile: configuration.caFile)
+        transport = BackendTransport(caFile: configuration.caFile, clock: clock)
     }
 
     deinit { transport.invalidate() }

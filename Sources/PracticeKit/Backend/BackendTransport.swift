@@ -24,10 +24,13 @@ final class BackendTransport: StreamTransport, @unchecked Sendable {
     /// The queue every callback and timer of the client runs on.
     let queue: DispatchQueue
     private let http: HTTPClient
+    /// A REST call's deadline runs on it (the client's clock: Dispatch's in the daemon).
+    private let clock: any PracticeClock
 
     /// `caFile`: the PEM file of CAs an `https://` backend's certificate must chain to;
     /// nil trusts the system's store.
-    init(caFile: String? = nil) {
+    init(caFile: String? = nil, clock: any PracticeClock = DispatchClock()) {
+        self.clock = clock
         queue = DispatchQueue(label: "practiced.backend")
         http = HTTPClient(queue: queue, caFile: caFile)
     }
@@ -54,7 +57,7 @@ final class BackendTransport: StreamTransport, @unchecked Sendable {
                 box.set(exchange)
                 exchange.attach(start(request, body: body.map(HTTPBody.init), handler: exchange))
                 // Weak: a block holding the exchange would keep its answer until the deadline.
-                queue.asyncAfter(deadline: .now() + timeout) { [weak exchange] in exchange?.abort(.timedOut(seconds: timeout)) }
+                clock.after(timeout, on: queue) { [weak exchange] in exchange?.abort(.timedOut(seconds: timeout)) }
             }
         } onCancel: {
             box.exchange?.abort(.cancelled)

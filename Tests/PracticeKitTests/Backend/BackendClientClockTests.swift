@@ -1,10 +1,14 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 @testable import PracticeKit
 import TestSupport
 import XCTest
 
-/// A REST call's retries wait on the client's clock (``PracticeClock``), not on the task's
-/// own sleep: the test's clock runs them at once and sees every delay.
+/// A REST call's retries and each attempt's deadline wait on the client's clock
+/// (``PracticeClock``), not on the task's own sleep or Dispatch's time: the test's clock runs
+/// them at once and sees every delay.
 final class BackendClientClockTests: XCTestCase {
     private func call(_ client: BackendClient) -> (task: Task<Void, Never>, result: Awaitable<Result<[Topic], BackendError>?>) {
         let result = Awaitable<Result<[Topic], BackendError>?>(nil)
@@ -19,9 +23,9 @@ final class BackendClientClockTests: XCTestCase {
         return (task, result)
     }
 
-    /// Every attempt at a backend that is down: the policy's delays (doubling, with its
-    /// jitter) asked of the clock, each run only when the test moves it, then the
-    /// transport's error.
+    /// Every attempt at a backend that is down: its deadline, then the policy's delay
+    /// (doubling, with its jitter) asked of the clock, each run only when the test moves it,
+    /// then the transport's error.
     func testAGETsRetriesWaitOnTheClientsClock() throws {
         let sim = try SimulatorHarness()
         let clock = TestClock()
@@ -34,8 +38,10 @@ final class BackendClientClockTests: XCTestCase {
         let base = (1..<policy.maxAttempts).map { policy.delay(afterAttempt: $0, random: 0) }
         XCTAssertGreaterThanOrEqual(base.count, 3)
         for (index, expected) in base.enumerated() {
-            XCTAssertTrue(clock.waitForDelays(index + 1), "retry \(index + 1) was not asked of the clock")
-            let delay = clock.delays[index]
+            // Attempt n asks for its deadline as it starts, then for the wait before the next.
+            guard clock.waitForDelays(2 * index + 2) else { return XCTFail("retry \(index + 1) was not asked of the clock: \(clock.delays)") }
+            XCTAssertEqual(clock.delays[2 * index], configuration.requestTimeout, "attempt \(index + 1)'s deadline")
+            let delay = clock.delays[2 * index + 1]
             let range = expected * (1 - policy.jitter) - 1e-9...expected * (1 + policy.jitter) + 1e-9
             XCTAssertTrue(range.contains(delay), "retry \(index + 1) waits \(delay) s, not \(expected) ± \(policy.jitter)")
             XCTAssertNil(result.value, "the call ended before its retry \(index + 1)")
@@ -44,7 +50,7 @@ final class BackendClientClockTests: XCTestCase {
         XCTAssertTrue(result.wait(timeout: 10) { $0 != nil })
         guard case .failure(let error) = result.value else { return XCTFail("the call succeeded against a backend that is down") }
         guard case .transport = error else { return XCTFail("\(error), not the transport's error") }
-        XCTAssertEqual(clock.delays.count, policy.maxAttempts - 1, "\(policy.maxAttempts) attempts in all")
+        XCTAssertEqual(clock.delays.count, 2 * policy.maxAttempts - 1, "\(policy.maxAttempts) attempts in all, each with its deadline")
     }
 
     /// A call cancelled while it waits to retry ends at once with `cancelled`, the clock
@@ -56,10 +62,54 @@ final class BackendClientClockTests: XCTestCase {
         let client = BackendClient(configuration: SimulatorHarness.configuration(sim.baseURL), clock: clock)
         sim.goDown()
         let (task, result) = call(client)
-        XCTAssertTrue(clock.waitForDelays(1))
+        XCTAssertTrue(clock.waitForDelays(2))  // the first attempt's deadline, then its retry's wait
         task.cancel()
         XCTAssertTrue(result.wait(timeout: 10) { $0 != nil }, "the cancelled call went on waiting")
         guard case .failure(.cancelled) = result.value else { return XCTFail("\(String(describing: result.value)), not cancelled") }
-        XCTAssertEqual(clock.delays.count, 1)
+        XCTAssertEqual(clock.delays.count, 2)
     }
+
+    /// A server that takes the connection and never answers: the call ends `timedOut` when
+    /// the clock reaches the deadline, not a moment before, however long the wall waits.
+    func testACallTheServerNeverAnswersEndsAtTheClocksDeadline() throws {
+        let listener = try SilentListener()
+        defer { listener.stop() }
+        let clock = TestClock()
+        clock.manual()
+        let configuration = SimulatorHarness.configuration(URL(string: "http://127.0.0.1:\(listener.port)")!) {
+            $0.retry = .none
+            $0.requestTimeout = 30
+        }
+        let (_, result) = call(BackendClient(configuration: configuration, clock: clock))
+        XCTAssertTrue(clock.waitForDelays(1), "the deadline was not asked of the clock")
+        XCTAssertEqual(clock.delays, [30])
+        clock.advance(by: 29.9)
+        XCTAssertNil(result.value, "the call ended before its deadline")
+        clock.advance(by: 0.1)
+        XCTAssertTrue(result.wait(timeout: 10) { $0 != nil }, "the call went on past the clock's deadline")
+        guard case .failure(.timedOut(let seconds)) = result.value else { return XCTFail("\(String(describing: result.value)), not timedOut") }
+        XCTAssertEqual(seconds, 30)
+    }
+}
+
+/// A TCP port that takes connections (the kernel's backlog) and never reads or answers.
+private final class SilentListener {
+    let port: UInt16
+    private let fd: Int32
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.fd = fd
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && listen(fd, 8) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw POSIXError(.EADDRINUSE) }
+        port = UInt16(bigEndian: address.sin_port)
+    }
+
+    func stop() { close(fd) }
 }
