@@ -117,7 +117,7 @@ public final class BackendClient: Sendable {
         var configuration = configuration
         if let retry { configuration.retry = retry }
         let stream = ReplyStream(owner: self, transport: transport, request: request, body: body, configuration: configuration,
-                                 logger: logger, onEvent: onEvent)
+                                 logger: logger, clock: clock, onEvent: onEvent)
         stream.begin()
         return stream
     }

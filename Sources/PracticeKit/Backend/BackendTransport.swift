@@ -29,7 +29,7 @@ final class BackendTransport: StreamTransport, @unchecked Sendable {
 
     /// `caFile`: the PEM file of CAs an `https://` backend's certificate must chain to;
     /// nil trusts the system's store.
-    init(caFile: String? = nil, clock: any PracticeClock = DispatchClock()) {
+    init(caFile: String? = nil, clock: any PracticeClock) {
         self.clock = clock
         queue = DispatchQueue(label: "practiced.backend")
         http = HTTPClient(queue: queue, caFile: caFile)

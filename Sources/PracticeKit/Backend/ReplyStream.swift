@@ -57,7 +57,7 @@ public final class ReplyStream: TaskHandler, @unchecked Sendable {
     private var waiters: [@Sendable (Result<ReplySummary, BackendError>) -> Void] = []
 
     init(owner: AnyObject, transport: any StreamTransport, request: HTTPRequest, body: HTTPBody?, configuration: BackendConfiguration,
-         logger: Logger, clock: any PracticeClock = DispatchClock(), onEvent: @escaping EventHandler) {
+         logger: Logger, clock: any PracticeClock, onEvent: @escaping EventHandler) {
         self.owner = owner
         self.clock = clock
         self.transport = transport

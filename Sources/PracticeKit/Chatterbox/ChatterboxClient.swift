@@ -27,11 +27,16 @@ public final class ChatterboxClient: Sendable {
     private let transport: BackendTransport
     private let logger: Logger
 
-    public init(configuration: BackendConfiguration, tokens: ChatterboxTokenStore, logger: Logger = .disabled) {
+    public convenience init(configuration: BackendConfiguration, tokens: ChatterboxTokenStore, logger: Logger = .disabled) {
+        self.init(configuration: configuration, tokens: tokens, logger: logger, clock: DispatchClock())
+    }
+
+    /// `clock`: whose time each call's deadline runs on (the daemon's one clock).
+    init(configuration: BackendConfiguration, tokens: ChatterboxTokenStore, logger: Logger = .disabled, clock: any PracticeClock) {
         self.configuration = configuration
         self.tokens = tokens
         self.logger = logger
-        transport = BackendTransport(caFile: configuration.caFile)
+        transport = BackendTransport(caFile: configuration.caFile, clock: clock)
     }
 
     deinit { transport.invalidate() }

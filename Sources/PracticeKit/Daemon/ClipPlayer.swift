@@ -21,10 +21,13 @@ final class ClipPlayer: @unchecked Sendable {
     private let logger: Logger
     /// Where the answer's deadline runs.
     private let deadlines: DispatchQueue
+    /// Whose time the open deadline runs on (the daemon's one clock).
+    private let clock: any PracticeClock
     /// Where `playback.failed` goes (the control server).
     private let publish: EventPublisher
 
-    init(audio: KioskAudio, logger: Logger, deadlines: DispatchQueue, publish: @escaping EventPublisher) {
+    init(audio: KioskAudio, logger: Logger, clock: any PracticeClock, deadlines: DispatchQueue, publish: @escaping EventPublisher) {
+        self.clock = clock
         self.audio = audio
         self.logger = logger
         self.deadlines = deadlines
@@ -52,7 +55,7 @@ final class ClipPlayer: @unchecked Sendable {
         }
         let once = ReplyOnce(reply.send)
         let timeout = configuration.playTimeoutMilliseconds
-        deadlines.asyncAfter(deadline: .now() + .milliseconds(timeout)) { [logger] in
+        clock.after(Double(timeout) / 1000, on: deadlines) { [logger] in
             if once.send(.failure(ControlError(.fileError, "\(path): not opened within \(timeout) ms (a stalled filesystem?)", retryable: true))) {
                 logger.warning("play \(path) (pid \(client.credentials.pid)): not opened within \(timeout) ms")
             }

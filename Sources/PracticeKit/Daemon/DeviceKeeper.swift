@@ -64,7 +64,7 @@ final class DeviceKeeper: @unchecked Sendable {
     /// The check every 2 s; nil once cancelled (under `lock`).
     private var timer: (any PracticeTimer)?
 
-    init(queue: DispatchQueue, clock: any PracticeClock = DispatchClock(), audio: KioskAudio, logger: Logger,
+    init(queue: DispatchQueue, clock: any PracticeClock, audio: KioskAudio, logger: Logger,
          settings: @escaping @Sendable () -> (configuration: DaemonConfiguration, volume: Double),
          needed: @escaping @Sendable () -> Bool, handlers: Handlers) {
         self.queue = queue

@@ -94,11 +94,11 @@ extension PracticeDaemon {
     /// The daemon itself as a client: what it plays of its own (cue practice's recordings).
     static var ownClient: ControlClientInfo { ControlClientInfo(id: 0, credentials: PeerCredentials(pid: getpid(), uid: getuid(), gid: getgid())) }
 
-    var uptime: Double { (Double(DispatchTime.now().uptimeNanoseconds - startTime.uptimeNanoseconds) / 1e9 * 10).rounded() / 10 }
+    var uptime: Double { (Double(clock.now - startTime) / 1e9 * 10).rounded() / 10 }
 
     func status(_ reply: CommandReply<Command.Status>) {
         let probe = lock.withLock { backendProbe }
-        let stale = probe.checkedAt.map { DispatchTime.now().uptimeNanoseconds - $0.uptimeNanoseconds > 10_000_000_000 } ?? true
+        let stale = probe.checkedAt.map { clock.now - $0 > 10_000_000_000 } ?? true
         guard stale else { return reply.succeed(currentStatus()) }
         // Check the backend (TalkCo's GET /topics or Chatterbox's app_config, 3 s at most, no retries), then answer.
         checkBackend { [self] in reply.succeed(currentStatus()) }
@@ -110,19 +110,19 @@ extension PracticeDaemon {
         probeConfiguration.retry = .none
         let flow = flow!
         Task { [self] in
-            let start = DispatchTime.now()
+            let start = clock.now
             var probe = BackendProbe()
             do {
                 // The flow's cheapest call that needs no learner: TalkCo's topics, Chatterbox's app_config.
                 try await flow.probeBackend(probeConfiguration)
                 probe.reachable = true
                 metrics.observe(.backendProbe,
-                                seconds: Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9)
+                                seconds: Double(clock.now - start) / 1e9)
             } catch {
                 probe.reachable = false
                 probe.error = "\(error)"
             }
-            probe.checkedAt = .now()
+            probe.checkedAt = clock.now
             lock.withLock { backendProbe = probe }
             done()
         }

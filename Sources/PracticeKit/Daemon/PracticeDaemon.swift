@@ -30,7 +30,12 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     var listener: UnixListener?
     var backend: BackendClient
     var userID = ""
-    let startTime = DispatchTime.now()
+    /// The daemon's one clock (Dispatch's), given to everything it builds that waits: the
+    /// flows and their reply streams, the backend clients' retries and deadlines, the device
+    /// keeper, the control server, the sounds' open deadline.
+    let clock: any PracticeClock = DispatchClock()
+    /// When the daemon started, on `clock`.
+    let startTime: UInt64
     let audioQueue = DispatchQueue(label: "practiced.audio")
     let workQueue = DispatchQueue(label: "practiced.work", attributes: .concurrent)
 
@@ -41,7 +46,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     /// The devices as the session sees them (attached as they open).
     let audio = KioskAudio()
     /// `play`'s files, opened and streamed each on a thread of its own.
-    lazy var clips = ClipPlayer(audio: audio, logger: logger, deadlines: workQueue) { [weak self] event in self?.server?.publish(any: event) }
+    lazy var clips = ClipPlayer(audio: audio, logger: logger, clock: clock, deadlines: workQueue) { [weak self] event in self?.server?.publish(any: event) }
     /// `devices` requests waiting for the enumeration in progress (under `lock`).
     var deviceListWaiters: [CommandReply<Command.Devices>] = []
     /// The practice flow `backend.kind` names (``makeFlow(_:server:)``), built at start: a
@@ -67,7 +72,8 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
 
     struct BackendProbe {
         var reachable: Bool?
-        var checkedAt: DispatchTime?
+        /// On the daemon's clock.
+        var checkedAt: UInt64?
         var error: String?
     }
 
@@ -76,9 +82,10 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         self.sink = FilteringLogSink(sink, threshold: configuration.logLevel)
         self.logger = Logger(category: "practiced", sink: self.sink, threshold: .debug)
         self.notifier = notifier
-        self.backend = BackendClient(configuration: configuration.backend, logger: logger.named("backend"))
+        startTime = clock.now
+        self.backend = BackendClient(configuration: configuration.backend, logger: logger.named("backend"), clock: clock)
         devices = DeviceKeeper(
-            queue: audioQueue, audio: audio, logger: logger,
+            queue: audioQueue, clock: clock, audio: audio, logger: logger,
             settings: { [unowned self] in lock.withLock { (self.configuration, volume) } },
             needed: { [unowned self] in devicesNeeded },
             handlers: .init(recorder: { [weak self] event in self?.recorderEvent(event) },
@@ -135,7 +142,8 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         let listener = try UnixListener.activated() ?? UnixListener.bind(path: configuration.socketPath, group: group)
         self.listener = listener
         let server = ControlServer(listener: listener, serverVersion: Self.version, capabilities: ["events", "play", "level", "metrics", "devices", "session", "spool"],
-                                   topics: Self.topics, socketGroup: group, limits: limits(configuration), logger: logger.named("control"), handler: self)
+                                   topics: Self.topics, socketGroup: group, limits: limits(configuration), logger: logger.named("control"), handler: self,
+                                   clock: clock)
         self.server = server
         backendKind = configuration.backendKind
         flow = makeFlow(configuration, server: server)
@@ -201,10 +209,12 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         lock.withLock { configuration = newConfiguration }
         sink.threshold = newConfiguration.logLevel
         if old.backendURL != newConfiguration.backendURL || old.backendCAFile != newConfiguration.backendCAFile {
-            let client = BackendClient(configuration: newConfiguration.backend, logger: logger.named("backend"))
+            let client = BackendClient(configuration: newConfiguration.backend, logger: logger.named("backend"), clock: clock)
             lock.withLock {
                 backend = client
-                chatterbox = chatterbox.map { ChatterboxClient(configuration: newConfiguration.backend, tokens: $0.tokens, logger: logger.named("chatterbox")) }
+                chatterbox = chatterbox.map {
+                    ChatterboxClient(configuration: newConfiguration.backend, tokens: $0.tokens, logger: logger.named("chatterbox"), clock: clock)
+                }
                 backendProbe = BackendProbe()
             }
         }
@@ -255,15 +265,16 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
             return SessionController(settings: SessionSettings(userID: userID, userName: configuration.userName),
                                      backend: { [unowned self] in lock.withLock { backend } }, audio: audio,
                                      spoolDirectory: configuration.spoolDirectory, stateDirectory: configuration.stateDirectory,
-                                     metrics: metrics, logger: logger.named("session"), publish: publish)
+                                     metrics: metrics, logger: logger.named("session"), scheduler: clock, publish: publish)
         case .chatterbox:
             let client = ChatterboxClient(configuration: configuration.backend,
                                           tokens: ChatterboxTokenStore(stateDirectory: configuration.stateDirectory, logger: logger.named("chatterbox")),
-                                          logger: logger.named("chatterbox"))
+                                          logger: logger.named("chatterbox"), clock: clock)
             lock.withLock { chatterbox = client }
             return CuePractice(settings: CueSettings(), client: { [unowned self] in lock.withLock { chatterbox ?? client } }, audio: audio,
                                spoolDirectory: configuration.spoolDirectory, stateDirectory: configuration.stateDirectory, metrics: metrics,
-                               logger: logger.named("cue"), play: { [unowned self] path, done in playRecording(path, done) }, publish: publish)
+                               logger: logger.named("cue"), scheduler: clock, play: { [unowned self] path, done in playRecording(path, done) },
+                               publish: publish)
         }
     }
 

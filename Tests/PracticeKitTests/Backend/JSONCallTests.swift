@@ -14,7 +14,7 @@ final class JSONCallTests: XCTestCase {
     private func call(_ sim: SimulatorHarness, limit: Int = .max) -> (JSONCall, MemoryLogSink) {
         let sink = MemoryLogSink()
         let logger = Logger(category: "backend", sink: sink, threshold: .debug)
-        return (JSONCall(transport: BackendTransport(), logger: logger, timeout: 5, limit: limit), sink)
+        return (JSONCall(transport: BackendTransport(clock: DispatchClock()), logger: logger, timeout: 5, limit: limit), sink)
     }
 
     private func request(_ sim: SimulatorHarness, _ path: String) -> HTTPRequest {

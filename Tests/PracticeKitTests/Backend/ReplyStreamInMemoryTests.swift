@@ -121,7 +121,7 @@ final class ReplyStreamInMemoryTests: XCTestCase {
         let transport = ScriptedTransport(script)
         let recorder = ReplyRecorder()
         let stream = ReplyStream(owner: transport, transport: transport, request: HTTPRequest(url: configuration.baseURL, method: method),
-                                 body: HTTPBody(Data("turn".utf8)), configuration: configuration, logger: .disabled, onEvent: recorder.handler)
+                                 body: HTTPBody(Data("turn".utf8)), configuration: configuration, logger: .disabled, clock: DispatchClock(), onEvent: recorder.handler)
         stream.begin()
         return (transport, recorder, stream.wait(timeout: 5))
     }
