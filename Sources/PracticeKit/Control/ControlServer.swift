@@ -74,7 +74,7 @@ public final class ControlServer: @unchecked Sendable {
     // Touched only on the queue.
     private var limits: ControlServerLimits
     private var acceptWatch: DescriptorWatch?
-    private var idleTimer: (any PracticeTimer)?
+    private var idleTimer: RepeatingTimer?
     var connections: [Int: ControlConnection] = [:]
     /// hello, subscribe and unsubscribe (``CommandRoute/server``), checked against the
     /// catalog when the server is made (`ControlServer+OwnCommands.swift`).
@@ -114,14 +114,7 @@ public final class ControlServer: @unchecked Sendable {
             let watch = DescriptorWatch(fd: listener.fd, queue: queue, onReadable: { [unowned self] in acceptPending() })
             watch.setReading(true)
             acceptWatch = watch
-            // Once a second, re-armed after each check (the clock's timers have no period).
-            let timer = clock.makeTimer(on: queue) { [unowned self] in
-                guard !stopped else { return }
-                closeIdleClients()
-                idleTimer?.schedule(after: 1)
-            }
-            timer.schedule(after: 1)
-            idleTimer = timer
+            idleTimer = RepeatingTimer(clock: clock, every: 1, on: queue) { [unowned self] in closeIdleClients() }
         }
     }
 

@@ -61,8 +61,8 @@ final class DeviceKeeper: @unchecked Sendable {
     private var playbackState = State.closed
     /// When the devices were last needed (the clock's nanoseconds; on `queue`).
     private var lastNeeded: UInt64
-    /// The check every 2 s; nil once cancelled (under `lock`).
-    private var timer: (any PracticeTimer)?
+    /// The check every 2 s (under `lock`).
+    private var checks: RepeatingTimer?
 
     init(queue: DispatchQueue, clock: any PracticeClock, audio: KioskAudio, logger: Logger,
          settings: @escaping @Sendable () -> (configuration: DaemonConfiguration, volume: Double),
@@ -127,29 +127,12 @@ final class DeviceKeeper: @unchecked Sendable {
     /// `audio.idle_close_s` are closed, so that an idle kiosk neither wakes 100 times a
     /// second for empty periods nor keeps the sound card from others.
     func start() {
-        let timer = clock.makeTimer(on: queue) { [weak self] in self?.tick() }
-        lock.withLock { self.timer = timer }
-        timer.schedule(after: Self.checkInterval)
+        let checks = RepeatingTimer(clock: clock, every: 2, on: queue) { [weak self] in self?.keep() }
+        lock.withLock { self.checks = checks }
     }
 
     /// Stops the checks; the devices stay as they are.
-    func cancel() {
-        let timer: (any PracticeTimer)? = lock.withLock {
-            defer { self.timer = nil }
-            return self.timer
-        }
-        timer?.cancel()
-    }
-
-    /// Seconds between two checks.
-    static let checkInterval = 2.0
-
-    /// One check, then the next one armed (a one-shot timer moved each time: the clock's
-    /// timers have no period, and a check that runs late does not bunch the next ones up).
-    private func tick() {
-        keep()
-        lock.withLock { timer }?.schedule(after: Self.checkInterval)
-    }
+    func cancel() { lock.withLock { checks }?.cancel() }
 
     private func keep() {
         if trimsLeft > 0 {

@@ -26,6 +26,18 @@ final class DeviceKeeperClockTests: XCTestCase {
                             state: { direction, state in states.update { $0.append((direction, state)) } }))
     }
 
+    /// A keeper opened and checking on the clock, closed again when the test ends.
+    private func started(_ configuration: DaemonConfiguration) -> DeviceKeeper {
+        let keeper = keeper(configuration)
+        addTeardownBlock { [queue] in
+            keeper.cancel()
+            queue.sync { keeper.close(state: .closed) }
+        }
+        queue.sync { keeper.open() }
+        keeper.start()
+        return keeper
+    }
+
     private func nullDevices(idleCloseSeconds: Int) -> DaemonConfiguration {
         var configuration = DaemonConfiguration()
         configuration.captureDevice = AudioDeviceURI(.null)
@@ -41,13 +53,7 @@ final class DeviceKeeperClockTests: XCTestCase {
     }
 
     func testDevicesNothingNeedsCloseAfterTheIdleTimeOfTheClockAndReopenWhenNeeded() {
-        let keeper = keeper(nullDevices(idleCloseSeconds: 30))
-        defer {
-            keeper.cancel()
-            queue.sync { keeper.close(state: .closed) }
-        }
-        queue.sync { keeper.open() }
-        keeper.start()
+        let keeper = started(nullDevices(idleCloseSeconds: 30))
         XCTAssertTrue(keeper.isOpen)
         XCTAssertEqual(lastStates, [.capture: .running, .playback: .running])
 
@@ -69,13 +75,7 @@ final class DeviceKeeperClockTests: XCTestCase {
     }
 
     func testZeroKeepsTheDevicesOpen() {
-        let keeper = keeper(nullDevices(idleCloseSeconds: 0))
-        defer {
-            keeper.cancel()
-            queue.sync { keeper.close(state: .closed) }
-        }
-        queue.sync { keeper.open() }
-        keeper.start()
+        let keeper = started(nullDevices(idleCloseSeconds: 0))
         clock.advance(by: 3_600)
         XCTAssertTrue(keeper.isOpen)
         XCTAssertEqual(states.value.count, 2)
@@ -88,14 +88,8 @@ final class DeviceKeeperClockTests: XCTestCase {
         let microphone = directory.appendingPathComponent("microphone.wav").path
         var configuration = nullDevices(idleCloseSeconds: 30)
         configuration.captureDevice = AudioDeviceURI(.file(path: microphone, realTime: true))
-        let keeper = keeper(configuration)
-        defer {
-            keeper.cancel()
-            queue.sync { keeper.close(state: .closed) }
-        }
         needed.withLock { $0 = true }
-        queue.sync { keeper.open() }
-        keeper.start()
+        let keeper = started(configuration)
         guard case .failed(let why) = lastStates[.capture] else { return XCTFail("\(states.value)") }
         XCTAssertTrue(why.contains("microphone.wav"), why)
         XCTAssertEqual(lastStates[.playback], .running)
@@ -110,10 +104,7 @@ final class DeviceKeeperClockTests: XCTestCase {
     }
 
     func testCancelledChecksNoLongerRun() {
-        let keeper = keeper(nullDevices(idleCloseSeconds: 1))
-        defer { queue.sync { keeper.close(state: .closed) } }
-        queue.sync { keeper.open() }
-        keeper.start()
+        let keeper = started(nullDevices(idleCloseSeconds: 1))
         keeper.cancel()
         clock.advance(by: 60)
         XCTAssertTrue(keeper.isOpen, "a check ran after cancel()")
