@@ -135,9 +135,13 @@ final class ServiceSchedulerTests: XCTestCase {
         XCTAssertTrue(waitForServed(40))
         // A ping arrives: it is served at the next turn (one already posted may go first),
         // not after a line of each of the 8 flooders.
+        // Counted in the same turn of the queue as the ping is added: between two looks a
+        // preempted test thread would see the flood served on (CI saw 1,391 lines).
         let ping = client("ping", lines: 1, scheduler)
-        let before = queue.sync { served.count }
-        queue.sync { scheduler.add(ping) }
+        let before = queue.sync {
+            scheduler.add(ping)
+            return served.count
+        }
         XCTAssertTrue(waitForServed(before + 3))
         let after = queue.sync { Array(served[before...]) }
         XCTAssertLessThanOrEqual(after.firstIndex(of: "ping") ?? 99, 1, "the ping waited behind \(after.prefix(10))")
