@@ -74,6 +74,50 @@ final class KernelTests: XCTestCase {
         }
     }
 
+    func testTheBatchedProductIsEachVectorsOwnProduct() {
+        // Bit for bit: each row's sums run in the same order for one vector or four.
+        var generator = HumanSpeech.SplitMix(11)
+        for (rows, columns) in [(128, 387), (64, 384), (5, 13), (3, 8), (1, 1)] {
+            let matrix = (0..<rows * columns).map { _ in generator.nextSigned() }
+            let bias = (0..<rows).map { _ in generator.nextSigned() }
+            let vectors = (0..<4 * columns).map { _ in generator.nextSigned() }
+            for count in 1...4 {
+                var batched = [Float](repeating: .nan, count: 4 * rows)
+                FloatKernels.multiply(matrix, rows: rows, columns: columns, vectors: vectors, count: count, bias: bias, into: &batched)
+                for v in 0..<count {
+                    var one = [Float](repeating: .nan, count: rows)
+                    vectors.withUnsafeBufferPointer { FloatKernels.multiply(matrix, rows: rows, columns: columns, $0.baseAddress! + v * columns, bias: bias, into: &one) }
+                    XCTAssertEqual(Array(batched[v * rows..<(v + 1) * rows]), one, "\(rows)×\(columns), vector \(v) of \(count)")
+                }
+                XCTAssertTrue(batched[(count * rows)...].allSatisfy { $0.isNaN }, "nothing written past \(count) vectors")
+            }
+        }
+    }
+
+    func testSilerosSTFTIsTheProductWithTheFilesFilters() throws {
+        let graph = try ONNXModel(bytes: ONNXReference.bytes(ONNXReference.silero)).graph
+        let basis = try graph.initializer("model.stft.forward_basis_buffer", dims: [258, 1, 256]).floats()
+        let stft = try SileroSTFT(basis: basis)
+        var generator = HumanSpeech.SplitMix(5)
+        let signal = (0..<640).map { _ in generator.nextSigned() * 0.5 }
+        var magnitudes = [Float](repeating: 0, count: 129 * 4)
+        stft.magnitudes(signal, into: &magnitudes)
+        var worst: Float = 0
+        for t in 0..<4 {
+            for bin in 0..<129 {
+                // The convolution as the file states it, in double.
+                var re = 0.0, im = 0.0
+                for n in 0..<256 {
+                    re += Double(basis[bin * 256 + n]) * Double(signal[t * 128 + n])
+                    im += Double(basis[(129 + bin) * 256 + n]) * Double(signal[t * 128 + n])
+                }
+                worst = max(worst, abs(magnitudes[bin * 4 + t] - Float((re * re + im * im).squareRoot())))
+            }
+        }
+        print("Silero's STFT by FFT beside the file's filters: largest difference \(worst)")
+        XCTAssertLessThan(worst, 2e-5)
+    }
+
     func testTheErrorFunctionIsFaithful() {
         // Within 2 units in the last place of libm's everywhere it matters, odd, and ±1 far out.
         var x: Float = -6

@@ -33,6 +33,23 @@ final class ModelFileTests: XCTestCase {
         XCTAssertThrowsError(try SileroVAD(onnx: smartTurn)) { print("Silero on smart-turn's file: \($0)") }
     }
 
+    func testSTFTFiltersThatAreNotAWindowedDFTAreRefused() throws {
+        // The STFT is computed as the windowed FFT the file's filters are; filters that are
+        // something else (another export, a damaged file that still parses) are refused, not
+        // replaced by a transform the file does not hold.
+        let graph = try ONNXModel(bytes: ONNXReference.bytes(ONNXReference.silero)).graph
+        let basis = try graph.initializer("model.stft.forward_basis_buffer", dims: [258, 1, 256]).floats()
+        XCTAssertNoThrow(try SileroSTFT(basis: basis))
+        for (index, change) in [(5 * 256 + 17, Float(1e-4)), (200 * 256 + 3, -1e-4), (0 * 256 + 128, 0.01)] {
+            var damaged = basis
+            damaged[index] += change
+            XCTAssertThrowsError(try SileroSTFT(basis: damaged), "value \(index)") { error in
+                guard case .unexpectedGraph(let what) = error as? ModelError else { return XCTFail("\(error)") }
+                XCTAssertTrue(what.contains("STFT filter"), what)
+            }
+        }
+    }
+
     func testATensorOfTheWrongShapeIsNamed() throws {
         // The LSTM's input weight, [512, 128] float, as its TensorProto begins: dims 512 and
         // 128 (field 1), data type 1 (field 2), then its name (field 8). 512 becomes 511 in

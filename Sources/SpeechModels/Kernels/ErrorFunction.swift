@@ -49,6 +49,23 @@ enum ErrorFunction {
         erf(SIMD4(repeating: x))[0]
     }
 
+    /// e^x on four lanes, as MLAS computes it inside its erf: x = n·ln 2 + f with |f| ≤ ln 2 / 2,
+    /// a degree-6 polynomial in f, scaled by 2^n through the exponent's bits (within 2 units
+    /// in the last place). Below −88.376 it is clamped there, as MLAS does; callers keep x
+    /// under 87 (2^n must stay a normal float's scale).
+    @inline(__always)
+    static func exp(_ x: SIMD4<Float>) -> SIMD4<Float> {
+        let low = SIMD4<Float>(repeating: expLowerRange)
+        let t = x.replacing(with: low, where: x .< low)
+        let n = fma(SIMD4(repeating: log2Reciprocal), t, roundingMagic) - roundingMagic
+        var f = fma(n, SIMD4(repeating: log2High), t)
+        f = fma(n, SIMD4(repeating: log2Low), f)
+        var y = fma(SIMD4(repeating: e0), f, e1)
+        y = fma(y, f, e2); y = fma(y, f, e3); y = fma(y, f, e4); y = fma(y, f, e5); y = fma(y, f, e6)
+        let exponent = (unsafeBitCast(n + roundingMagic, to: SIMD4<Int32>.self) &- 0x4B40_0000 &+ 127) &<< 23
+        return y * unsafeBitCast(exponent, to: SIMD4<Float>.self)
+    }
+
     /// Four lanes: both branches computed and each lane's kept, as the onnxruntime kernel does.
     @inline(__always)
     static func erf(_ x: SIMD4<Float>) -> SIMD4<Float> {
@@ -61,15 +78,7 @@ enum ErrorFunction {
         var p = fma(SIMD4(repeating: b0), a, b1)
         p = fma(p, a, b2); p = fma(p, a, b3); p = fma(p, a, b4); p = fma(p, a, b5); p = fma(p, a, b6)
         p = fma(p, a, a)
-        let low = SIMD4<Float>(repeating: expLowerRange)
-        let t = (-p).replacing(with: low, where: -p .< low)
-        let n = fma(SIMD4(repeating: log2Reciprocal), t, roundingMagic) - roundingMagic
-        var f = fma(n, SIMD4(repeating: log2High), t)
-        f = fma(n, SIMD4(repeating: log2Low), f)
-        var y = fma(SIMD4(repeating: e0), f, e1)
-        y = fma(y, f, e2); y = fma(y, f, e3); y = fma(y, f, e4); y = fma(y, f, e5); y = fma(y, f, e6)
-        let exponent = (unsafeBitCast(n + roundingMagic, to: SIMD4<Int32>.self) &- 0x4B40_0000 &+ 127) &<< 23
-        let bigResult = 1 - y * unsafeBitCast(exponent, to: SIMD4<Float>.self)
+        let bigResult = 1 - exp(-p)
         let magnitude = smallResult.replacing(with: bigResult, where: a .>= SIMD4(repeating: splitBoundary))
         return unsafeBitCast(unsafeBitCast(magnitude, to: SIMD4<UInt32>.self) | (bits & 0x8000_0000), to: SIMD4<Float>.self)
     }

@@ -10,16 +10,18 @@ import Darwin
 ///
 /// The network, as the export's 16 kHz branch computes it: the frame behind 64 samples of
 /// the previous one, reflect-padded by 64 at the end (640 samples); a learned STFT (a
-/// convolution of 258 filters of 256 taps, stride 128: four frames of 129 magnitudes); four
+/// convolution of 258 filters of 256 taps, stride 128: four frames of 129 magnitudes, run as
+/// the windowed FFT those filters are, ``SileroSTFT``); four
 /// convolutions of width 3 with ReLU (strides 1, 2, 2, 1: 129→128→64→64→128 channels, four
 /// frames to one); an LSTM cell of 128 whose state carries from frame to frame; ReLU, a
-/// 1×1 convolution and a sigmoid. About 680,000 multiply-adds a frame, on buffers allocated
-/// once: ``probability(of:)`` allocates nothing.
+/// 1×1 convolution and a sigmoid. About 420,000 multiply-adds a frame besides the FFT, on
+/// buffers allocated once: ``probability(of:)`` allocates nothing. Each convolution computes
+/// all its output frames in one pass over its weights.
 public final class SileroVAD {
     public static let sampleRate = 16_000
     public static let frameLength = 512
     static let contextLength = 64
-    private static let windowLength = 256, hop = 128, bins = 129, stftFrames = 4
+    private static let bins = SileroSTFT.bins, stftFrames = SileroSTFT.frames
     private static let hidden = 128
 
     private struct Convolution {
@@ -28,7 +30,7 @@ public final class SileroVAD {
         let inputs: Int, outputs: Int, stride: Int
     }
 
-    private let basis: [Float]  // [258][256]: 129 real then 129 imaginary filters
+    private let stft: SileroSTFT
     private let convolutions: [Convolution]
     private let inputWeight: [Float], recurrentWeight: [Float], gateBias: [Float]  // [512][128], bias_ih + bias_hh
     private let decoderWeight: [Float]
@@ -36,9 +38,9 @@ public final class SileroVAD {
 
     // State and scratch, allocated once.
     private let signal = UnsafeMutablePointer<Float>.allocate(capacity: 640)
-    private let spectrum = UnsafeMutablePointer<Float>.allocate(capacity: 258)
     private let planes = UnsafeMutablePointer<Float>.allocate(capacity: 2 * 129 * 4)  // two [channels][4] planes
-    private let window = UnsafeMutablePointer<Float>.allocate(capacity: 129 * 3)
+    private let windows = UnsafeMutablePointer<Float>.allocate(capacity: 4 * 129 * 3)  // [output frame][channel][tap]
+    private let products = UnsafeMutablePointer<Float>.allocate(capacity: 4 * 128)  // [output frame][channel]
     private let gates = UnsafeMutablePointer<Float>.allocate(capacity: 512)
     private let recurrent = UnsafeMutablePointer<Float>.allocate(capacity: 512)
     private let hiddenState = UnsafeMutablePointer<Float>.allocate(capacity: 128)
@@ -52,7 +54,7 @@ public final class SileroVAD {
               let sixteen = branch.attributes["then_branch"]?.graph,
               sixteen.nodes.contains(where: { $0.inputs.contains("model.stft.forward_basis_buffer") })
         else { throw .unexpectedGraph("no If whose then-branch is the 16 kHz model") }
-        basis = try graph.initializer("model.stft.forward_basis_buffer", dims: [258, 1, 256]).floats()
+        stft = try SileroSTFT(basis: graph.initializer("model.stft.forward_basis_buffer", dims: [258, 1, 256]).floats())
         var convolutions: [Convolution] = []
         for (index, (inputs, outputs, stride)) in [(129, 128, 1), (128, 64, 2), (64, 64, 2), (64, 128, 1)].enumerated() {
             let prefix = "model.encoder.\(index).reparam_conv."
@@ -73,7 +75,7 @@ public final class SileroVAD {
     }
 
     deinit {
-        for p in [signal, spectrum, planes, window, gates, recurrent, hiddenState, cellState, context] { p.deallocate() }
+        for p in [signal, planes, windows, products, gates, recurrent, hiddenState, cellState, context] { p.deallocate() }
     }
 
     /// Forgets the recurrent state and the previous frame's tail: the next frame starts a stream.
@@ -94,16 +96,7 @@ public final class SileroVAD {
         context.update(from: signal + 512, count: 64)
 
         // The learned STFT's magnitudes, stored [bin][frame].
-        let magnitudes = planes
-        basis.withUnsafeBufferPointer { basis in
-            for t in 0..<Self.stftFrames {
-                FloatKernels.multiply(basis.baseAddress!, rows: 258, columns: 256, signal + t * Self.hop, bias: nil, into: spectrum)
-                for c in 0..<Self.bins {
-                    let re = spectrum[c], im = spectrum[129 + c]
-                    magnitudes[c * 4 + t] = (re * re + im * im).squareRoot()
-                }
-            }
-        }
+        stft.magnitudes(signal, into: planes)
 
         // The encoder: each convolution reads one plane and writes the other.
         var input = planes, output = planes + 129 * 4
@@ -112,18 +105,22 @@ public final class SileroVAD {
             let outFrames = (frames + 2 - 3) / convolution.stride + 1
             convolution.weight.withUnsafeBufferPointer { weight in
                 convolution.bias.withUnsafeBufferPointer { bias in
+                    let columns = convolution.inputs * 3
                     for t in 0..<outFrames {
                         // The receptive field of output t, [channel][tap], zero past the edges.
                         let start = t * convolution.stride - 1
+                        let window = windows + t * columns
                         for c in 0..<convolution.inputs {
                             for k in 0..<3 {
                                 let s = start + k
                                 window[c * 3 + k] = s >= 0 && s < frames ? input[c * frames + s] : 0
                             }
                         }
-                        FloatKernels.multiply(weight.baseAddress!, rows: convolution.outputs, columns: convolution.inputs * 3,
-                                              window, bias: bias.baseAddress!, into: spectrum)
-                        for o in 0..<convolution.outputs { output[o * outFrames + t] = max(spectrum[o], 0) }
+                    }
+                    FloatKernels.multiply(weight.baseAddress!, rows: convolution.outputs, columns: columns,
+                                          vectors: windows, count: outFrames, bias: bias.baseAddress!, into: products)
+                    for t in 0..<outFrames {
+                        for o in 0..<convolution.outputs { output[o * outFrames + t] = max(products[t * convolution.outputs + o], 0) }
                     }
                 }
             }
@@ -140,18 +137,22 @@ public final class SileroVAD {
         recurrentWeight.withUnsafeBufferPointer { w in
             FloatKernels.multiply(w.baseAddress!, rows: 512, columns: 128, hiddenState, bias: nil, into: recurrent)
         }
-        var logit = decoderBias
-        for j in 0..<Self.hidden {
-            let i = FloatKernels.sigmoid(gates[j] + recurrent[j])
-            let f = FloatKernels.sigmoid(gates[128 + j] + recurrent[128 + j])
-            let g = tanhf(gates[256 + j] + recurrent[256 + j])
-            let o = FloatKernels.sigmoid(gates[384 + j] + recurrent[384 + j])
-            let c = f * cellState[j] + i * g
-            cellState[j] = c
-            let h = o * tanhf(c)
-            hiddenState[j] = h
-            logit += decoderWeight[j] * max(h, 0)
+        // Four units at a time.
+        var logits = SIMD4<Float>()
+        decoderWeight.withUnsafeBufferPointer { decoder in
+            for j in stride(from: 0, to: Self.hidden, by: 4) {
+                func gate(_ offset: Int) -> SIMD4<Float> { FloatKernels.load4(gates + offset + j) + FloatKernels.load4(recurrent + offset + j) }
+                let i = FloatKernels.sigmoid(gate(0))
+                let f = FloatKernels.sigmoid(gate(128))
+                let g = FloatKernels.tanh(gate(256))
+                let o = FloatKernels.sigmoid(gate(384))
+                let c = f * FloatKernels.load4(cellState + j) + i * g
+                FloatKernels.store4(c, cellState + j)
+                let h = o * FloatKernels.tanh(c)
+                FloatKernels.store4(h, hiddenState + j)
+                logits += FloatKernels.load4(decoder.baseAddress! + j) * h.replacing(with: 0, where: h .< 0)
+            }
         }
-        return FloatKernels.sigmoid(logit)
+        return FloatKernels.sigmoid(decoderBias + logits.sum())
     }
 }
