@@ -223,7 +223,6 @@ final class ConversationTests: XCTestCase {
         _ = try control.request(Command.SessionStart.self, ["topic_id": "travel"])
         XCTAssertNotNil(watcher.waitForStage("ready"))
         let words = KioskRig.learner
-        let firstSyllable = try XCTUnwrap(words.firstIndex { abs(Int($0)) > 300 })
         // The microphone rested while the greeting played; the pre-roll starts where it
         // resumed, so the learner speaks half a second after that.
         XCTAssertNotNil(watcher.wait(for: Event.PlaybackFinished.self))

@@ -135,7 +135,7 @@ final class KioskRig {
     func learnerSays(_ samples: [Int16]) {
         guard let learnerVoice else { return XCTFail("only the echo-cancelling room has a learner's voice") }
         learnerVoice.beginReply()
-        samples.withUnsafeBytes { learnerVoice.enqueue($0) }
+        _ = samples.withUnsafeBytes { learnerVoice.enqueue($0) }
         learnerVoice.endReply()
     }
 

@@ -36,7 +36,7 @@ final class LearnedEndpointingTests: XCTestCase {
     /// finished: one turn, ended by the model, holding the whole phrase.
     func testAHesitationMidPhraseIsWaitedThroughAndTheFinishedPhraseEndsTheTurn() throws {
         let stimulus = try XCTUnwrap(HesitantSpeech.stimuli(pauses: [1.2], readers: ["fr_CA_f_June"]).first)
-        let (watcher, control, mark) = try listen(to: stimulus)
+        let (watcher, _, mark) = try listen(to: stimulus)
         guard let paused = watcher.wait(for: Event.SpeechPaused.self, after: mark) else { return XCTFail("no speech.paused at the hesitation") }
         XCTAssertEqual(paused["data"]?["waiting"], true)
         guard let recorded = watcher.wait(for: Event.TurnRecorded.self, after: mark, timeout: 30) else { return XCTFail("no turn") }

@@ -242,7 +242,7 @@ final class ManualPageTests: XCTestCase {
         // play: file paths, blanks included, and --mix.
         let directory = DaemonHarness.makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        for name in ["hello.wav", "hello world.wav", "other.txt"] { FileManager.default.createFile(atPath: "\(directory)/\(name)", contents: Data()) }
+        for name in ["hello.wav", "hello world.wav", "other.txt"] { _ = FileManager.default.createFile(atPath: "\(directory)/\(name)", contents: Data()) }
         XCTAssertEqual(try complete("practicectl play hel", directory: directory), ["hello world.wav", "hello.wav"])
         XCTAssertEqual(try complete("practicectl play --mix o", directory: directory), ["other.txt"])
         XCTAssertEqual(try complete("practicectl play --", directory: directory), ["--mix"])

@@ -224,7 +224,7 @@ final class AACSignalTests: XCTestCase {
         if let report = ProcessInfo.processInfo.environment["PRACTICED_PROOF_REPORT"] {
             let line = "AAC \(seconds) s of speech at 24 kHz, 48 kbit/s: \(size) bytes, \(String(format: "%.0f", Double(size * 8) / Double(seconds))) bit/s, "
                 + "ffprobe duration_ts \(frames), ours within \(worst) step of ffmpeg's decode\n"
-            FileManager.default.createFile(atPath: report, contents: Data(line.utf8))
+            _ = FileManager.default.createFile(atPath: report, contents: Data(line.utf8))
         }
 
         let browser = try WebDriver(width: 320, height: 240)

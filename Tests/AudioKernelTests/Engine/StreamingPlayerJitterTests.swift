@@ -52,7 +52,7 @@ final class StreamingPlayerJitterTests: XCTestCase {
             while finished == nil, now < 120_000 {
                 clock.nanoseconds += 10_000_000
                 while next < schedule.count, schedule[next].at <= now {
-                    chunk.withUnsafeBytes { player.enqueue(UnsafeRawBufferPointer(rebasing: $0[0..<(2 * schedule[next].samples)])) }
+                    _ = chunk.withUnsafeBytes { player.enqueue(UnsafeRawBufferPointer(rebasing: $0[0..<(2 * schedule[next].samples)])) }
                     next += 1
                     if next == schedule.count { player.endReply() }
                 }

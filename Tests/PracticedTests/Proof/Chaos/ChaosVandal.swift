@@ -26,7 +26,7 @@ final class ChaosVandal: @unchecked Sendable {
             release(before: Date())
             switch random.next() % 7 {
             case 0:
-                rawConnection().map { Glibc.close($0) }
+                if let descriptor = rawConnection() { Glibc.close(descriptor) }
                 ledger.count("op.connect-and-vanish")
             case 1:
                 if let fd = rawConnection() {
