@@ -8,7 +8,7 @@ import Darwin
 /// a convolution of 258 filters of 256 taps (the real then the imaginary parts of each bin),
 /// but those filters are a periodic Hann window times the DFT's cosines and sines (within
 /// 8e-8 in the pinned file). Run as that convolution, they were 264,000 multiply-adds and
-/// 264 KB of weights read four times a frame, about half of the model's work; as a real FFT
+/// 264 KB of weights read four times a frame, two fifths of the model's work; as a real FFT
 /// of 256 they are a few thousand, and the window is the only table.
 ///
 /// The window is read from the file (the zero-frequency row), and the whole basis is checked

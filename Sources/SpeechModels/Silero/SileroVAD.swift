@@ -21,7 +21,7 @@ public final class SileroVAD {
     public static let sampleRate = 16_000
     public static let frameLength = 512
     static let contextLength = 64
-    private static let bins = SileroSTFT.bins, stftFrames = SileroSTFT.frames
+    private static let stftFrames = SileroSTFT.frames
     private static let hidden = 128
 
     private struct Convolution {
