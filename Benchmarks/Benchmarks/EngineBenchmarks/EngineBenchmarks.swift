@@ -10,6 +10,11 @@ import Foundation
 //   while listening: wall time per second of audio, mallocs.
 // - "Player.enqueueRender": 100 chunks of 10 ms enqueued and rendered (Int16 to Float32,
 //   the ring, the volume): wall time, mallocs.
+// - "Reply.feedToPlayer": the same 100 chunks as the daemon hands them over, from the
+//   backend's queue through the reply's feed (``ReplyFeed``: one atomic state word, the
+//   chunk straight to the player that began the reply), beside "Reply.threeLocks", the
+//   path it replaced (the feed's lock, the device holder's lock, the player's), and
+//   "Player.enqueueRender" above as the limit.
 // - "Player.toDevice.<format>": the same, each period then through the device's converter
 //   (resampling, channel mapping, the device's sample format, dither): the whole render
 //   path as a USB speaker (48 kHz stereo float) or a CD-rate sink (44.1 kHz stereo s16)
@@ -68,6 +73,14 @@ final class Waiter: @unchecked Sendable {
     }
 }
 
+/// The speaker of the moment, as the daemon's `KioskAudio` holds it (its lock is taken once a
+/// reply, at `beginReply`, not per chunk, so it is left out).
+final class Speaker: ReplySpeakerProvider {
+    let player: StreamingPlayer
+    init(_ player: StreamingPlayer) { self.player = player }
+    func beginReply() -> SpeakerReply? { SpeakerReply(speaker: player, number: player.beginReply()) }
+}
+
 let benchmarks: @Sendable () -> Void = {
     let room = noisyRoom(24_000)
     Benchmark("Recorder.listening", configuration: .init(metrics: [.wallClock, .mallocCountTotal], timeUnits: .microseconds,
@@ -101,6 +114,54 @@ let benchmarks: @Sendable () -> Void = {
             b.startMeasurement()
             for _ in 0..<100 {
                 player.enqueue(bytes)
+                player.render(into: out)
+            }
+            b.stopMeasurement()
+        }
+    }
+
+    Benchmark("Reply.feedToPlayer", configuration: .init(metrics: [.wallClock, .mallocCountTotal], timeUnits: .microseconds,
+                                                        warmupIterations: 3, maxDuration: .seconds(3), thresholds: zeroMallocs)) { b in
+        let player = StreamingPlayer { event in blackHole(event) }
+        let feed = ReplyFeed(audio: Speaker(player))
+        let out = UnsafeMutableBufferPointer<Float>.allocate(capacity: 240)
+        defer { out.deallocate() }
+        chunk.withUnsafeBytes { bytes in
+            blackHole(feed.enqueue(bytes))  // begins the reply
+            blackHole(feed.enqueue(bytes))
+            player.render(into: out)
+            b.startMeasurement()
+            for _ in 0..<100 {
+                blackHole(feed.enqueue(bytes))
+                player.render(into: out)
+            }
+            b.stopMeasurement()
+        }
+    }
+
+    // The reference: the hand-off before, its three nested locks rebuilt here (the feed's
+    // state, the device holder's `attachedPlayer`, the player's producer lock).
+    Benchmark("Reply.threeLocks", configuration: .init(metrics: [.wallClock, .mallocCountTotal], timeUnits: .microseconds,
+                                                      warmupIterations: 3, maxDuration: .seconds(3))) { b in
+        let player = StreamingPlayer { event in blackHole(event) }
+        let feedState = Locked<(number: Int?, stopped: Bool)>((nil, false))
+        let attached = Locked<StreamingPlayer?>(player)
+        let out = UnsafeMutableBufferPointer<Float>.allocate(capacity: 240)
+        defer { out.deallocate() }
+        func enqueue(_ bytes: UnsafeRawBufferPointer) {
+            feedState.withLock { state in
+                guard !state.stopped else { return }
+                if state.number == nil { state.number = attached.withLock { $0 }?.beginReply() }
+                if let number = state.number { attached.withLock { $0 }?.enqueue(bytes, reply: number) }
+            }
+        }
+        chunk.withUnsafeBytes { bytes in
+            enqueue(bytes)
+            enqueue(bytes)
+            player.render(into: out)
+            b.startMeasurement()
+            for _ in 0..<100 {
+                enqueue(bytes)
                 player.render(into: out)
             }
             b.stopMeasurement()

@@ -10,11 +10,9 @@ public final class CaptureDevice: @unchecked Sendable {
     public let name: AudioDeviceName
     public let configuration: AudioStreamConfiguration
     private let runner: DeviceRunner<CapturePath>
-    private let opened = Locked<StreamFormat?>(nil)
-    private let echoCancelled = Locked(false)
+    private let report = Locked(DeviceReport())
     /// Set by ``wakeFromRest()``: the input is needed again.
     private let activity: EventSignal
-    private let parks = Locked(0)
 
     public init(name: AudioDeviceName, configuration: AudioStreamConfiguration = AudioStreamConfiguration()) throws(AudioError) {
         try configuration.validate()
@@ -46,9 +44,9 @@ public final class CaptureDevice: @unchecked Sendable {
         resumed: @escaping @Sendable () -> Void = {},
         onEvent: @escaping @Sendable (AudioDeviceEvent) -> Void = { _ in }
     ) throws(AudioError) {
-        let (name, configuration, wake, opened, echoCancelled) = (self.name, self.configuration, runner.wake, self.opened, self.echoCancelled)
+        let (name, configuration, wake, report) = (self.name, self.configuration, runner.wake, self.report)
         let activity = self.activity
-        let parking = rest.map { DeviceParking(idle: $0, afterFrames: 0, parks: parks) }
+        let parking = rest.map { DeviceParking(idle: $0, afterFrames: 0, report: report) }
         try runner.start(
             label: "capture on \(name)",
             framesPerPeriod: configuration.periodFrames,
@@ -58,8 +56,7 @@ public final class CaptureDevice: @unchecked Sendable {
                     try InputConverter(source: backend.format, maximumFrames: backend.periodFrames,
                                        targetRate: configuration.sampleRate, targetChannels: configuration.channels)
                 }
-                opened.withLock { $0 = path.backend.format }
-                echoCancelled.withLock { $0 = backend.isEchoCancelled }
+                report.withLock { $0.format = path.backend.format; $0.echoCancelled = backend.isEchoCancelled }
                 return path
             },
             step: { path throws(AudioError) -> DeviceIOResult in
@@ -88,11 +85,11 @@ public final class CaptureDevice: @unchecked Sendable {
     }
 
     /// The format the device runs at, once opened (after a reopen, the new one).
-    public var deviceFormat: StreamFormat? { opened.withLock { $0 } }
+    public var deviceFormat: StreamFormat? { report.withLock { $0.format } }
 
     /// Whether the device is an echo canceller's output, as its server describes it
     /// (PulseAudio's `module-echo-cancel` source, PipeWire's echo-cancel node), once opened.
-    public var inputIsEchoCancelled: Bool { echoCancelled.withLock { $0 } }
+    public var inputIsEchoCancelled: Bool { report.withLock { $0.echoCancelled } }
 
     /// Whether the stream is running.
     public var isRunning: Bool { runner.isRunning }
@@ -100,7 +97,7 @@ public final class CaptureDevice: @unchecked Sendable {
     /// The stream's counters (``AudioDeviceStatistics/parks`` counts its rests).
     public var statistics: AudioDeviceStatistics {
         var statistics = runner.currentStatistics
-        statistics.parks = parks.withLock { $0 }
+        statistics.parks = report.withLock { $0.parks }
         return statistics
     }
 }

@@ -15,17 +15,17 @@ final class DeviceParking: @unchecked Sendable {
 
     let idle: @Sendable () -> Bool
     let afterFrames: Int
-    private let parks: Locked<Int>
+    private let report: Locked<DeviceReport>
     private var idleFrames = 0
 
     /// - Parameters:
     ///   - idle: true while nobody needs the device; read between periods.
     ///   - afterFrames: how long `idle` must hold before the device parks (0: at once).
-    ///   - parks: counts the parks, for the device's statistics.
-    init(idle: @escaping @Sendable () -> Bool, afterFrames: Int, parks: Locked<Int>) {
+    ///   - report: the device's, where the parks are counted for its statistics.
+    init(idle: @escaping @Sendable () -> Bool, afterFrames: Int, report: Locked<DeviceReport>) {
         self.idle = idle
         self.afterFrames = afterFrames
-        self.parks = parks
+        self.report = report
     }
 
     /// Whether the device has been unneeded long enough, counting one more period of `frames`.
@@ -40,7 +40,7 @@ final class DeviceParking: @unchecked Sendable {
         // Cleared before the last look: a wake-up after it stays set.
         activity.reset()
         guard idle() else { return .notParked }
-        parks.withLock { $0 += 1 }
+        report.withLock { $0.parks += 1 }
         return try backend.park(wake: wake, activity: activity) ? .resumed : .woken
     }
 }

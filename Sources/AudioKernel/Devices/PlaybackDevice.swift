@@ -12,10 +12,9 @@ public final class PlaybackDevice: @unchecked Sendable {
     public let name: AudioDeviceName
     public let configuration: AudioStreamConfiguration
     private let runner: DeviceRunner<PlaybackPath>
-    private let opened = Locked<StreamFormat?>(nil)
+    private let report = Locked(DeviceReport())
     /// Set by ``wakeFromIdle()``: something to play has come to a parked device.
     private let activity: EventSignal
-    private let parks = Locked(0)
     /// Whether the open backend has a clock (``DeviceBackend/hasClock``).
     private let clocked = ClockFlag()
 
@@ -51,8 +50,8 @@ public final class PlaybackDevice: @unchecked Sendable {
         ready: (@Sendable (Int) -> Bool)? = nil,
         onEvent: @escaping @Sendable (AudioDeviceEvent) -> Void = { _ in }
     ) throws(AudioError) {
-        let (name, configuration, wake, opened, activity, clocked) = (self.name, self.configuration, runner.wake, self.opened, self.activity, self.clocked)
-        let parking = idle.map { DeviceParking(idle: $0, afterFrames: configuration.sampleRate * Self.parkAfterMilliseconds / 1000, parks: parks) }
+        let (name, configuration, wake, report, activity, clocked) = (self.name, self.configuration, runner.wake, self.report, self.activity, self.clocked)
+        let parking = idle.map { DeviceParking(idle: $0, afterFrames: configuration.sampleRate * Self.parkAfterMilliseconds / 1000, report: report) }
         try runner.start(
             label: "playback on \(name)",
             framesPerPeriod: configuration.periodFrames,
@@ -62,7 +61,7 @@ public final class PlaybackDevice: @unchecked Sendable {
                     try OutputConverter(sourceRate: configuration.sampleRate, sourceChannels: configuration.channels,
                                         device: backend.format, periodFrames: backend.periodFrames)
                 }
-                opened.withLock { $0 = path.backend.format }
+                report.withLock { $0.format = path.backend.format }
                 clocked.store(path.backend.hasClock)
                 return path
             },
@@ -128,7 +127,7 @@ public final class PlaybackDevice: @unchecked Sendable {
     }
 
     /// The format the device runs at, once opened (after a reopen, the new one).
-    public var deviceFormat: StreamFormat? { opened.withLock { $0 } }
+    public var deviceFormat: StreamFormat? { report.withLock { $0.format } }
 
     /// Stops asking for periods and closes the device.
     ///
@@ -152,7 +151,7 @@ public final class PlaybackDevice: @unchecked Sendable {
     /// The stream's counters.
     public var statistics: AudioDeviceStatistics {
         var statistics = runner.currentStatistics
-        statistics.parks = parks.withLock { $0 }
+        statistics.parks = report.withLock { $0.parks }
         return statistics
     }
 }

@@ -14,7 +14,7 @@ import Synchronization
 /// kiosk falls silent or a command comes; the pre-roll never reaches back across the rest.
 ///
 /// All audio work runs on the capture device's thread; commands from other threads pass
-/// through a small mailbox. Per period nothing is allocated; a turn's buffer is allocated
+/// through a small inbox. Per period nothing is allocated; a turn's buffer is allocated
 /// once when the turn starts, sized for the maximum turn.
 public final class Recorder: @unchecked Sendable {
     public let configuration: RecorderConfiguration
@@ -26,10 +26,14 @@ public final class Recorder: @unchecked Sendable {
     /// Numbers recordings across every recorder of the process (a recorder reopened on a
     /// new device never reuses one).
     private static let recordingsIssued = Atomic<UInt64>(0)
-    private let mailbox = Locked<[Command]>([])
+    /// What other threads hand the capture thread, under the recorder's one lock: the
+    /// commands posted, and the player whose activity makes the recorder half-duplex.
+    private struct Inbox {
+        var commands: [Command] = []
+        var player: StreamingPlayer?
+    }
+    private let inbox = Locked(Inbox())
     private let playbackActive = Atomic<Bool>(false)
-    /// The player whose activity makes the recorder half-duplex (read on the capture thread).
-    private let followedPlayer = Locked<StreamingPlayer?>(nil)
 
     // Capture-thread state.
     private var detector: SpeechDetector
@@ -118,7 +122,7 @@ public final class Recorder: @unchecked Sendable {
         maximumTurnSamples = configuration.detector.maximumTurnMilliseconds * samplesPerMillisecond
         meterInterval = max(1, configuration.levelIntervalMilliseconds * samplesPerMillisecond)
         pending.reserveCapacity(16)
-        mailbox.withLock { $0.reserveCapacity(16) }
+        inbox.withLock { $0.commands.reserveCapacity(16) }
         // One buffer for every turn, reserved once for the longest: a fresh 2.9 MB block per
         // turn was allocated on the capture thread, and glibc's moving mmap threshold then
         // served it from the heap, which fragmented. Pages become resident only as written
@@ -182,9 +186,9 @@ public final class Recorder: @unchecked Sendable {
     /// start (unless the input is echo-cancelled), and the input rests. Pass nil to stop
     /// following.
     public func follow(_ player: StreamingPlayer?) {
-        let previous = followedPlayer.withLock { followed in
-            defer { followed = player }
-            return followed
+        let previous = inbox.withLock { inbox in
+            defer { inbox.player = player }
+            return inbox.player
         }
         if previous !== player { previous?.whenInactive(nil) }
         player?.whenInactive { [weak self] in self?.device?.wakeFromRest() }
@@ -197,9 +201,9 @@ public final class Recorder: @unchecked Sendable {
     private var restIsDue: Bool {
         guard !speechInProgress else { return false }
         if case .recording = mode { return false }
-        guard playbackActive.load(ordering: .acquiring) || followedPlayer.withLock({ $0?.isActive ?? false }),
+        guard playbackActive.load(ordering: .acquiring) || inbox.withLock({ $0.player?.isActive ?? false }),
               !inputIsEchoCancelled else { return false }
-        return mailbox.withLock { $0.isEmpty }
+        return inbox.withLock { $0.commands.isEmpty }
     }
 
     /// Whether speech is going on by the rule in use.
@@ -220,7 +224,7 @@ public final class Recorder: @unchecked Sendable {
     }
 
     private func post(_ command: Command) {
-        mailbox.withLock { $0.append(command) }
+        inbox.withLock { $0.commands.append(command) }
         device?.wakeFromRest()
     }
 
@@ -228,9 +232,9 @@ public final class Recorder: @unchecked Sendable {
 
     /// Processes one period of captured samples.
     public func process(_ period: UnsafeBufferPointer<Int16>) {
-        mailbox.withLock { commands in
-            pending.append(contentsOf: commands)
-            commands.removeAll(keepingCapacity: true)
+        inbox.withLock { inbox in
+            pending.append(contentsOf: inbox.commands)
+            inbox.commands.removeAll(keepingCapacity: true)
         }
         for command in pending { apply(command) }
         pending.removeAll(keepingCapacity: true)
@@ -297,7 +301,7 @@ public final class Recorder: @unchecked Sendable {
 
     /// Whether the kiosk is playing (read on the capture thread).
     private var kioskIsPlaying: Bool {
-        playbackActive.load(ordering: .relaxed) || followedPlayer.withLock { $0?.isActive ?? false }
+        playbackActive.load(ordering: .relaxed) || inbox.withLock { $0.player?.isActive ?? false }
     }
 
     private func apply(_ command: Command) {

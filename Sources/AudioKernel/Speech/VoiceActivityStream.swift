@@ -7,7 +7,7 @@ import SpeechModels
 ///
 /// Per period nothing is allocated: the resampler, the frame and the ring are made once.
 public final class VoiceActivityStream {
-    public let model: SileroVAD
+    public let model: any VoiceActivityModel
     public let inputRate: Int
     private let resampler: Resampler?
     private let maximumPeriod = 4_096
@@ -21,7 +21,7 @@ public final class VoiceActivityStream {
     /// Input samples consumed so far.
     public private(set) var position = 0
 
-    public init(model: SileroVAD, inputRate: Int = 24_000) throws(Resampler.Failure) {
+    public init(model: any VoiceActivityModel, inputRate: Int = 24_000) throws(Resampler.Failure) {
         self.model = model
         self.inputRate = inputRate
         resampler = inputRate == SileroVAD.sampleRate

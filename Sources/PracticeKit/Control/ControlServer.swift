@@ -61,9 +61,10 @@ public final class ControlServer: @unchecked Sendable {
     private let serverVersion: String
     private let capabilities: [String]
     let topics: Set<EventTopic>
-    /// The topics some client follows, kept on the queue for threads that must not wait
-    /// for it (the capture thread asks before it wakes anyone for a level).
-    private let followedTopics = Locked<Set<EventTopic>>([])
+    /// What threads that must not wait for the queue read, under the server's one lock: the
+    /// topics some client follows (the capture thread asks before it wakes anyone for a
+    /// level), kept from the queue, and the counters (a command handler asks for them too).
+    private let shared = Locked<(followed: Set<EventTopic>, statistics: ControlServerStatistics)>(([], ControlServerStatistics()))
     private let socketGroup: UInt32?
     private let logger: Logger
     private(set) weak var handler: ControlCommandHandler?
@@ -81,8 +82,6 @@ public final class ControlServer: @unchecked Sendable {
     private(set) lazy var ownCommands = makeOwnCommands()
     private var nextClientID = 1
     private(set) var seq: UInt64 = 0
-    /// Read from any thread (a command handler on the queue asks for it too).
-    private let statistics = Locked(ControlServerStatistics())
     private var stopped = false
     /// accept() is failing (out of descriptors): logged when it starts and when it ends.
     private var acceptFailing = false
@@ -135,7 +134,7 @@ public final class ControlServer: @unchecked Sendable {
 
     public func update(limits: ControlServerLimits) { queue.async { self.limits = limits } }
 
-    public var statisticsSnapshot: ControlServerStatistics { statistics.withLock { $0 } }
+    public var statisticsSnapshot: ControlServerStatistics { shared.withLock { $0.statistics } }
 
     /// Sends an event to every client subscribed to its topic. Any thread.
     public func publish<E: ProtocolEvent>(_ event: E) {
@@ -149,7 +148,7 @@ public final class ControlServer: @unchecked Sendable {
         let published = Monotonic.now()
         queue.async { [self] in
             seq += 1
-            statistics.withLock { $0.eventsPublished = seq }
+            shared.withLock { $0.statistics.eventsPublished = seq }
             let subscribers = connections.values.filter { $0.topics.contains(topic) }
             guard !subscribers.isEmpty else { return }
             let line = ControlMessage.event(seq: seq, topic: topic.rawValue, name: name, published: published, data: data)
@@ -212,8 +211,10 @@ public final class ControlServer: @unchecked Sendable {
             return
         }
         let refuse = { (error: ControlError) in
-            self.statistics.withLock { $0.connectionsRefused += 1 }
-            self.statistics.withLock { $0.errors[error.code.rawValue, default: 0] += 1 }
+            self.shared.withLock {
+                $0.statistics.connectionsRefused += 1
+                $0.statistics.errors[error.code.rawValue, default: 0] += 1
+            }
             let line = ControlMessage.error(id: .null, error)
             _ = line.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             Glibc.close(fd)
@@ -230,8 +231,7 @@ public final class ControlServer: @unchecked Sendable {
         nextClientID += 1
         let connection = ControlConnection(id: id, fd: fd, credentials: credentials, server: self)
         connections[id] = connection
-        statistics.withLock { $0.connectionsAccepted += 1 }
-        statistics.withLock { $0.clients = connections.count }
+        shared.withLock { $0.statistics.connectionsAccepted += 1; $0.statistics.clients = connections.count }
         logger.debug("client \(id) connected: pid \(credentials.pid), uid \(credentials.uid)")
         connection.start()
         connection.send(ControlMessage.hello(serverVersion: serverVersion, capabilities: capabilities))
@@ -240,12 +240,12 @@ public final class ControlServer: @unchecked Sendable {
     func closed(_ connection: ControlConnection, reason: String) {
         guard connections.removeValue(forKey: connection.id) != nil else { return }
         refreshFollowedTopics()
-        statistics.withLock { $0.clients = connections.count }
+        shared.withLock { $0.statistics.clients = connections.count }
         logger.debug("client \(connection.id) (pid \(connection.credentials.pid)) closed: \(reason)")
     }
 
     func tooSlow(_ connection: ControlConnection) {
-        statistics.withLock { $0.slowClientsDropped += 1 }
+        shared.withLock { $0.statistics.slowClientsDropped += 1 }
         logger.warning("client \(connection.id) (pid \(connection.credentials.pid), uid \(connection.credentials.uid)) does not read: "
                        + "over \(limits.queueBytes) bytes queued, disconnected")
     }
@@ -255,7 +255,7 @@ public final class ControlServer: @unchecked Sendable {
     var rateLimit: Double { limits.requestsPerSecond }
 
     func throttled(_ connection: ControlConnection) {
-        statistics.withLock { $0.clientsThrottled += 1 }
+        shared.withLock { $0.statistics.clientsThrottled += 1 }
         logger.info("client \(connection.id) (pid \(connection.credentials.pid)) sends over \(Int(limits.requestsPerSecond)) requests/s: held back")
     }
 
@@ -267,7 +267,7 @@ public final class ControlServer: @unchecked Sendable {
         // time counts from the last answer it got.
         for connection in connections.values
         where connection.topics.isEmpty && connection.inFlight == 0 && connection.pendingCount == 0 && now - connection.lastActivity > limit {
-            statistics.withLock { $0.idleClientsClosed += 1 }
+            shared.withLock { $0.statistics.idleClientsClosed += 1 }
             logger.info("client \(connection.id) (pid \(connection.credentials.pid)) idle for \(Int(limits.idleSeconds)) s, closed")
             connection.close()
             closed(connection, reason: "idle")
@@ -277,7 +277,7 @@ public final class ControlServer: @unchecked Sendable {
     // MARK: - Requests (on the queue)
 
     func received(_ line: [UInt8], from connection: ControlConnection) {
-        statistics.withLock { $0.requests += 1 }
+        shared.withLock { $0.statistics.requests += 1 }
         let request: ControlRequest
         switch ControlRequestDecoder.decode(line) {
         case .failure(let failure):
@@ -328,12 +328,12 @@ public final class ControlServer: @unchecked Sendable {
 
     /// Whether any client follows `topic`, from any thread, without waiting for the queue
     /// (a subscription made this moment may be seen a moment later).
-    public func isFollowed(_ topic: EventTopic) -> Bool { followedTopics.withLock { $0.contains(topic) } }
+    public func isFollowed(_ topic: EventTopic) -> Bool { shared.withLock { $0.followed.contains(topic) } }
 
     /// On the queue, after any change of a client's topics or of the clients.
     func refreshFollowedTopics() {
         let followed = connections.values.reduce(into: Set<EventTopic>()) { $0.formUnion($1.topics) }
-        followedTopics.withLock { $0 = followed }
+        shared.withLock { $0.followed = followed }
     }
 
     /// A request's answer: sent, and the client's next request may be served.
@@ -347,7 +347,7 @@ public final class ControlServer: @unchecked Sendable {
         case .success(let value):
             connection.send(ControlMessage.ok(id: id, result: value))
         case .failure(let error):
-            statistics.withLock { $0.errors[error.code.rawValue, default: 0] += 1 }
+            shared.withLock { $0.statistics.errors[error.code.rawValue, default: 0] += 1 }
             if error.code != .unknownCommand && error.code != .badArguments {
                 logger.info("client \(connection.id): \(error)")
             } else {

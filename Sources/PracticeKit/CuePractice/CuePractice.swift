@@ -60,8 +60,10 @@ public final class CuePractice: CueContext, @unchecked Sendable {
     private(set) var delivery: AnswerDelivery!
     /// Recordings whose results are followed.
     private(set) var results: ResultPolling!
-    private let published = Locked(LearnerState())
-    private let recordingNumber = Locked<UInt64?>(nil)
+    /// What other threads may read, under the flow's one lock: the learner as `status` shows
+    /// it, and whether an answer is being recorded (the devices stay open for it). Copies of
+    /// the queue's own state, written where that changes.
+    private let published = Locked<(learner: LearnerState, recording: Bool)>((LearnerState(), false))
 
     public convenience init(settings: CueSettings, client: @escaping @Sendable () -> ChatterboxClient, audio: any SessionAudio, spoolDirectory: String,
                             stateDirectory: String, metrics: Metrics, logger: Logger,
@@ -92,10 +94,10 @@ public final class CuePractice: CueContext, @unchecked Sendable {
     public func update(settings: CueSettings) { queue.async { self.settings = settings } }
 
     /// The learner for `status` (any thread).
-    public var snapshot: LearnerState { published.withLock { $0 } }
+    public var snapshot: LearnerState { published.withLock { $0.learner } }
 
     /// Whether an answer is being recorded (any thread).
-    var isRecording: Bool { recordingNumber.withLock { $0 != nil } }
+    var isRecording: Bool { published.withLock { $0.recording } }
 
     /// At start: answers a previous run left are uploaded, the learner is read back.
     public func start() {
@@ -306,7 +308,7 @@ public final class CuePractice: CueContext, @unchecked Sendable {
     }
 
     private func learnerChanged(reason: String?) {
-        published.withLock { $0 = learner }
+        published.withLock { $0.learner = learner }
         publish(Event.SignInChanged(learner: learner, reason: reason))
     }
 
@@ -319,7 +321,7 @@ public final class CuePractice: CueContext, @unchecked Sendable {
             throw ControlError(.deviceError, "the microphone is not open", retryable: true)
         }
         recording = (number, cue)
-        recordingNumber.withLock { $0 = number }
+        published.withLock { $0.recording = true }
         stage = handsFree ? .listening : .recording
         publish(Event.CueRecordingStarted(cueId: cue, handsFree: handsFree))
     }
@@ -365,7 +367,7 @@ public final class CuePractice: CueContext, @unchecked Sendable {
 
     private func forgetRecording() {
         recording = nil
-        recordingNumber.withLock { $0 = nil }
+        published.withLock { $0.recording = false }
         stage = .ready
     }
 

@@ -4,16 +4,7 @@ import Glibc
 
 /// What a session needs of the microphone and the speaker. ``KioskAudio`` is the real
 /// one; unit tests of the session pass their own.
-public protocol SessionAudio: AnyObject, Sendable {
-    /// Starts a reply on the speaker: its number (carried by the player's `started` and
-    /// `finished` events), or nil when there is no speaker.
-    func beginReply() -> Int?
-    /// Queues a chunk of `reply`; dropped when that reply was stopped or another began.
-    func enqueue(_ bytes: UnsafeRawBufferPointer, reply: Int)
-    func endReply(_ reply: Int)
-    /// Stops `reply` within one period (with a fade) if it is the one playing; later
-    /// chunks of it are dropped.
-    func stopReply(_ reply: Int)
+public protocol SessionAudio: ReplySpeakerProvider {
     /// Stops whatever plays; whether something did.
     func stopAll() -> Bool
     /// Starts a recording, push-to-talk or hands-free: its number, which the turn it
@@ -47,14 +38,10 @@ public final class KioskAudio: SessionAudio, @unchecked Sendable {
 
     private var player: StreamingPlayer? { lock.withLock { attachedPlayer } }
 
-    public func beginReply() -> Int? { player?.beginReply() }
-
-    public func enqueue(_ bytes: UnsafeRawBufferPointer, reply: Int) { player?.enqueue(bytes, reply: reply) }
-
-    public func endReply(_ reply: Int) { player?.endReply(reply) }
-
-    /// An ended reply still playing out what was queued stops too.
-    public func stopReply(_ reply: Int) { player?.stop(reply: reply) }
+    public func beginReply() -> SpeakerReply? {
+        guard let player else { return nil }
+        return SpeakerReply(speaker: player, number: player.beginReply())
+    }
 
     public func stopAll() -> Bool {
         guard let player else { return false }

@@ -30,7 +30,7 @@ extension PracticeDaemon {
     func recorderEvent(_ event: RecorderEvent) {
         switch event {
         case .level(let rms, let peak):
-            latestLevel.withLock { $0 = (rms, peak) }
+            lock.withLock { latestLevel = (rms, peak) }
             // Nobody watching, nobody woken: the control queue would publish to no one.
             if server?.isFollowed(.level) == true { levelSignal?.add(data: 1) }
         case .speechStarted(let recording, let again):
@@ -49,7 +49,7 @@ extension PracticeDaemon {
     }
 
     func publishLevel() {
-        let level = latestLevel.withLock { $0 }
+        let level = lock.withLock { latestLevel }
         server?.publish(Event.Level(rmsDbfs: (level.rms * 10).rounded() / 10, peakDbfs: (level.peak * 10).rounded() / 10))
     }
 

@@ -65,9 +65,10 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     /// `RLIMIT_NOFILE` as raised at start (DescriptorLimit).
     var descriptorLimits = DescriptorLimit.Limits(before: -1, soft: -1, hard: -1)
 
-    /// The newest input level, written on the capture thread; the control queue publishes
-    /// it when `levelSignal` fires (coalesced: a slow control queue sees the latest only).
-    let latestLevel = Locked<(rms: Double, peak: Double)>((-120, -120))
+    /// The newest input level (under `lock`), written on the capture thread; the control
+    /// queue publishes it when `levelSignal` fires (coalesced: a slow control queue sees the
+    /// latest only).
+    var latestLevel: (rms: Double, peak: Double) = (-120, -120)
     var levelSignal: DispatchSourceUserDataAdd?
 
     struct BackendProbe {

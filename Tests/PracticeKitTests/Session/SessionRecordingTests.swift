@@ -13,15 +13,15 @@ import XCTest
 /// that accepts and drops the greeting.
 final class SessionRecordingTests: XCTestCase {
     /// The microphone is the real recorder; the speaker takes what it is given.
-    final class BenchAudio: SessionAudio, @unchecked Sendable {
+    final class BenchAudio: SessionAudio, ReplySpeaker, @unchecked Sendable {
         let recorder: Recorder
         /// Reply audio bytes the speaker was given.
         let played = Awaitable(0)
         init(recorder: Recorder) { self.recorder = recorder }
-        func beginReply() -> Int? { 1 }
-        func enqueue(_ bytes: UnsafeRawBufferPointer, reply: Int) { played.update { $0 += bytes.count } }
-        func endReply(_ reply: Int) {}
-        func stopReply(_ reply: Int) {}
+        func beginReply() -> SpeakerReply? { SpeakerReply(speaker: self, number: 1) }
+        func enqueue(_ bytes: UnsafeRawBufferPointer, reply: Int) -> Bool? { played.update { $0 += bytes.count }; return true }
+        func endReply(_ number: Int) {}
+        func stop(reply number: Int) {}
         func stopAll() -> Bool { false }
         func startRecording(handsFree: Bool) -> UInt64? { handsFree ? recorder.listen() : recorder.beginTurn() }
         func record(_ command: RecorderCommand) -> Bool {

@@ -1,3 +1,4 @@
+import AudioKernel
 import Dispatch
 import Foundation
 @testable import PracticeKit
@@ -175,7 +176,7 @@ final class MemoryStream: ReplyStreaming, @unchecked Sendable {
 }
 
 /// A speaker and microphone in memory: what the session asked of them.
-final class MemoryAudio: SessionAudio, @unchecked Sendable {
+final class MemoryAudio: SessionAudio, ReplySpeaker, @unchecked Sendable {
     private let lock = NSLock()
     private var next = 0
     private(set) var begun: [Int] = []
@@ -186,15 +187,16 @@ final class MemoryAudio: SessionAudio, @unchecked Sendable {
     /// file) may start the sound at that moment, before `enqueue` returns.
     private(set) var firstChunkAt: UInt64?
 
-    func beginReply() -> Int? { lock.withLock { next += 1; begun.append(next); return next } }
-    func enqueue(_ bytes: UnsafeRawBufferPointer, reply: Int) {
+    func beginReply() -> SpeakerReply? { lock.withLock { next += 1; begun.append(next); return SpeakerReply(speaker: self, number: next) } }
+    func enqueue(_ bytes: UnsafeRawBufferPointer, reply: Int) -> Bool? {
         lock.withLock {
             enqueuedBytes += bytes.count
             if firstChunkAt == nil { firstChunkAt = DispatchTime.now().uptimeNanoseconds }
         }
+        return true
     }
-    func endReply(_ reply: Int) { lock.withLock { ended.append(reply) } }
-    func stopReply(_ reply: Int) { lock.withLock { stopped.append(reply) } }
+    func endReply(_ number: Int) { lock.withLock { ended.append(number) } }
+    func stop(reply number: Int) { lock.withLock { stopped.append(number) } }
     func stopAll() -> Bool { false }
     func startRecording(handsFree: Bool) -> UInt64? { 1 }
     func record(_ command: RecorderCommand) -> Bool { true }
