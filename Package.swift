@@ -1,8 +1,8 @@
 // swift-tools-version: 6.1
 //
 // practiced: the audio engine and daemon of a speaking-practice kiosk.
-// Dependencies point one way: executables -> PracticeKit -> PracticeNet -> AudioKernel -> SpeechModels,
-// C modules.
+// Dependencies point one way: executables -> PracticeKit -> PracticeProtocol -> PracticeNet ->
+// AudioKernel -> SpeechModels, C modules.
 // The shipped targets depend on nothing beyond the toolchain and the system's ALSA,
 // PulseAudio and OpenSSL libraries; benchmarks live in their own package under Benchmarks/.
 import PackageDescription
@@ -13,6 +13,7 @@ let package = Package(
     products: [
         .library(name: "AudioKernel", targets: ["AudioKernel"]),
         .library(name: "PracticeNet", targets: ["PracticeNet"]),
+        .library(name: "PracticeProtocol", targets: ["PracticeProtocol"]),
         .library(name: "PracticeKit", targets: ["PracticeKit"]),
         .library(name: "SpeechModels", targets: ["SpeechModels"]),
         .executable(name: "audiokernel-demo", targets: ["audiokernel-demo"]),
@@ -50,10 +51,16 @@ let package = Package(
         // OpenSSL, the SSE parser and its base64 audio payloads, JSON values.
         .target(name: "PracticeNet", dependencies: ["AudioKernel", "CAudioShim", "COpenSSL"]),
 
-        // Practice over the network layer: the backends' clients (TalkCo, Chatterbox), the
-        // conversation's session and cue practice, the spool, the control socket and its typed
-        // protocol, the daemon.
-        .target(name: "PracticeKit", dependencies: ["AudioKernel", "PracticeNet", "CAudioShim"]),
+        // The control protocol, which knows no flow and no daemon: every command, event and
+        // value a client and the daemon exchange, typed (the values the backends send that
+        // clients are shown among them), their wire coding, the command table, and the schema,
+        // reference and JavaScript module printed from them.
+        .target(name: "PracticeProtocol", dependencies: ["AudioKernel", "PracticeNet", "CAudioShim"]),
+
+        // Practice over the network layer and the protocol: the backends' clients (TalkCo,
+        // Chatterbox), the conversation's session and cue practice, the spool, the control
+        // socket's server, the daemon.
+        .target(name: "PracticeKit", dependencies: ["AudioKernel", "PracticeNet", "PracticeProtocol", "CAudioShim"]),
 
         // practice-sim, the local stand-in for both backends (TalkCo, and Chatterbox's
         // gateway): an HTTP/1.1 server, the routes with the real servers' oddities, faults.
@@ -61,8 +68,8 @@ let package = Package(
         .executableTarget(name: "practice-sim", dependencies: ["SimulatorKit"]),
 
         // The daemon (wiring: configuration, signals, systemd) and its command-line client.
-        .executableTarget(name: "practiced", dependencies: ["PracticeKit"]),
-        .executableTarget(name: "practicectl", dependencies: ["AudioKernel", "PracticeNet", "PracticeKit"]),
+        .executableTarget(name: "practiced", dependencies: ["PracticeKit", "PracticeProtocol"]),
+        .executableTarget(name: "practicectl", dependencies: ["AudioKernel", "PracticeNet", "PracticeProtocol", "PracticeKit"]),
 
         // The learner UI's bridge: its files over HTTP on loopback, and the page's WebSocket
         // (RFC 6455, checked frame by frame) relayed to the daemon's control socket once it
@@ -101,7 +108,7 @@ let package = Package(
 
         .executableTarget(
             name: "fuzz-control-request",
-            dependencies: ["PracticeKit", "PracticeNet", "FuzzSupport"],
+            dependencies: ["PracticeProtocol", "PracticeNet", "FuzzSupport"],
             path: "Sources/Fuzz/ControlRequestFuzzer"
         ),
 
@@ -120,23 +127,23 @@ let package = Package(
         // trace replays on loopback ports, the schema every protocol line is checked against,
         // waiting on a condition with a deadline. AudioMeasurement: the resampler's spectrum.
         .target(name: "AudioMeasurement", path: "Tests/AudioMeasurement"),
-        .target(name: "TestSupport", dependencies: ["AudioKernel", "PracticeNet", "PracticeKit", "SimulatorKit"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["AudioKernel", "PracticeNet", "PracticeProtocol", "PracticeKit", "SimulatorKit"], path: "Tests/TestSupport"),
         .testTarget(
             name: "PracticeNetTests",
             dependencies: ["PracticeNet", "AudioKernel", "TestSupport"],
             exclude: ["Fixtures"]  // read by path: inputs kept from fuzzing runs
         ),
-        .testTarget(
-            name: "PracticeKitTests",
-            dependencies: ["PracticeKit", "PracticeNet", "SimulatorKit", "TestSupport"],
-            exclude: ["Fixtures"]
-        ),
+        // The protocol alone: its schema, its reference and the UI's module of names against
+        // what is committed, every type's wire form, the request decoder.
+        .testTarget(name: "PracticeProtocolTests", dependencies: ["PracticeProtocol", "PracticeNet", "TestSupport"],
+                    exclude: ["Fixtures"]),  // read by path: inputs kept from fuzzing runs
+        .testTarget(name: "PracticeKitTests", dependencies: ["PracticeKit", "PracticeProtocol", "PracticeNet", "SimulatorKit", "TestSupport"]),
         // The models beside onnxruntime (PyPI, in the environment .ci/setup builds).
         .testTarget(name: "SpeechModelsTests", dependencies: ["SpeechModels", "AudioKernel", "TestSupport"]),
-        .testTarget(name: "SimulatorKitTests", dependencies: ["SimulatorKit", "PracticeNet", "PracticeKit"]),
+        .testTarget(name: "SimulatorKitTests", dependencies: ["SimulatorKit", "PracticeNet", "PracticeProtocol", "PracticeKit"]),
         .testTarget(name: "KioskBridgeTests", dependencies: ["KioskBridge", "TestSupport"], exclude: ["Fixtures"]),
         // The daemon as a real process, with real clients on its socket.
-        .testTarget(name: "PracticedTests", dependencies: ["PracticeKit", "PracticeNet", "SimulatorKit", "TestSupport", "AudioMeasurement"]),
+        .testTarget(name: "PracticedTests", dependencies: ["PracticeKit", "PracticeProtocol", "PracticeNet", "SimulatorKit", "TestSupport", "AudioMeasurement"]),
         .testTarget(
             name: "AudioKernelTests",
             dependencies: ["AudioKernel", "AudioMeasurement", "TestSupport"],

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import PracticeKit
+import PracticeProtocol
 import PracticeNet
 
 /// practicectl's commands for cue practice (a daemon with `backend.kind = chatterbox`), in

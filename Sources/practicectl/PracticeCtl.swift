@@ -2,6 +2,7 @@ import AudioKernel
 import FoundationEssentials
 import Glibc
 import PracticeKit
+import PracticeProtocol
 import PracticeNet
 
 /// practicectl: the control socket from the shell. Human-readable output by default,

@@ -2,6 +2,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 import PracticeKit
+import PracticeProtocol
 
 /// practiced: wiring only. Reads the configuration, starts the daemon, maps signals
 /// (SIGTERM/SIGINT stop, SIGHUP reloads) and exits with sysexits-style codes.

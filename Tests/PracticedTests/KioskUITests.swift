@@ -1,6 +1,7 @@
 import AudioKernel
 import Foundation
 import PracticeKit
+import PracticeProtocol
 import SimulatorKit
 import TestSupport
 import XCTest

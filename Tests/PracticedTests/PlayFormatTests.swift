@@ -2,6 +2,7 @@ import AudioKernel
 import AudioMeasurement
 import Foundation
 import PracticeKit
+import PracticeProtocol
 import TestSupport
 import XCTest
 

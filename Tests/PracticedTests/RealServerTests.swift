@@ -1,5 +1,6 @@
 import Foundation
 import PracticeKit
+import PracticeProtocol
 import TestSupport
 import XCTest
 

@@ -1,6 +1,7 @@
 import Foundation
 import PracticeKit
 import PracticeNet
+import PracticeProtocol
 import SimulatorKit
 import TestSupport
 import XCTest

@@ -3,6 +3,7 @@ import AudioMeasurement
 import Foundation
 import PracticeKit
 import PracticeNet
+import PracticeProtocol
 import SimulatorKit
 import TestSupport
 import XCTest

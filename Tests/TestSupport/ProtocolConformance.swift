@@ -2,6 +2,7 @@ import AudioKernel
 import Foundation
 import PracticeKit
 import PracticeNet
+import PracticeProtocol
 import XCTest
 
 /// Checks every line a test's ``ControlClient`` reads from the daemon against the protocol's

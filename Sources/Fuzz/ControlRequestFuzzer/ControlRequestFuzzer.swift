@@ -1,5 +1,5 @@
 import FuzzSupport
-import PracticeKit
+import PracticeProtocol
 import PracticeNet
 
 /// One fuzz iteration: every LF-separated line of the input goes through the control

@@ -3,6 +3,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 import PracticeNet
+import PracticeProtocol
 
 /// The practice backend's client: every endpoint of the contract, over the daemon's own
 /// HTTP/1.1 transport (``BackendTransport``), `http://` or `https://`.
@@ -180,5 +181,21 @@ public final class BackendClient: Sendable {
             logger.info("\(method) /\(path): \(failure); retrying in \(Int(delay * 1000)) ms (attempt \(attempt + 1))")
             do { try await clock.sleep(delay) } catch { throw .cancelled }
         }
+    }
+}
+
+/// The body of a POST that sends none (`{}`).
+struct EmptyBody: Codable, Sendable {}
+
+struct TextBody: Codable, Sendable {
+    var text: String
+}
+
+struct LearningGoalBody: Codable, Sendable {
+    var learningGoal: String?
+
+    func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(learningGoal, forKey: .learningGoal)  // null clears the goal
     }
 }

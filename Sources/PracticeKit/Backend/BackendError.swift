@@ -1,5 +1,6 @@
 import FoundationEssentials
 import PracticeNet
+import PracticeProtocol
 
 /// What went wrong talking to the backend, typed so that callers can react: retry, tell
 /// the learner, make a new session.

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import PracticeNet
+import PracticeProtocol
 
 /// What went wrong talking to the Chatterbox backend, typed by what the kiosk does next
 /// (flows.md §5): sign in again, tell the learner the refusal's reason, retry later.

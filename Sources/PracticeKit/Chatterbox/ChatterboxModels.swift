@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PracticeProtocol
 
 // What the Chatterbox backend answers (`shared/chatterbox-traces/flows.md` §3), decoded with
 // snake_case keys. Only what a kiosk uses is read; every other key is ignored, and keys a
@@ -72,36 +73,6 @@ public struct ChatterboxFile: Decodable, Sendable, Equatable {
 public struct ChatterboxProcessedFile: Decodable, Sendable, Equatable {
     public var fileId: Int
     public var url: String
-}
-
-public struct ChatterboxEvaluation: Codable, Sendable, Equatable {
-    public struct GrammarMistake: Codable, Sendable, Equatable {
-        public var original: String
-        public var correction: String
-        public var explanation: String
-    }
-
-    public struct UnnaturalPhrase: Codable, Sendable, Equatable {
-        public var phrase: String
-        public var naturalReplacement: String
-        public var explanation: String
-    }
-
-    public struct UnnaturalWord: Codable, Sendable, Equatable {
-        public var word: String
-        public var betterWord: String
-        public var explanation: String
-    }
-
-    public var cefrLevel: String
-    public var summary: String
-    public var strengths: [String]
-    public var improvementAreas: [String]
-    public var recommendedNextSteps: [String]
-    public var grammarMistakes: [GrammarMistake]
-    public var unnaturalPhrases: [UnnaturalPhrase]
-    public var unnaturalWords: [UnnaturalWord]
-    public var improvedVersion: String
 }
 
 public struct ChatterboxReport: Decodable, Sendable, Equatable {

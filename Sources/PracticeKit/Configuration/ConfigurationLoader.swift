@@ -2,6 +2,7 @@ import AudioKernel
 import FoundationEssentials
 import Glibc
 import PracticeNet
+import PracticeProtocol
 
 /// Resolves ``DaemonConfiguration``: defaults, then the config file, then `PRACTICED_*`
 /// environment variables, then command-line flags; each layer overrides the one before.
@@ -192,4 +193,9 @@ public struct ConfigurationLoader: Sendable {
         guard rename(temporary, path) == 0 else { throw Errno.current.failure("renaming \(temporary) to \(path)") }
         return id
     }
+}
+
+extension ConfigurationListing {
+    /// Every key of `configuration` with its value, in the configuration table's order.
+    public init(_ configuration: DaemonConfiguration) { self.init(entries: ConfigurationLoader.describe(configuration)) }
 }

@@ -2,6 +2,7 @@ import AudioKernel
 import FoundationEssentials
 import Glibc
 import PracticeNet
+import PracticeProtocol
 
 /// A blocking client of the control socket, for practicectl and tests: connects, reads
 /// `hello`, sends requests and reads their replies; events that arrive meanwhile are kept

@@ -3,6 +3,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 import PracticeNet
+import PracticeProtocol
 import Synchronization
 
 /// One client of the control socket: its reads, its queue of unsent output, its

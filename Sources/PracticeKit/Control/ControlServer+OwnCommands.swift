@@ -1,4 +1,5 @@
 import AudioKernel
+import PracticeProtocol
 
 /// The control server's own commands (``CommandRoute/server``): they act on the connection
 /// that sent them, so the server answers them itself, through a ``CommandTable`` of its own

@@ -3,6 +3,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 import PracticeNet
+import PracticeProtocol
 import Synchronization
 
 /// Answers the commands the server does not answer itself (everything but `hello`,
@@ -14,11 +15,6 @@ public protocol ControlCommandHandler: AnyObject, Sendable {
     func snapshot() -> DaemonSnapshot
 }
 
-/// Who sent a request.
-public struct ControlClientInfo: Equatable, Sendable {
-    public var id: Int
-    public var credentials: PeerCredentials
-}
 
 public struct ControlServerLimits: Equatable, Sendable {
     public var maximumClients = 64

@@ -1,3 +1,5 @@
+import PracticeProtocol
+
 /// Splits a client's bytes into request lines, however its writes were cut: a line is the
 /// bytes before a newline (0x0A), and a partial line is kept until the rest comes. A line
 /// longer than the limit, whole or still partial, is an error (the connection is closed

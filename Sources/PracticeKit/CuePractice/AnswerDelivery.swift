@@ -2,6 +2,7 @@ import AudioKernel
 import Dispatch
 import FoundationEssentials
 import Glibc
+import PracticeProtocol
 
 /// A recorded answer's way to the backend (flows.md §4), in ``TurnDelivery``'s shape: into
 /// the spool as AAC-LC (fsynced before anything is sent), then its walk: upload intent →

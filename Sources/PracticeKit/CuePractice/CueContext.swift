@@ -1,4 +1,5 @@
 import Dispatch
+import PracticeProtocol
 
 /// What the pieces of cue practice (``AnswerDelivery``, ``ResultPolling``) share, owned by
 /// ``CuePractice``: the queue they all run on, the settings, the events, the clock and the

@@ -2,6 +2,7 @@ import AudioKernel
 import Dispatch
 import FoundationEssentials
 import Glibc
+import PracticeProtocol
 
 // `cue.play`: a recording of the learner's, downloaded and played through the daemon.
 extension CuePractice {

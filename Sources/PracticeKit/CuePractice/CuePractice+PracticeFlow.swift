@@ -1,4 +1,5 @@
 import AudioKernel
+import PracticeProtocol
 
 // Chatterbox's cue practice as the daemon's flow (``PracticeFlow``).
 extension CuePractice: PracticeFlow {

@@ -3,6 +3,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 import PracticeNet
+import PracticeProtocol
 
 /// How cue practice behaves (from the daemon's configuration).
 public struct CueSettings: Sendable, Equatable {

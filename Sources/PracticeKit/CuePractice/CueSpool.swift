@@ -2,6 +2,7 @@ import AudioKernel
 import Dispatch
 import FoundationEssentials
 import Glibc
+import PracticeProtocol
 
 /// What the spool knows of a recorded answer besides its audio, and how far its upload got.
 public struct SpooledAnswer: Codable, Equatable, Sendable {
@@ -220,5 +221,13 @@ public final class CueSpool {
         if let (errno, operation) = bytes.withUnsafeBytes({ SystemCall.writeFileAtomically($0, to: recordPath(answer.id), mode: 0o600, sync: true) }) {
             throw SpoolError(path: recordPath(answer.id), operation: operation, errno: errno)
         }
+    }
+}
+
+extension CueSpoolEntry {
+    /// The answer as `spool.list` shows it under cue practice.
+    public init(_ answer: SpooledAnswer, state: State, lastError: String?) {
+        self.init(answerId: answer.id, cueId: answer.cueId, profileId: answer.profileId, recordedAt: answer.recordedAt,
+                  durationS: answer.durationS, bytes: answer.bytes, state: state, lastError: lastError)
     }
 }

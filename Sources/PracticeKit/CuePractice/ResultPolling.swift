@@ -1,4 +1,5 @@
 import Dispatch
+import PracticeProtocol
 
 /// A recording's results followed until ready, in ``ReviewPolling``'s shape: its
 /// transcription asked for and polled, then its evaluation, each step's status told as it

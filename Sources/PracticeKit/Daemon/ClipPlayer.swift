@@ -3,6 +3,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 import PracticeNet
+import PracticeProtocol
 
 /// `play`'s files: each opened, checked and streamed to the speaker on a thread of its own,
 /// which nothing else waits on.

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import PracticeNet
+import PracticeProtocol
 
 /// The last good backend answers the UI shows offline (topics, the learner's profile),
 /// kept per user under `<state>/cache/<user>/<name>.json` with the time they were fetched.

@@ -3,6 +3,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 import PracticeNet
+import PracticeProtocol
 import Synchronization
 
 // The daemon's own commands (the practice flow's go to it, ``PracticeFlow``): health,

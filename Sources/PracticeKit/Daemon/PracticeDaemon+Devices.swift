@@ -2,6 +2,7 @@ import AudioKernel
 import Dispatch
 import FoundationEssentials
 import Glibc
+import PracticeProtocol
 import Synchronization
 
 // The devices' events (``DeviceKeeper`` opens and closes them), passed on to the practice

@@ -2,6 +2,7 @@ import AudioKernel
 import Dispatch
 import FoundationEssentials
 import Glibc
+import PracticeProtocol
 import Synchronization
 
 /// The daemon: the control server, the microphone and speaker (recorder and streaming

@@ -1,4 +1,5 @@
 import AudioKernel
+import PracticeProtocol
 
 /// One way of practising, as the daemon runs it: TalkCo's conversations
 /// (``SessionController``) or Chatterbox's cue practice (``CuePractice``). The daemon builds

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PracticeProtocol
 
 /// The learner's data: the conversation topics and the profile (read, evaluated, a new
 /// learning goal), each answer kept per user in the offline cache; when the backend cannot

@@ -1,6 +1,7 @@
 import Dispatch
 import FoundationEssentials
 import Glibc
+import PracticeProtocol
 
 /// The end of a conversation: the talk ends (`session.end`), the review is generated and
 /// polled until it has marks, corrections are asked for, the review is finished

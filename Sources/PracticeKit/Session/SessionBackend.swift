@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PracticeProtocol
 
 // The backend as each piece of the session uses it: ``BackendClient`` over HTTP in the
 // daemon, an in-memory stand-in in the pieces' own tests.

@@ -1,5 +1,6 @@
 import Dispatch
 import FoundationEssentials
+import PracticeProtocol
 
 /// The session on the backend, as every piece of the session sees it.
 struct ActiveSession: Sendable {

@@ -1,3 +1,5 @@
+import PracticeProtocol
+
 // TalkCo's conversations as the daemon's flow (``PracticeFlow``).
 extension SessionController: PracticeFlow {
     public func start() { recoverSpool() }

@@ -2,6 +2,7 @@ import AudioKernel
 import Dispatch
 import FoundationEssentials
 import Glibc
+import PracticeProtocol
 
 /// The kiosk's conversation with the backend: the one source of truth for the session,
 /// its mode and its ``SessionStage``. It holds the stage and the session's identity,

@@ -2,6 +2,7 @@ import AudioKernel
 import Dispatch
 import FoundationEssentials
 import Glibc
+import PracticeProtocol
 
 /// A recorded turn's way to the backend: into the spool (fsynced before anything is sent),
 /// out as an upload (``ReplyPlayback`` streams it and its reply), sent again with backoff

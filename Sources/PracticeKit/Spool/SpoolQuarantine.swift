@@ -1,6 +1,7 @@
 import AudioKernel
 import FoundationEssentials
 import Glibc
+import PracticeProtocol
 
 /// The spool's `quarantine/` folder: where a turn or cue answer goes that cannot be sent
 /// (its record does not decode, its audio is missing or no longer matches its record) and

@@ -1,6 +1,7 @@
 import AudioKernel
 import FoundationEssentials
 import Glibc
+import PracticeProtocol
 
 /// What the spool knows about a turn besides its audio. Written once, with the audio, in
 /// the turn's file: the file is complete or absent, never half a turn.
@@ -272,5 +273,13 @@ public struct SpoolError: Error, Equatable, CustomStringConvertible {
         case "damaged": return "\(path) is damaged: \(detail ?? "it does not match its record")"
         default: return "spool: \(operation) \(path): \(errno?.description ?? "failed")"
         }
+    }
+}
+
+extension SpoolEntry {
+    /// The turn as `spool.list` and `spool.recovered` show it.
+    public init(_ turn: SpooledTurn, sending: Bool) {
+        self.init(id: turn.id, sessionId: turn.sessionID, mode: turn.mode, recordedAt: turn.recordedAt, duration: turn.duration,
+                  bytes: turn.bytes, state: sending ? .sending : .pending)
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 #endif
 @testable import PracticeKit
+import PracticeProtocol
 import TestSupport
 import XCTest
 

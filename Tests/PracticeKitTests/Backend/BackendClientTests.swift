@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import PracticeKit
+import PracticeProtocol
 import SimulatorKit
 import TestSupport
 import XCTest

@@ -1,5 +1,6 @@
 import Foundation
 import PracticeKit
+import PracticeProtocol
 import SimulatorKit
 import TestSupport
 import XCTest

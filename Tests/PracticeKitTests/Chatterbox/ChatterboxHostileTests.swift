@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import PracticeKit
+import PracticeProtocol
 import SimulatorKit
 import TestSupport
 import XCTest
@@ -112,4 +113,9 @@ final class ChatterboxHostileTests: XCTestCase {
         XCTAssertEqual(cards.count, 5)
         XCTAssertTrue(cards.allSatisfy { $0.content.details?.contains("<script>alert('cue')</script>") == true })
     }
+}
+
+extension Result {
+    /// The error, when it failed.
+    var failure: Failure? { if case .failure(let f) = self { return f } else { return nil } }
 }

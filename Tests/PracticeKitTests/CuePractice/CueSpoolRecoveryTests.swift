@@ -2,6 +2,7 @@ import AudioKernel
 import Dispatch
 import Foundation
 @testable import PracticeKit
+import PracticeProtocol
 import XCTest
 
 /// What a crash, a kill or a failing disk can leave in the spools, and what the next start

@@ -2,6 +2,7 @@ import AudioKernel
 import Dispatch
 import Foundation
 @testable import PracticeKit
+import PracticeProtocol
 import TestSupport
 import XCTest
 

@@ -2,6 +2,7 @@ import AudioKernel
 import Foundation
 import PracticeKit
 import PracticeNet
+import PracticeProtocol
 import SimulatorKit
 import TestSupport
 import XCTest

@@ -1,6 +1,7 @@
 import AudioKernel
 import Foundation
 @testable import PracticeKit
+@testable import PracticeProtocol
 import XCTest
 
 final class TurnSpoolTests: XCTestCase {

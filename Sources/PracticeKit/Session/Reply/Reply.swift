@@ -1,6 +1,7 @@
 import AudioKernel
 import Dispatch
 import FoundationEssentials
+import PracticeProtocol
 
 /// What a reply answers.
 enum ReplyKind: Sendable {

@@ -2,6 +2,7 @@ import AudioKernel
 import Dispatch
 import FoundationEssentials
 import Glibc
+import PracticeProtocol
 
 /// The reply to a greeting or a turn, from its request to its last sample: the stream's
 /// events (``StreamNote``), the speaker feed (``ReplyFeed``), the text released with the

@@ -1,6 +1,7 @@
 import Foundation
 @testable import PracticeKit
 import PracticeNet
+import PracticeProtocol
 import TestSupport
 import XCTest
 

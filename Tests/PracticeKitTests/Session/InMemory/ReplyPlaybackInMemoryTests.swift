@@ -1,6 +1,7 @@
 import AudioKernel
 import Foundation
 @testable import PracticeKit
+import PracticeProtocol
 import TestSupport
 import XCTest
 

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 @testable import PracticeKit
 import PracticeNet
+import PracticeProtocol
 import TestSupport
 import XCTest
 

@@ -1,5 +1,6 @@
 import Foundation
 @testable import PracticeKit
+import PracticeProtocol
 import TestSupport
 import XCTest
 

@@ -1,6 +1,7 @@
 import Foundation
 import PracticeKit
 import PracticeNet
+import PracticeProtocol
 import SimulatorKit
 
 /// A control client gone wild: connects, sends random requests (valid ones aimed at the

@@ -1,6 +1,7 @@
 import Foundation
 import PracticeKit
 import PracticeNet
+import PracticeProtocol
 import SimulatorKit
 
 /// One line a chaos client sends, and what the daemon owes it: a reply carrying `id`

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import PracticeKit
+import PracticeProtocol
 import SimulatorKit
 
 /// The clients that misbehave at the socket level: they connect and vanish (before the

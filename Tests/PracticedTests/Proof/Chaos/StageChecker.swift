@@ -1,6 +1,7 @@
 import Foundation
 import PracticeKit
 import PracticeNet
+import PracticeProtocol
 import TestSupport
 
 /// Follows the daemon's events through a chaos run and checks them as they come: every

@@ -1,5 +1,5 @@
 import Foundation
-import PracticeKit
+import PracticeProtocol
 import XCTest
 
 final class ControlRequestDecoderTests: XCTestCase {
@@ -46,8 +46,7 @@ final class ControlRequestDecoderTests: XCTestCase {
     }
 
     func testKeptFuzzInputsDecodeWithoutTrapping() throws {
-        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Fixtures/control-fuzz")
+        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/control-fuzz")
         let files = try FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)
         XCTAssertGreaterThanOrEqual(files.count, 4)
         var accepted = 0

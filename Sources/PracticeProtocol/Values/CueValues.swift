@@ -29,6 +29,12 @@ public struct CueCard: Codable, Sendable, Equatable {
     public var cueId: Int
     public var title: String
     public var details: String
+
+    public init(cueId: Int, title: String, details: String) {
+        self.cueId = cueId
+        self.title = title
+        self.details = details
+    }
 }
 
 /// Where a recording's transcript or evaluation is: `none` (not asked, or failed: the
@@ -48,6 +54,18 @@ public struct CueRecording: Codable, Sendable, Equatable {
     public var transcript: String?
     public var evaluationStatus: CueResultStatus
     public var evaluation: ChatterboxEvaluation?
+
+    public init(recordingId: Int, cueId: Int, cueTitle: String? = nil, createdAt: String? = nil, durationS: Double? = nil, transcriptStatus: CueResultStatus, transcript: String? = nil, evaluationStatus: CueResultStatus, evaluation: ChatterboxEvaluation? = nil) {
+        self.recordingId = recordingId
+        self.cueId = cueId
+        self.cueTitle = cueTitle
+        self.createdAt = createdAt
+        self.durationS = durationS
+        self.transcriptStatus = transcriptStatus
+        self.transcript = transcript
+        self.evaluationStatus = evaluationStatus
+        self.evaluation = evaluation
+    }
 }
 
 /// Cue practice's own state: what the recorder does for it, and the answers not yet
@@ -66,4 +84,10 @@ public struct CuePracticeState: Codable, Sendable, Equatable {
     public var cueId: Int?
     /// Answers spooled and not yet on the backend.
     public var pending: Int
+
+    public init(stage: Stage, cueId: Int? = nil, pending: Int) {
+        self.stage = stage
+        self.cueId = cueId
+        self.pending = pending
+    }
 }

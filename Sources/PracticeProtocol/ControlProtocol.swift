@@ -140,27 +140,32 @@ public enum ControlRequestDecoder {
     public struct DecodeFailure: Error, Equatable, Sendable {
         public var id: JSONValue
         public var error: ControlError
+
+        public init(id: JSONValue, error: ControlError) {
+            self.id = id
+            self.error = error
+        }
     }
 }
 
 /// The lines the server writes.
-enum ControlMessage {
-    static func hello(serverVersion: String, capabilities: [String]) -> [UInt8] {
+package enum ControlMessage {
+    package static func hello(serverVersion: String, capabilities: [String]) -> [UInt8] {
         line(ProtocolEncoder.encode(ServerHello(serverVersion: serverVersion, capabilities: capabilities)))
     }
 
-    static func ok(id: JSONValue, result: JSONValue) -> [UInt8] {
+    package static func ok(id: JSONValue, result: JSONValue) -> [UInt8] {
         line(["type": "reply", "id": id, "ok": true, "result": result])
     }
 
-    static func error(id: JSONValue, _ error: ControlError) -> [UInt8] {
+    package static func error(id: JSONValue, _ error: ControlError) -> [UInt8] {
         line(["type": "reply", "id": id, "ok": false, "error": error.json])
     }
 
     /// `mono_ns` is CLOCK_MONOTONIC when the event was published, comparable with any
     /// process's clock on the machine: a client can tell how late it reads, and order
     /// events against its own.
-    static func event(seq: UInt64, topic: String, name: String, published: Int64, data: JSONValue) -> [UInt8] {
+    package static func event(seq: UInt64, topic: String, name: String, published: Int64, data: JSONValue) -> [UInt8] {
         line(["type": "event", "seq": .int(Int(seq)), "topic": .string(topic), "event": .string(name), "mono_ns": .int(Int(published)),
               "data": data])
     }

@@ -51,13 +51,13 @@ public struct CueSpoolEntry: Codable, Sendable, Equatable {
     /// Why its last upload failed, when one did.
     public var lastError: String?
 
-    public init(_ answer: SpooledAnswer, state: State, lastError: String?) {
-        answerId = answer.id
-        cueId = answer.cueId
-        profileId = answer.profileId
-        recordedAt = answer.recordedAt
-        durationS = answer.durationS
-        bytes = answer.bytes
+    public init(answerId: String, cueId: Int, profileId: Int, recordedAt: Double, durationS: Double, bytes: Int, state: State, lastError: String?) {
+        self.answerId = answerId
+        self.cueId = cueId
+        self.profileId = profileId
+        self.recordedAt = recordedAt
+        self.durationS = durationS
+        self.bytes = bytes
         self.state = state
         self.lastError = lastError
     }

@@ -14,6 +14,10 @@ extension Event {
             case voiceBargeIn = "voice_barge_in"
         }
         public var mode: Mode
+
+        public init(mode: Mode) {
+            self.mode = mode
+        }
     }
 
     public struct TurnRecorded: ProtocolEvent {
@@ -62,6 +66,11 @@ extension Event {
         public static let summary = "The turn's WAV is on disk (fsynced) before it is sent."
         public var turnId: String
         public var bytes: Int
+
+        public init(turnId: String, bytes: Int) {
+            self.turnId = turnId
+            self.bytes = bytes
+        }
     }
 
     public struct TurnSpoolFailed: ProtocolEvent {
@@ -70,6 +79,11 @@ extension Event {
         public static let summary = "The turn could not be written to the spool; it is sent from memory."
         public var turnId: String
         public var message: String
+
+        public init(turnId: String, message: String) {
+            self.turnId = turnId
+            self.message = message
+        }
     }
 
     public struct TurnUploading: ProtocolEvent {
@@ -79,6 +93,12 @@ extension Event {
         public var turnId: String
         public var bytes: Int
         public var attempt: Int
+
+        public init(turnId: String, bytes: Int, attempt: Int) {
+            self.turnId = turnId
+            self.bytes = bytes
+            self.attempt = attempt
+        }
     }
 
     public struct TurnUpload: ProtocolEvent {
@@ -88,6 +108,12 @@ extension Event {
         public var turnId: String?
         public var sent: Int
         public var total: Int
+
+        public init(turnId: String? = nil, sent: Int, total: Int) {
+            self.turnId = turnId
+            self.sent = sent
+            self.total = total
+        }
     }
 
     public struct TurnAccepted: ProtocolEvent {
@@ -96,6 +122,11 @@ extension Event {
         public static let summary = "The backend took the turn: it leaves the spool and is never sent again."
         public var turnId: String
         public var attempt: Int
+
+        public init(turnId: String, attempt: Int) {
+            self.turnId = turnId
+            self.attempt = attempt
+        }
     }
 
     public struct TurnRetrying: ProtocolEvent {
@@ -106,6 +137,13 @@ extension Event {
         public var attempt: Int
         public var delayS: Double
         public var message: String
+
+        public init(turnId: String, attempt: Int, delayS: Double, message: String) {
+            self.turnId = turnId
+            self.attempt = attempt
+            self.delayS = delayS
+            self.message = message
+        }
     }
 
     public struct TurnPending: ProtocolEvent {
@@ -137,6 +175,11 @@ extension Event {
         public static let summary = "The backend refused the turn (a 4xx): it is removed from the spool, sending it again cannot help."
         public var turnId: String
         public var message: String
+
+        public init(turnId: String, message: String) {
+            self.turnId = turnId
+            self.message = message
+        }
     }
 
     public struct TurnFailed: ProtocolEvent {
@@ -145,6 +188,11 @@ extension Event {
         public static let summary = "A typed turn (`say`) failed before an answer."
         public var message: String
         public var retryable: Bool
+
+        public init(message: String, retryable: Bool) {
+            self.message = message
+            self.retryable = retryable
+        }
     }
 
     public struct TurnUnanswered: ProtocolEvent {
@@ -156,6 +204,14 @@ extension Event {
         public var hint: String
         public var afterInterruption: Bool
         public var transcript: String?
+
+        public init(turnId: String? = nil, outcome: ReplyOutcome, hint: String, afterInterruption: Bool, transcript: String? = nil) {
+            self.turnId = turnId
+            self.outcome = outcome
+            self.hint = hint
+            self.afterInterruption = afterInterruption
+            self.transcript = transcript
+        }
     }
 
     public struct SpoolRecovered: ProtocolEvent {
@@ -163,6 +219,10 @@ extension Event {
         public static let topic = EventTopic.session
         public static let summary = "At start: turns an earlier run left in the spool."
         public var turns: [SpoolEntry]
+
+        public init(turns: [SpoolEntry]) {
+            self.turns = turns
+        }
     }
 
     public struct SpoolItemSetAside: ProtocolEvent {
@@ -187,5 +247,9 @@ extension Event {
         public static let topic = EventTopic.session
         public static let summary = "A client discarded a spooled turn (`spool.discard`)."
         public var turnId: String
+
+        public init(turnId: String) {
+            self.turnId = turnId
+        }
     }
 }

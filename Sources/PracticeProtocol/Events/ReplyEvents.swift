@@ -10,6 +10,11 @@ extension Event {
         public static let summary = "What the backend heard the learner say."
         public var text: String
         public var turnId: String?
+
+        public init(text: String, turnId: String? = nil) {
+            self.text = text
+            self.turnId = turnId
+        }
     }
 
     public struct ReplyText: ProtocolEvent {
@@ -19,6 +24,12 @@ extension Event {
         public var text: String
         public var turnId: String?
         public var greeting: Bool
+
+        public init(text: String, turnId: String? = nil, greeting: Bool) {
+            self.text = text
+            self.turnId = turnId
+            self.greeting = greeting
+        }
     }
 
     public struct ReplyAudioStarted: ProtocolEvent {
@@ -26,6 +37,10 @@ extension Event {
         public static let topic = EventTopic.session
         public static let summary = "The reply's first sample reached the speaker."
         public var turnId: String?
+
+        public init(turnId: String? = nil) {
+            self.turnId = turnId
+        }
     }
 
     public struct ReplyRetrying: ProtocolEvent {
@@ -36,6 +51,13 @@ extension Event {
         public var attempt: Int
         public var delayS: Double
         public var message: String
+
+        public init(turnId: String? = nil, attempt: Int, delayS: Double, message: String) {
+            self.turnId = turnId
+            self.attempt = attempt
+            self.delayS = delayS
+            self.message = message
+        }
     }
 
     public struct ReplyTiming: ProtocolEvent {
@@ -45,6 +67,12 @@ extension Event {
         public var step: String
         public var seconds: Double
         public var turnId: String?
+
+        public init(step: String, seconds: Double, turnId: String? = nil) {
+            self.step = step
+            self.seconds = seconds
+            self.turnId = turnId
+        }
     }
 
     public struct ReplyMalformed: ProtocolEvent {
@@ -53,6 +81,11 @@ extension Event {
         public static let summary = "An SSE event of the reply could not be read; the stream goes on."
         public var type: String
         public var reason: String
+
+        public init(type: String, reason: String) {
+            self.type = type
+            self.reason = reason
+        }
     }
 
     public struct ReplyIncomplete: ProtocolEvent {
@@ -62,6 +95,12 @@ extension Event {
         public var message: String
         public var turnId: String?
         public var responseText: String?
+
+        public init(message: String, turnId: String? = nil, responseText: String? = nil) {
+            self.message = message
+            self.turnId = turnId
+            self.responseText = responseText
+        }
     }
 
     public struct ReplyWaiting: ProtocolEvent {
@@ -71,6 +110,12 @@ extension Event {
         public var turnId: String?
         public var reason: String
         public var timeoutS: Double
+
+        public init(turnId: String? = nil, reason: String, timeoutS: Double) {
+            self.turnId = turnId
+            self.reason = reason
+            self.timeoutS = timeoutS
+        }
     }
 
     public struct ReplyDrained: ProtocolEvent {
@@ -82,6 +127,14 @@ extension Event {
         public var timedOut: Bool
         public var complete: Bool
         public var drainedMs: Double
+
+        public init(turnId: String? = nil, greeting: Bool, timedOut: Bool, complete: Bool, drainedMs: Double) {
+            self.turnId = turnId
+            self.greeting = greeting
+            self.timedOut = timedOut
+            self.complete = complete
+            self.drainedMs = drainedMs
+        }
     }
 
     /// The end of a reply, played out or interrupted. An interrupted reply (barge-in,
@@ -136,6 +189,10 @@ extension Event {
         public static let topic = EventTopic.session
         public static let summary = "The greeting could not be fetched; the session goes on in `ready`."
         public var message: String
+
+        public init(message: String) {
+            self.message = message
+        }
     }
 
     public struct GreetingUnanswered: ProtocolEvent {
@@ -144,5 +201,10 @@ extension Event {
         public static let summary = "The greeting came without an answer (`outcome`)."
         public var outcome: ReplyOutcome
         public var hint: String
+
+        public init(outcome: ReplyOutcome, hint: String) {
+            self.outcome = outcome
+            self.hint = hint
+        }
     }
 }

@@ -23,6 +23,11 @@ public final class CommandTable: @unchecked Sendable {
         /// Returns the error to answer, if any (a closure with typed throws crashes the
         /// Swift 6.3 compiler here).
         let run: (ControlRequest, ControlClientInfo?, @escaping Reply) -> ControlError?
+
+        public init(command: any ControlCommand.Type, run: @escaping (ControlRequest, ControlClientInfo?, @escaping Reply) -> ControlError?) {
+            self.command = command
+            self.run = run
+        }
     }
 
     private var entries: [String: Entry] = [:]

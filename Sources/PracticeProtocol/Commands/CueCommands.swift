@@ -10,9 +10,17 @@ extension Command {
         public static let summary = "Mails the learner a 6-digit sign-in code (then `signin.code`)."
         public struct Arguments: Codable, Sendable {
             public var email: String
+
+            public init(email: String) {
+                self.email = email
+            }
         }
         public struct Result: Codable, Sendable {
             public var sent: Bool
+
+            public init(sent: Bool) {
+                self.sent = sent
+            }
         }
     }
 
@@ -23,6 +31,11 @@ extension Command {
         public struct Arguments: Codable, Sendable {
             public var email: String
             public var code: String
+
+            public init(email: String, code: String) {
+                self.email = email
+                self.code = code
+            }
         }
         public typealias Result = LearnerState
     }
@@ -33,6 +46,10 @@ extension Command {
         public static let summary = "Mails the learner a magic link, for deployments whose link hands its token to the kiosk (then `signin.link`)."
         public struct Arguments: Codable, Sendable {
             public var email: String
+
+            public init(email: String) {
+                self.email = email
+            }
         }
         public typealias Result = SignInRequestCode.Result
     }
@@ -44,6 +61,10 @@ extension Command {
         public struct Arguments: Codable, Sendable {
             /// The `token=` of the mailed link.
             public var token: String
+
+            public init(token: String) {
+                self.token = token
+            }
         }
         public typealias Result = LearnerState
     }
@@ -70,6 +91,10 @@ extension Command {
         public static let summary = "Chooses the language the learner practises (one of `languages`): its profile becomes the active one."
         public struct Arguments: Codable, Sendable {
             public var language: String
+
+            public init(language: String) {
+                self.language = language
+            }
         }
         public typealias Result = LearnerState
     }
@@ -80,12 +105,23 @@ extension Command {
         public static let summary = "The current cue cards (`shuffle`: a new batch); offline, the last batch kept, marked stale."
         public struct Arguments: Codable, Sendable {
             public var shuffle: Bool?
+
+            public init(shuffle: Bool? = nil) {
+                self.shuffle = shuffle
+            }
         }
         public struct Result: Codable, Sendable {
             public var cues: [CueCard]
             public var stale: Bool
             public var ageS: Double?
             public var error: String?
+
+            public init(cues: [CueCard], stale: Bool, ageS: Double? = nil, error: String? = nil) {
+                self.cues = cues
+                self.stale = stale
+                self.ageS = ageS
+                self.error = error
+            }
         }
     }
 
@@ -95,6 +131,10 @@ extension Command {
         public static let summary = "One cue card with the learner's recordings of it (the phone app's too); offline, the last answer kept."
         public struct Arguments: Codable, Sendable {
             public var cueId: Int
+
+            public init(cueId: Int) {
+                self.cueId = cueId
+            }
         }
         public struct Result: Codable, Sendable {
             public var cue: CueCard
@@ -102,6 +142,14 @@ extension Command {
             public var stale: Bool
             public var ageS: Double?
             public var error: String?
+
+            public init(cue: CueCard, recordings: [CueRecording], stale: Bool, ageS: Double? = nil, error: String? = nil) {
+                self.cue = cue
+                self.recordings = recordings
+                self.stale = stale
+                self.ageS = ageS
+                self.error = error
+            }
         }
     }
 
@@ -113,6 +161,11 @@ extension Command {
         public struct Arguments: Codable, Sendable {
             public var cueId: Int
             public var handsFree: Bool?
+
+            public init(cueId: Int, handsFree: Bool? = nil) {
+                self.cueId = cueId
+                self.handsFree = handsFree
+            }
         }
         public typealias Result = CuePracticeState
     }
@@ -139,11 +192,20 @@ extension Command {
         public static let summary = "The learner's recordings, newest first (at most `limit`, 20 by default), with their results."
         public struct Arguments: Codable, Sendable {
             public var limit: Int?
+
+            public init(limit: Int? = nil) {
+                self.limit = limit
+            }
         }
         public struct Result: Codable, Sendable {
             public var recordings: [CueRecording]
             /// Recordings the backend holds beyond `limit`.
             public var more: Int
+
+            public init(recordings: [CueRecording], more: Int) {
+                self.recordings = recordings
+                self.more = more
+            }
         }
     }
 
@@ -153,6 +215,10 @@ extension Command {
         public static let summary = "Asks again for a recording's transcript and evaluation (after `cue.results_failed`, or for one from the phone); events follow."
         public struct Arguments: Codable, Sendable {
             public var recordingId: Int
+
+            public init(recordingId: Int) {
+                self.recordingId = recordingId
+            }
         }
         public typealias Result = CueRecording
     }
@@ -163,9 +229,17 @@ extension Command {
         public static let summary = "Deletes a spooled cue answer that is not being uploaded (a refused one, or one not to be sent); `spool.list` names them."
         public struct Arguments: Codable, Sendable {
             public var answerId: String
+
+            public init(answerId: String) {
+                self.answerId = answerId
+            }
         }
         public struct Result: Codable, Sendable {
             public var discarded: String
+
+            public init(discarded: String) {
+                self.discarded = discarded
+            }
         }
     }
 
@@ -176,10 +250,19 @@ extension Command {
         public static let summary = "Plays a recording through the kiosk's speaker (downloaded from the backend: the kiosk's or the phone's AAC-LC)."
         public struct Arguments: Codable, Sendable {
             public var recordingId: Int
+
+            public init(recordingId: Int) {
+                self.recordingId = recordingId
+            }
         }
         public struct Result: Codable, Sendable {
             public var recordingId: Int
             public var durationS: Double
+
+            public init(recordingId: Int, durationS: Double) {
+                self.recordingId = recordingId
+                self.durationS = durationS
+            }
         }
     }
 }

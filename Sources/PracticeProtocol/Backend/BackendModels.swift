@@ -11,6 +11,13 @@ public struct Topic: Codable, Equatable, Sendable {
     public var labelEn: String
     public var labelZh: String
     public var promptHint: String
+
+    public init(id: String, labelEn: String, labelZh: String, promptHint: String) {
+        self.id = id
+        self.labelEn = labelEn
+        self.labelZh = labelZh
+        self.promptHint = promptHint
+    }
 }
 
 public enum SessionMode: String, Codable, Sendable {
@@ -84,6 +91,11 @@ public struct CreateSessionRequest: Codable, Equatable, Sendable {
 public struct CreatedSession: Codable, Equatable, Sendable {
     public var sessionId: String
     public var createdAt: String
+
+    public init(sessionId: String, createdAt: String) {
+        self.sessionId = sessionId
+        self.createdAt = createdAt
+    }
 }
 
 /// The answer to `DELETE /sessions/{id}`.
@@ -91,12 +103,23 @@ public struct EndedTalk: Codable, Equatable, Sendable {
     public var sessionId: String
     public var status: SessionStatus
     public var mode: SessionMode?
+
+    public init(sessionId: String, status: SessionStatus, mode: SessionMode? = nil) {
+        self.sessionId = sessionId
+        self.status = status
+        self.mode = mode
+    }
 }
 
 /// The answer to `POST /sessions/{id}/end`.
 public struct EndedSession: Codable, Equatable, Sendable {
     public var sessionId: String
     public var status: SessionStatus
+
+    public init(sessionId: String, status: SessionStatus) {
+        self.sessionId = sessionId
+        self.status = status
+    }
 }
 
 public enum IssueType: Codable, Equatable, Sendable {
@@ -130,6 +153,14 @@ public struct Mark: Codable, Equatable, Sendable {
     public var original: String
     public var suggestion: String
     public var explanation: String
+
+    public init(id: Int, issueTypes: [IssueType], original: String, suggestion: String, explanation: String) {
+        self.id = id
+        self.issueTypes = issueTypes
+        self.original = original
+        self.suggestion = suggestion
+        self.explanation = explanation
+    }
 }
 
 /// A correction as `POST /sessions/{id}/corrections` answers it (trace 20): the only shape
@@ -141,6 +172,15 @@ public struct Correction: Codable, Equatable, Sendable {
     public var correction: String
     public var explanation: String
     public var createdAt: String
+
+    public init(id: Int, segmentId: Int, userMessage: String, correction: String, explanation: String, createdAt: String) {
+        self.id = id
+        self.segmentId = segmentId
+        self.userMessage = userMessage
+        self.correction = correction
+        self.explanation = explanation
+        self.createdAt = createdAt
+    }
 }
 
 /// A correction inside `GET /review` (trace 21): the same fields but `segment_id`, which its
@@ -152,6 +192,14 @@ public struct SegmentCorrection: Codable, Equatable, Sendable {
     public var correction: String
     public var explanation: String
     public var createdAt: String
+
+    public init(id: Int, userMessage: String, correction: String, explanation: String, createdAt: String) {
+        self.id = id
+        self.userMessage = userMessage
+        self.correction = correction
+        self.explanation = explanation
+        self.createdAt = createdAt
+    }
 }
 
 public struct Segment: Codable, Equatable, Sendable {
@@ -185,12 +233,24 @@ public struct Weaknesses: Codable, Equatable, Sendable {
         try c.encode(naturalness, forKey: .naturalness)
         try c.encode(sentenceStructure, forKey: .sentenceStructure)
     }
+
+    public init(grammar: String? = nil, naturalness: String? = nil, sentenceStructure: String? = nil) {
+        self.grammar = grammar
+        self.naturalness = naturalness
+        self.sentenceStructure = sentenceStructure
+    }
 }
 
 public struct Summary: Codable, Equatable, Sendable {
     public var strengths: [String]
     public var weaknesses: Weaknesses
     public var overall: String
+
+    public init(strengths: [String], weaknesses: Weaknesses, overall: String) {
+        self.strengths = strengths
+        self.weaknesses = weaknesses
+        self.overall = overall
+    }
 }
 
 public struct Review: Codable, Equatable, Sendable {
@@ -210,6 +270,13 @@ public struct Review: Codable, Equatable, Sendable {
 
     /// Whether any segment carries marks.
     public var hasMarks: Bool { segments.contains { !$0.aiMarks.isEmpty } }
+
+    public init(sessionId: String, status: SessionStatus, segments: [Segment], summary: Summary? = nil) {
+        self.sessionId = sessionId
+        self.status = status
+        self.segments = segments
+        self.summary = summary
+    }
 }
 
 public struct CorrectionRequest: Codable, Equatable, Sendable {
@@ -225,16 +292,31 @@ public struct CorrectionRequest: Codable, Equatable, Sendable {
 public struct WeakPointExample: Codable, Equatable, Sendable {
     public var wrong: String
     public var correct: String
+
+    public init(wrong: String, correct: String) {
+        self.wrong = wrong
+        self.correct = correct
+    }
 }
 
 public struct WeakPoint: Codable, Equatable, Sendable {
     public var pattern: String
     public var examples: [WeakPointExample]
+
+    public init(pattern: String, examples: [WeakPointExample]) {
+        self.pattern = pattern
+        self.examples = examples
+    }
 }
 
 public struct QuickReviewItem: Codable, Equatable, Sendable {
     public var chinese: String
     public var english: String
+
+    public init(chinese: String, english: String) {
+        self.chinese = chinese
+        self.english = english
+    }
 }
 
 public struct ProfileData: Codable, Equatable, Sendable {
@@ -292,19 +374,14 @@ public struct UserProfile: Codable, Equatable, Sendable {
         try c.encode(updatedAt, forKey: .updatedAt)
         try c.encode(needsReview, forKey: .needsReview)
     }
-}
 
-struct TextBody: Codable, Sendable {
-    var text: String
-}
-
-struct LearningGoalBody: Codable, Sendable {
-    var learningGoal: String?
-
-    func encode(to encoder: Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(learningGoal, forKey: .learningGoal)  // null clears the goal
+    public init(userId: String, userName: String? = nil, level: String? = nil, learningGoal: String? = nil, profileData: ProfileData, updatedAt: String? = nil, needsReview: Bool) {
+        self.userId = userId
+        self.userName = userName
+        self.level = level
+        self.learningGoal = learningGoal
+        self.profileData = profileData
+        self.updatedAt = updatedAt
+        self.needsReview = needsReview
     }
 }
-
-struct EmptyBody: Codable, Sendable {}

@@ -58,13 +58,13 @@ public struct SpoolEntry: Codable, Sendable, Equatable {
     public var bytes: Int
     public var state: State
 
-    public init(_ turn: SpooledTurn, sending: Bool) {
-        id = turn.id
-        sessionId = turn.sessionID
-        mode = turn.mode
-        recordedAt = turn.recordedAt
-        duration = turn.duration
-        bytes = turn.bytes
-        state = sending ? .sending : .pending
+    public init(id: String, sessionId: String, mode: SessionMode, recordedAt: Double, duration: Double, bytes: Int, state: State) {
+        self.id = id
+        self.sessionId = sessionId
+        self.mode = mode
+        self.recordedAt = recordedAt
+        self.duration = duration
+        self.bytes = bytes
+        self.state = state
     }
 }

@@ -8,10 +8,17 @@ extension Event {
         public static let name = "session.stage"
         public static let topic = EventTopic.session
         public static let summary = "The session moved to another stage (see docs/sessions.md for the table of moves)."
-        public var stage: PracticeKit.SessionStage
-        public var previous: PracticeKit.SessionStage
+        public var stage: PracticeProtocol.SessionStage
+        public var previous: PracticeProtocol.SessionStage
         public var sessionId: String?
         public var mode: SessionMode?
+
+        public init(stage: PracticeProtocol.SessionStage, previous: PracticeProtocol.SessionStage, sessionId: String? = nil, mode: SessionMode? = nil) {
+            self.stage = stage
+            self.previous = previous
+            self.sessionId = sessionId
+            self.mode = mode
+        }
     }
 
     public struct SessionCreated: ProtocolEvent {
@@ -21,6 +28,12 @@ extension Event {
         public var sessionId: String
         public var mode: SessionMode
         public var topicId: String?
+
+        public init(sessionId: String, mode: SessionMode, topicId: String? = nil) {
+            self.sessionId = sessionId
+            self.mode = mode
+            self.topicId = topicId
+        }
     }
 
     public struct SessionResumed: ProtocolEvent {
@@ -29,6 +42,11 @@ extension Event {
         public static let summary = "`spool.retry` of a turn from an earlier run took up its session again."
         public var sessionId: String
         public var mode: SessionMode
+
+        public init(sessionId: String, mode: SessionMode) {
+            self.sessionId = sessionId
+            self.mode = mode
+        }
     }
 
     public struct SessionFailed: ProtocolEvent {
@@ -44,6 +62,12 @@ extension Event {
         public var reason: Reason
         public var message: String
         public var sessionId: String?
+
+        public init(reason: Reason, message: String, sessionId: String? = nil) {
+            self.reason = reason
+            self.message = message
+            self.sessionId = sessionId
+        }
     }
 
     public struct SessionEnded: ProtocolEvent {
@@ -53,6 +77,12 @@ extension Event {
         public var sessionId: String
         public var status: SessionStatus
         public var mode: SessionMode
+
+        public init(sessionId: String, status: SessionStatus, mode: SessionMode) {
+            self.sessionId = sessionId
+            self.status = status
+            self.mode = mode
+        }
     }
 
     public struct SessionEndFailed: ProtocolEvent {
@@ -60,6 +90,10 @@ extension Event {
         public static let topic = EventTopic.session
         public static let summary = "`session.end` failed; the session is back in `ready` and may try again."
         public var message: String
+
+        public init(message: String) {
+            self.message = message
+        }
     }
 
     public struct SessionCompleted: ProtocolEvent {
@@ -70,5 +104,12 @@ extension Event {
         public var summary: Summary?
         public var note: String
         public var review: Review?
+
+        public init(sessionId: String? = nil, summary: Summary? = nil, note: String, review: Review? = nil) {
+            self.sessionId = sessionId
+            self.summary = summary
+            self.note = note
+            self.review = review
+        }
     }
 }

@@ -25,6 +25,10 @@ extension Event {
         public static let topic = EventTopic.daemon
         public static let summary = "SIGHUP found an invalid configuration; the running one is kept."
         public var message: String
+
+        public init(message: String) {
+            self.message = message
+        }
     }
 }
 
@@ -33,7 +37,7 @@ extension Event {
 public struct ConfigurationListing: Codable, Sendable {
     public var entries: [(key: String, value: String)]
 
-    public init(_ configuration: DaemonConfiguration) { entries = ConfigurationLoader.describe(configuration) }
+    public init(entries: [(key: String, value: String)]) { self.entries = entries }
 
     public init(from decoder: Decoder) throws {
         entries = try decoder.singleValueContainer().decode([String: String].self).sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) }

@@ -10,6 +10,11 @@ extension Event {
         public static let summary = "Signed in or out; `reason` says why sign-in is needed (a refused refresh, a second 401, signed out)."
         public var learner: LearnerState
         public var reason: String?
+
+        public init(learner: LearnerState, reason: String? = nil) {
+            self.learner = learner
+            self.reason = reason
+        }
     }
 
     public struct CueRecordingStarted: ProtocolEvent {
@@ -18,6 +23,11 @@ extension Event {
         public static let summary = "Recording an answer to `cue_id` started (`hands_free`: waiting for speech first)."
         public var cueId: Int
         public var handsFree: Bool
+
+        public init(cueId: Int, handsFree: Bool) {
+            self.cueId = cueId
+            self.handsFree = handsFree
+        }
     }
 
     public struct CueRecorded: ProtocolEvent {
@@ -29,6 +39,14 @@ extension Event {
         public var speechS: Double
         public var rms: Double
         public var endReason: TurnEndReason
+
+        public init(cueId: Int, durationS: Double, speechS: Double, rms: Double, endReason: TurnEndReason) {
+            self.cueId = cueId
+            self.durationS = durationS
+            self.speechS = speechS
+            self.rms = rms
+            self.endReason = endReason
+        }
     }
 
     public struct CueDiscarded: ProtocolEvent {
@@ -39,6 +57,13 @@ extension Event {
         public var reason: TurnDiscarded.Reason
         public var rms: Double?
         public var message: String?
+
+        public init(cueId: Int, reason: TurnDiscarded.Reason, rms: Double? = nil, message: String? = nil) {
+            self.cueId = cueId
+            self.reason = reason
+            self.rms = rms
+            self.message = message
+        }
     }
 
     public struct CueAnswerDiscarded: ProtocolEvent {
@@ -47,6 +72,11 @@ extension Event {
         public static let summary = "A client discarded a spooled answer (`cue.discard`): it is deleted and never uploaded."
         public var answerId: String
         public var cueId: Int
+
+        public init(answerId: String, cueId: Int) {
+            self.answerId = answerId
+            self.cueId = cueId
+        }
     }
 
     public struct CueSpooled: ProtocolEvent {
@@ -57,6 +87,13 @@ extension Event {
         public var cueId: Int
         public var bytes: Int
         public var durationS: Double
+
+        public init(answerId: String, cueId: Int, bytes: Int, durationS: Double) {
+            self.answerId = answerId
+            self.cueId = cueId
+            self.bytes = bytes
+            self.durationS = durationS
+        }
     }
 
     public struct CueSpoolFailed: ProtocolEvent {
@@ -65,6 +102,11 @@ extension Event {
         public static let summary = "The answer could not be kept on disk (encoding or the disk): it is lost, and says why."
         public var cueId: Int
         public var message: String
+
+        public init(cueId: Int, message: String) {
+            self.cueId = cueId
+            self.message = message
+        }
     }
 
     public struct CueUploadStep: ProtocolEvent {
@@ -77,6 +119,12 @@ extension Event {
         public var answerId: String
         public var cueId: Int
         public var step: Step
+
+        public init(answerId: String, cueId: Int, step: Step) {
+            self.answerId = answerId
+            self.cueId = cueId
+            self.step = step
+        }
     }
 
     public struct CueUploaded: ProtocolEvent {
@@ -86,6 +134,12 @@ extension Event {
         public var answerId: String
         public var cueId: Int
         public var recordingId: Int
+
+        public init(answerId: String, cueId: Int, recordingId: Int) {
+            self.answerId = answerId
+            self.cueId = cueId
+            self.recordingId = recordingId
+        }
     }
 
     public struct CueUploadRetrying: ProtocolEvent {
@@ -96,6 +150,13 @@ extension Event {
         public var attempt: Int
         public var delayS: Double
         public var error: String
+
+        public init(answerId: String, attempt: Int, delayS: Double, error: String) {
+            self.answerId = answerId
+            self.attempt = attempt
+            self.delayS = delayS
+            self.error = error
+        }
     }
 
     public struct CueUploadFailed: ProtocolEvent {
@@ -106,6 +167,13 @@ extension Event {
         public var cueId: Int
         public var reason: String?
         public var error: String
+
+        public init(answerId: String, cueId: Int, reason: String? = nil, error: String) {
+            self.answerId = answerId
+            self.cueId = cueId
+            self.reason = reason
+            self.error = error
+        }
     }
 
     public struct CueTranscript: ProtocolEvent {
@@ -115,6 +183,12 @@ extension Event {
         public var recordingId: Int
         public var status: CueResultStatus
         public var transcript: String?
+
+        public init(recordingId: Int, status: CueResultStatus, transcript: String? = nil) {
+            self.recordingId = recordingId
+            self.status = status
+            self.transcript = transcript
+        }
     }
 
     public struct CueEvaluation: ProtocolEvent {
@@ -124,6 +198,12 @@ extension Event {
         public var recordingId: Int
         public var status: CueResultStatus
         public var evaluation: ChatterboxEvaluation?
+
+        public init(recordingId: Int, status: CueResultStatus, evaluation: ChatterboxEvaluation? = nil) {
+            self.recordingId = recordingId
+            self.status = status
+            self.evaluation = evaluation
+        }
     }
 
     public struct CueResultsFailed: ProtocolEvent {
@@ -137,5 +217,12 @@ extension Event {
         public var step: Step
         public var attempts: Int
         public var error: String?
+
+        public init(recordingId: Int, step: Step, attempts: Int, error: String? = nil) {
+            self.recordingId = recordingId
+            self.step = step
+            self.attempts = attempts
+            self.error = error
+        }
     }
 }

@@ -95,5 +95,10 @@ extension Event {
         public static let summary = "`correction.ask` failed."
         public var segmentId: Int
         public var message: String
+
+        public init(segmentId: Int, message: String) {
+            self.segmentId = segmentId
+            self.message = message
+        }
     }
 }

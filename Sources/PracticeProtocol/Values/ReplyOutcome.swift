@@ -4,7 +4,8 @@
 /// few milliseconds, before its upstream model has done anything, and then may send no
 /// audio, no transcript or an empty one (`shared/talkco-traces`, files 05, 06, 10, 12, 13,
 /// 15, 16). Each of those is its own outcome, so that a UI can say "I didn't catch that,
-/// please say it again" instead of showing a normal reply.
+/// please say it again" instead of showing a normal reply. Which outcome a stream amounts to
+/// is the reply's summary's to say (`PracticeKit/Backend/ReplyOutcome+Summary.swift`).
 public enum ReplyOutcome: String, Sendable, CaseIterable, CustomStringConvertible {
     /// Audio and a transcript (or a typed turn's text) came: a normal reply.
     case answered
@@ -23,30 +24,6 @@ public enum ReplyOutcome: String, Sendable, CaseIterable, CustomStringConvertibl
     /// refused by the model before transcription.
     case tooShort = "too_short"
 
-    /// Which endpoint the reply answers: the rules differ (a greeting has no transcript; a
-    /// typed turn's transcript is the server's own echo).
-    public enum Request: Sendable {
-        case greeting, audioTurn, textTurn
-    }
-
-    public init(_ summary: ReplySummary, for request: Request) {
-        switch request {
-        case .greeting:
-            // A second /start (file 16) waits 30 s, then `timing done`: no greeting comes.
-            self = summary.hasAudio ? .answered : .noAudio
-        case .audioTurn, .textTurn:
-            if summary.transcript == "" {
-                self = .emptyTranscript
-            } else if !summary.hasAudio {
-                self = summary.transcript == nil && request == .audioTurn ? .tooShort : .noAudio
-            } else if summary.transcript == nil {
-                self = .noTranscript
-            } else {
-                self = .answered
-            }
-        }
-    }
-
     public var description: String { rawValue }
 
     /// What the UI may tell the learner.
@@ -58,12 +35,5 @@ public enum ReplyOutcome: String, Sendable, CaseIterable, CustomStringConvertibl
         case .emptyTranscript: return "the backend heard nothing; ask the learner to say it again"
         case .tooShort: return "the turn was too short to hear; ask the learner to say it again"
         }
-    }
-
-    /// Whether the backend keeps the turn as a review segment: only a non-empty transcript
-    /// with a reply text is saved (traces 04–15: four of eleven turns).
-    public static func isSaved(_ summary: ReplySummary) -> Bool {
-        guard let transcript = summary.transcript, !transcript.isEmpty else { return false }
-        return summary.responseText != nil
     }
 }

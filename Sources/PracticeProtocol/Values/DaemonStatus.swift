@@ -23,11 +23,23 @@ public struct DaemonStatus: Codable, Sendable {
         /// Null until checked.
         public var reachable: Bool?
         public var error: String?
+
+        public init(kind: String, url: String, reachable: Bool? = nil, error: String? = nil) {
+            self.kind = kind
+            self.url = url
+            self.reachable = reachable
+            self.error = error
+        }
     }
 
     public struct Devices: Codable, Sendable {
         public var capture: Device
         public var playback: Device
+
+        public init(capture: Device, playback: Device) {
+            self.capture = capture
+            self.playback = playback
+        }
     }
 
     public struct Device: Codable, Sendable {
@@ -49,11 +61,28 @@ public struct DaemonStatus: Codable, Sendable {
         /// The microphone only: whether it is echo-cancelled, so that the learner may
         /// interrupt the tutor by speaking (voice barge-in); null while it is not open.
         public var echoCancelled: Bool?
+
+        public init(name: String, state: DeviceRunState, error: String? = nil, format: String? = nil, periods: Int? = nil, xruns: Int? = nil, reopens: Int? = nil, parks: Int? = nil, echoCancelled: Bool? = nil) {
+            self.name = name
+            self.state = state
+            self.error = error
+            self.format = format
+            self.periods = periods
+            self.xruns = xruns
+            self.reopens = reopens
+            self.parks = parks
+            self.echoCancelled = echoCancelled
+        }
     }
 
     public struct Playback: Codable, Sendable {
         public var active: Bool
         public var positionS: Double
+
+        public init(active: Bool, positionS: Double) {
+            self.active = active
+            self.positionS = positionS
+        }
     }
 
     public struct Counters: Codable, Sendable {
@@ -63,6 +92,30 @@ public struct DaemonStatus: Codable, Sendable {
         public var throttled: Int
         public var requests: Int
         public var errors: Int
+
+        public init(connections: Int, refused: Int, slowClientsDropped: Int, throttled: Int, requests: Int, errors: Int) {
+            self.connections = connections
+            self.refused = refused
+            self.slowClientsDropped = slowClientsDropped
+            self.throttled = throttled
+            self.requests = requests
+            self.errors = errors
+        }
+    }
+
+    public init(version: String, `protocol`: String, pid: Int, uptimeS: Double, userId: String, backend: Backend, devices: Devices, playback: Playback, session: SessionState, learner: LearnerState? = nil, clients: Int, counters: Counters) {
+        self.version = version
+        self.`protocol` = `protocol`
+        self.pid = pid
+        self.uptimeS = uptimeS
+        self.userId = userId
+        self.backend = backend
+        self.devices = devices
+        self.playback = playback
+        self.session = session
+        self.learner = learner
+        self.clients = clients
+        self.counters = counters
     }
 }
 
@@ -77,4 +130,12 @@ public struct DaemonSnapshot: ProtocolEvent {
     public var playback: DeviceRunState
     public var playing: Bool
     public var session: SessionState
+
+    public init(version: String, capture: DeviceRunState, playback: DeviceRunState, playing: Bool, session: SessionState) {
+        self.version = version
+        self.capture = capture
+        self.playback = playback
+        self.playing = playing
+        self.session = session
+    }
 }

@@ -15,6 +15,11 @@ extension Command {
             public var mode: SessionMode?
             /// Required in conversation mode; ignored in review mode.
             public var topicId: String?
+
+            public init(mode: SessionMode? = nil, topicId: String? = nil) {
+                self.mode = mode
+                self.topicId = topicId
+            }
         }
         public typealias Result = SessionState
     }
@@ -29,6 +34,11 @@ extension Command {
             /// The server's word for the session (active, reviewing, completing, … or a new one).
             public var status: SessionStatus
             public var mode: SessionMode
+
+            public init(status: SessionStatus, mode: SessionMode) {
+                self.status = status
+                self.mode = mode
+            }
         }
     }
 
@@ -51,6 +61,10 @@ extension Command {
     /// The stage a turn command left the session in.
     public struct StageResult: Codable, Sendable {
         public var stage: SessionStage
+
+        public init(stage: SessionStage) {
+            self.stage = stage
+        }
     }
 
     public enum TurnStart: ControlCommand {
@@ -99,6 +113,10 @@ extension Command {
         public static let summary = "A typed turn (1 to 4,000 bytes of text) instead of a spoken one."
         public struct Arguments: Codable, Sendable {
             public var text: String
+
+            public init(text: String) {
+                self.text = text
+            }
         }
         public typealias Result = StageResult
     }
@@ -113,6 +131,12 @@ extension Command {
             public var review: Review
             public var stale: Bool
             public var error: String?
+
+            public init(review: Review, stale: Bool, error: String? = nil) {
+                self.review = review
+                self.stale = stale
+                self.error = error
+            }
         }
     }
 
@@ -124,6 +148,11 @@ extension Command {
         public struct Arguments: Codable, Sendable {
             public var segmentId: Int
             public var message: String
+
+            public init(segmentId: Int, message: String) {
+                self.segmentId = segmentId
+                self.message = message
+            }
         }
         public typealias Result = Correction
     }
@@ -139,6 +168,11 @@ extension Command {
             public var status: SessionStatus
             /// `already completed` when the server had completed the session before.
             public var note: String?
+
+            public init(status: SessionStatus, note: String? = nil) {
+                self.status = status
+                self.note = note
+            }
         }
     }
 
@@ -154,12 +188,23 @@ extension Command {
             public var answers: [CueSpoolEntry]
             /// Turns and answers that could not be sent (unreadable, damaged): kept, never sent.
             public var setAside: [SpoolSetAside]
+
+            public init(turns: [SpoolEntry], dir: String, answers: [CueSpoolEntry], setAside: [SpoolSetAside]) {
+                self.turns = turns
+                self.dir = dir
+                self.answers = answers
+                self.setAside = setAside
+            }
         }
     }
 
     /// The argument of the spool commands.
     public struct SpoolTurn: Codable, Sendable {
         public var turnId: String
+
+        public init(turnId: String) {
+            self.turnId = turnId
+        }
     }
 
     public enum SpoolRetry: ControlCommand {
@@ -171,6 +216,11 @@ extension Command {
         public struct Result: Codable, Sendable {
             public var turnId: String
             public var stage: SessionStage
+
+            public init(turnId: String, stage: SessionStage) {
+                self.turnId = turnId
+                self.stage = stage
+            }
         }
     }
 
@@ -181,6 +231,10 @@ extension Command {
         public typealias Arguments = SpoolTurn
         public struct Result: Codable, Sendable {
             public var discarded: String
+
+            public init(discarded: String) {
+                self.discarded = discarded
+            }
         }
     }
 
@@ -194,6 +248,13 @@ extension Command {
             public var stale: Bool
             public var ageS: Double?
             public var error: String?
+
+            public init(topics: [Topic], stale: Bool, ageS: Double? = nil, error: String? = nil) {
+                self.topics = topics
+                self.stale = stale
+                self.ageS = ageS
+                self.error = error
+            }
         }
     }
 
@@ -209,12 +270,24 @@ extension Command {
             /// `get` (the default), `evaluate` or `learning_goal`.
             public var action: Action?
             public var learningGoal: String?
+
+            public init(action: Action? = nil, learningGoal: String? = nil) {
+                self.action = action
+                self.learningGoal = learningGoal
+            }
         }
         public struct Result: Codable, Sendable {
             public var profile: UserProfile
             public var stale: Bool
             public var ageS: Double?
             public var error: String?
+
+            public init(profile: UserProfile, stale: Bool, ageS: Double? = nil, error: String? = nil) {
+                self.profile = profile
+                self.stale = stale
+                self.ageS = ageS
+                self.error = error
+            }
         }
     }
 }

@@ -12,6 +12,11 @@ extension Command {
         public struct Result: Codable, Sendable {
             public var pong: Bool
             public var uptimeS: Double
+
+            public init(pong: Bool, uptimeS: Double) {
+                self.pong = pong
+                self.uptimeS = uptimeS
+            }
         }
     }
 
@@ -33,11 +38,22 @@ extension Command {
             public var playback: [Device]
             /// Sound systems that could not be asked.
             public var errors: [String]
+
+            public init(capture: [Device], playback: [Device], errors: [String]) {
+                self.capture = capture
+                self.playback = playback
+                self.errors = errors
+            }
         }
         public struct Device: Codable, Sendable {
             /// A device URI for `audio.capture` or `audio.playback`.
             public var name: String
             public var description: String
+
+            public init(name: String, description: String) {
+                self.name = name
+                self.description = description
+            }
         }
     }
 
@@ -51,6 +67,11 @@ extension Command {
             public var path: String
             /// Mix the clip over whatever plays (a reply, another sound) instead of taking the speaker.
             public var mix: Bool?
+
+            public init(path: String, mix: Bool? = nil) {
+                self.path = path
+                self.mix = mix
+            }
         }
         public struct Result: Codable, Sendable {
             public var path: String
@@ -59,6 +80,13 @@ extension Command {
             /// for this clip's `playback.finished`, not another sound's.
             public var sound: Int
             public var mixed: Bool
+
+            public init(path: String, durationS: Double, sound: Int, mixed: Bool) {
+                self.path = path
+                self.durationS = durationS
+                self.sound = sound
+                self.mixed = mixed
+            }
         }
     }
 
@@ -77,6 +105,11 @@ extension Command {
         public struct Arguments: Codable, Sendable {
             public var level: Double?
             public var db: Double?
+
+            public init(level: Double? = nil, db: Double? = nil) {
+                self.level = level
+                self.db = db
+            }
         }
         public typealias Result = VolumeLevel
     }
@@ -88,6 +121,10 @@ extension Command {
         public typealias Arguments = NoArguments
         public struct Result: Codable, Sendable {
             public var stopped: Bool
+
+            public init(stopped: Bool) {
+                self.stopped = stopped
+            }
         }
     }
 
@@ -98,12 +135,22 @@ extension Command {
         public static let summary = "Subscribes to `level` and `speech` (and keeps the microphone open while watched); `enabled: false` unsubscribes from `level`, which lets the microphone close."
         public struct Arguments: Codable, Sendable {
             public var enabled: Bool?
+
+            public init(enabled: Bool? = nil) {
+                self.enabled = enabled
+            }
         }
         public struct Result: Codable, Sendable {
             public var watching: Bool
             public var intervalMs: Int
             /// The capture device's state.
             public var capture: DeviceRunState
+
+            public init(watching: Bool, intervalMs: Int, capture: DeviceRunState) {
+                self.watching = watching
+                self.intervalMs = intervalMs
+                self.capture = capture
+            }
         }
     }
 
@@ -124,6 +171,11 @@ extension Command {
             /// `prometheus-text-0.0.4`.
             public var format: String
             public var text: String
+
+            public init(format: String, text: String) {
+                self.format = format
+                self.text = text
+            }
         }
     }
 }

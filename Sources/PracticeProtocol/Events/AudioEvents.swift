@@ -14,6 +14,11 @@ extension Event {
         public static let summary = "The input level in dBFS, every `audio.level_interval_ms` while watched (`level.watch`)."
         public var rmsDbfs: Double
         public var peakDbfs: Double
+
+        public init(rmsDbfs: Double, peakDbfs: Double) {
+            self.rmsDbfs = rmsDbfs
+            self.peakDbfs = peakDbfs
+        }
     }
 
     public struct SpeechStarted: ProtocolEvent {
@@ -52,6 +57,12 @@ extension Event {
         /// sequence, clips mixed over them (`mixed`) in another.
         public var sound: Int
         public var mixed: Bool
+
+        public init(latencyMs: Int, sound: Int, mixed: Bool) {
+            self.latencyMs = latencyMs
+            self.sound = sound
+            self.mixed = mixed
+        }
     }
 
     public struct PlaybackUnderrun: ProtocolEvent {
@@ -59,6 +70,10 @@ extension Event {
         public static let topic = EventTopic.playback
         public static let summary = "The sound ran dry before its end (the network was late); `total` counts them for the sound."
         public var total: Int
+
+        public init(total: Int) {
+            self.total = total
+        }
     }
 
     public struct PlaybackFinished: ProtocolEvent {
@@ -70,6 +85,14 @@ extension Event {
         public var underruns: Int
         public var sound: Int
         public var mixed: Bool
+
+        public init(playedS: Double, interrupted: Bool, underruns: Int, sound: Int, mixed: Bool) {
+            self.playedS = playedS
+            self.interrupted = interrupted
+            self.underruns = underruns
+            self.sound = sound
+            self.mixed = mixed
+        }
     }
 
     public struct PlaybackFailed: ProtocolEvent {
@@ -80,6 +103,13 @@ extension Event {
         public var message: String
         public var sound: Int
         public var mixed: Bool
+
+        public init(path: String, message: String, sound: Int, mixed: Bool) {
+            self.path = path
+            self.message = message
+            self.sound = sound
+            self.mixed = mixed
+        }
     }
 
     public struct VolumeChanged: ProtocolEvent {
@@ -104,6 +134,13 @@ extension Event {
         public var state: DeviceRunState
         /// Why it failed (null unless `state` is `failed`).
         public var error: String?
+
+        public init(direction: AudioDirection, device: String, state: DeviceRunState, error: String? = nil) {
+            self.direction = direction
+            self.device = device
+            self.state = state
+            self.error = error
+        }
     }
 
     public struct DeviceXrun: ProtocolEvent {
@@ -112,6 +149,11 @@ extension Event {
         public static let summary = "The device over- or underran and recovered."
         public var direction: AudioDirection
         public var total: Int
+
+        public init(direction: AudioDirection, total: Int) {
+            self.direction = direction
+            self.total = total
+        }
     }
 
     public struct DeviceLost: ProtocolEvent {
@@ -120,6 +162,11 @@ extension Event {
         public static let summary = "The device went away; it is reopened with backoff."
         public var direction: AudioDirection
         public var message: String
+
+        public init(direction: AudioDirection, message: String) {
+            self.direction = direction
+            self.message = message
+        }
     }
 
     public struct DeviceRestored: ProtocolEvent {
@@ -128,5 +175,10 @@ extension Event {
         public static let summary = "A lost device is back."
         public var direction: AudioDirection
         public var attempts: Int
+
+        public init(direction: AudioDirection, attempts: Int) {
+            self.direction = direction
+            self.attempts = attempts
+        }
     }
 }
