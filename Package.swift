@@ -1,8 +1,9 @@
 // swift-tools-version: 6.1
 //
 // practiced: the audio engine and daemon of a speaking-practice kiosk.
-// Dependencies point one way: executables -> PracticeKit -> PracticeProtocol -> PracticeNet ->
-// AudioKernel -> SpeechModels, C modules.
+// Dependencies point one way: executables -> PracticeKit -> PracticeControl -> PracticeProtocol ->
+// PracticeNet -> AudioKernel -> SpeechModels, C modules; PracticeSupport (log, clock, files) under
+// the practice modules.
 // The shipped targets depend on nothing beyond the toolchain and the system's ALSA,
 // PulseAudio and OpenSSL libraries; benchmarks live in their own package under Benchmarks/.
 import PackageDescription
@@ -13,7 +14,9 @@ let package = Package(
     products: [
         .library(name: "AudioKernel", targets: ["AudioKernel"]),
         .library(name: "PracticeNet", targets: ["PracticeNet"]),
+        .library(name: "PracticeSupport", targets: ["PracticeSupport"]),
         .library(name: "PracticeProtocol", targets: ["PracticeProtocol"]),
+        .library(name: "PracticeControl", targets: ["PracticeControl"]),
         .library(name: "PracticeKit", targets: ["PracticeKit"]),
         .library(name: "SpeechModels", targets: ["SpeechModels"]),
         .executable(name: "audiokernel-demo", targets: ["audiokernel-demo"]),
@@ -57,19 +60,26 @@ let package = Package(
         // reference and JavaScript module printed from them.
         .target(name: "PracticeProtocol", dependencies: ["AudioKernel", "PracticeNet", "CAudioShim"]),
 
-        // Practice over the network layer and the protocol: the backends' clients (TalkCo,
-        // Chatterbox), the conversation's session and cue practice, the spool, the control
-        // socket's server, the daemon.
-        .target(name: "PracticeKit", dependencies: ["AudioKernel", "PracticeNet", "PracticeProtocol", "CAudioShim"]),
+        // What the daemon's parts run on, knowing no practice: the logger and its sinks, the
+        // one clock (its timers, a repeating one), file paths and reads, CRC-32, printf.
+        .target(name: "PracticeSupport", dependencies: ["AudioKernel"]),
+
+        // The control socket: the Unix listener (bind, stale sockets, activation), the server
+        // with its clients, limits, fair scheduling and its own commands, and the client.
+        .target(name: "PracticeControl", dependencies: ["AudioKernel", "PracticeNet", "PracticeProtocol", "PracticeSupport", "CAudioShim"]),
+
+        // The practice flows and the daemon: the backends' clients (TalkCo, Chatterbox), the
+        // conversation's session and cue practice, the spool, the daemon that wires them.
+        .target(name: "PracticeKit", dependencies: ["AudioKernel", "PracticeNet", "PracticeProtocol", "PracticeSupport", "PracticeControl", "CAudioShim"]),
 
         // practice-sim, the local stand-in for both backends (TalkCo, and Chatterbox's
         // gateway): an HTTP/1.1 server, the routes with the real servers' oddities, faults.
-        .target(name: "SimulatorKit", dependencies: ["AudioKernel", "PracticeNet", "PracticeKit"]),
+        .target(name: "SimulatorKit", dependencies: ["AudioKernel", "PracticeNet", "PracticeSupport", "PracticeKit"]),
         .executableTarget(name: "practice-sim", dependencies: ["SimulatorKit"]),
 
         // The daemon (wiring: configuration, signals, systemd) and its command-line client.
-        .executableTarget(name: "practiced", dependencies: ["PracticeKit", "PracticeProtocol"]),
-        .executableTarget(name: "practicectl", dependencies: ["AudioKernel", "PracticeNet", "PracticeProtocol", "PracticeKit"]),
+        .executableTarget(name: "practiced", dependencies: ["PracticeKit", "PracticeProtocol", "PracticeControl", "PracticeSupport"]),
+        .executableTarget(name: "practicectl", dependencies: ["AudioKernel", "PracticeNet", "PracticeProtocol", "PracticeControl", "PracticeSupport", "PracticeKit"]),
 
         // The learner UI's bridge: its files over HTTP on loopback, and the page's WebSocket
         // (RFC 6455, checked frame by frame) relayed to the daemon's control socket once it
@@ -127,7 +137,7 @@ let package = Package(
         // trace replays on loopback ports, the schema every protocol line is checked against,
         // waiting on a condition with a deadline. AudioMeasurement: the resampler's spectrum.
         .target(name: "AudioMeasurement", path: "Tests/AudioMeasurement"),
-        .target(name: "TestSupport", dependencies: ["AudioKernel", "PracticeNet", "PracticeProtocol", "PracticeKit", "SimulatorKit"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["AudioKernel", "PracticeNet", "PracticeProtocol", "PracticeSupport", "PracticeControl", "PracticeKit", "SimulatorKit"], path: "Tests/TestSupport"),
         .testTarget(
             name: "PracticeNetTests",
             dependencies: ["PracticeNet", "AudioKernel", "TestSupport"],
@@ -137,13 +147,16 @@ let package = Package(
         // what is committed, every type's wire form, the request decoder.
         .testTarget(name: "PracticeProtocolTests", dependencies: ["PracticeProtocol", "PracticeNet", "TestSupport"],
                     exclude: ["Fixtures"]),  // read by path: inputs kept from fuzzing runs
-        .testTarget(name: "PracticeKitTests", dependencies: ["PracticeKit", "PracticeProtocol", "PracticeNet", "SimulatorKit", "TestSupport"]),
+        // The control socket alone: its parts (the line framer, the pacer, the scheduler), the
+        // server on a real socket with a real client, on the test's clock.
+        .testTarget(name: "PracticeControlTests", dependencies: ["PracticeControl", "PracticeProtocol", "PracticeSupport", "PracticeNet", "TestSupport"]),
+        .testTarget(name: "PracticeKitTests", dependencies: ["PracticeKit", "PracticeProtocol", "PracticeSupport", "PracticeControl", "PracticeNet", "SimulatorKit", "TestSupport"]),
         // The models beside onnxruntime (PyPI, in the environment .ci/setup builds).
         .testTarget(name: "SpeechModelsTests", dependencies: ["SpeechModels", "AudioKernel", "TestSupport"]),
-        .testTarget(name: "SimulatorKitTests", dependencies: ["SimulatorKit", "PracticeNet", "PracticeProtocol", "PracticeKit"]),
+        .testTarget(name: "SimulatorKitTests", dependencies: ["SimulatorKit", "PracticeNet", "PracticeProtocol", "PracticeSupport", "PracticeKit"]),
         .testTarget(name: "KioskBridgeTests", dependencies: ["KioskBridge", "TestSupport"], exclude: ["Fixtures"]),
         // The daemon as a real process, with real clients on its socket.
-        .testTarget(name: "PracticedTests", dependencies: ["PracticeKit", "PracticeProtocol", "PracticeNet", "SimulatorKit", "TestSupport", "AudioMeasurement"]),
+        .testTarget(name: "PracticedTests", dependencies: ["PracticeKit", "PracticeProtocol", "PracticeControl", "PracticeSupport", "PracticeNet", "SimulatorKit", "TestSupport", "AudioMeasurement"]),
         .testTarget(
             name: "AudioKernelTests",
             dependencies: ["AudioKernel", "AudioMeasurement", "TestSupport"],

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import PracticeControl
 import PracticeKit
 import PracticeProtocol
 import PracticeNet

@@ -1,6 +1,7 @@
 import AudioKernel
 import FoundationEssentials
 import Glibc
+import PracticeControl
 import PracticeKit
 import PracticeProtocol
 import PracticeNet

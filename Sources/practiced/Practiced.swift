@@ -1,6 +1,7 @@
 import Dispatch
 import FoundationEssentials
 import Glibc
+import PracticeControl
 import PracticeKit
 import PracticeProtocol
 

@@ -1,5 +1,6 @@
 import AudioKernel
 import Foundation
+import PracticeControl
 import PracticeKit
 import PracticeProtocol
 import TestSupport

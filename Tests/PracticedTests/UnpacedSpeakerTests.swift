@@ -1,6 +1,7 @@
 import AudioKernel
 import AudioMeasurement
 import Foundation
+import PracticeControl
 import PracticeKit
 import PracticeNet
 import PracticeProtocol

@@ -2,6 +2,7 @@ import AudioKernel
 import Foundation
 import PracticeKit
 import PracticeNet
+import PracticeSupport
 import SimulatorKit
 
 /// practice-sim's backend on a real loopback TCP port inside the test process, and a

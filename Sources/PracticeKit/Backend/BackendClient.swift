@@ -4,6 +4,7 @@ import FoundationEssentials
 import Glibc
 import PracticeNet
 import PracticeProtocol
+import PracticeSupport
 
 /// The practice backend's client: every endpoint of the contract, over the daemon's own
 /// HTTP/1.1 transport (``BackendTransport``), `http://` or `https://`.

@@ -2,6 +2,7 @@ import AudioKernel
 import Dispatch
 import FoundationEssentials
 import PracticeNet
+import PracticeSupport
 
 /// Carries the client's requests, `http://` and `https://`, over ``HTTPClient``, the
 /// daemon's own HTTP/1.1 transport (TLS through the system's OpenSSL).

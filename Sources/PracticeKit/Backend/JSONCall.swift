@@ -1,6 +1,7 @@
 import Dispatch
 import FoundationEssentials
 import PracticeNet
+import PracticeSupport
 
 /// One attempt of a call to a backend, as both clients make it (``BackendClient``'s REST
 /// calls, ``ChatterboxClient``'s RPCs and files): the request over the shared transport with

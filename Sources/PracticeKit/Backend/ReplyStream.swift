@@ -2,6 +2,7 @@ import AudioKernel
 import Dispatch
 import FoundationEssentials
 import PracticeNet
+import PracticeSupport
 
 /// One reply stream in flight: `/start`, `/chat` or `/chat/text`.
 ///

@@ -2,6 +2,7 @@ import AudioKernel
 import Dispatch
 import FoundationEssentials
 import PracticeNet
+import PracticeSupport
 
 /// The Chatterbox backend's client (`shared/chatterbox-traces/flows.md`): every call is
 /// `POST /rpc/<name>` to the gateway with a JSON object of exactly the function's keys, over

@@ -1,6 +1,7 @@
 import AudioKernel
 import FoundationEssentials
 import Glibc
+import PracticeSupport
 
 /// The signed-in learner's token pair, kept across restarts in `chatterbox-tokens.json` in
 /// the state directory: mode 0600, written whole under a scratch name, synced, renamed, so a

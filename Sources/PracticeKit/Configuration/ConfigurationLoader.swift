@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import PracticeNet
 import PracticeProtocol
+import PracticeSupport
 
 /// Resolves ``DaemonConfiguration``: defaults, then the config file, then `PRACTICED_*`
 /// environment variables, then command-line flags; each layer overrides the one before.

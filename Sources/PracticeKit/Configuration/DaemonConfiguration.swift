@@ -2,6 +2,7 @@ import AudioKernel
 import FoundationEssentials
 import Glibc
 import PracticeProtocol
+import PracticeSupport
 
 /// Everything `practiced` can be told, with its defaults. Resolved by
 /// ``ConfigurationLoader`` from the config file, then the environment, then flags.

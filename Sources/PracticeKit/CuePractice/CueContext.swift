@@ -1,5 +1,6 @@
 import Dispatch
 import PracticeProtocol
+import PracticeSupport
 
 /// What the pieces of cue practice (``AnswerDelivery``, ``ResultPolling``) share, owned by
 /// ``CuePractice``: the queue they all run on, the settings, the events, the clock and the

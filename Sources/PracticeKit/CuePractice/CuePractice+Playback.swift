@@ -3,6 +3,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 import PracticeProtocol
+import PracticeSupport
 
 // `cue.play`: a recording of the learner's, downloaded and played through the daemon.
 extension CuePractice {

@@ -4,6 +4,7 @@ import FoundationEssentials
 import Glibc
 import PracticeNet
 import PracticeProtocol
+import PracticeSupport
 
 /// How cue practice behaves (from the daemon's configuration).
 public struct CueSettings: Sendable, Equatable {

@@ -3,6 +3,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 import PracticeProtocol
+import PracticeSupport
 
 /// What the spool knows of a recorded answer besides its audio, and how far its upload got.
 public struct SpooledAnswer: Codable, Equatable, Sendable {

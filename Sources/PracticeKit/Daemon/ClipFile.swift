@@ -2,6 +2,7 @@ import AudioKernel
 import FoundationEssentials
 import Glibc
 import PracticeProtocol
+import PracticeSupport
 
 /// A WAV or MPEG-4 AAC (`.m4a`, `.mp4`) file a client named with `play`, opened the way a
 /// daemon that serves untrusted local clients must open it. Which of the two it is comes from

@@ -4,6 +4,7 @@ import FoundationEssentials
 import Glibc
 import PracticeNet
 import PracticeProtocol
+import PracticeSupport
 
 /// `play`'s files: each opened, checked and streamed to the speaker on a thread of its own,
 /// which nothing else waits on.

@@ -2,6 +2,7 @@ import AudioKernel
 import Dispatch
 import FoundationEssentials
 import PracticeProtocol
+import PracticeSupport
 
 /// The microphone and the speaker, kept by one owner with its own lock: opened at start and
 /// when a command needs them, closed when nothing has needed them for `audio.idle_close_s`,

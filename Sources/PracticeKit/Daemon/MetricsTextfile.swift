@@ -2,6 +2,7 @@ import AudioKernel
 import Dispatch
 import FoundationEssentials
 import Glibc
+import PracticeSupport
 
 /// Writes the metrics every few seconds to a `.prom` file for node_exporter's textfile
 /// collector, so that a fleet's Prometheus scrapes the kiosk without a new listening socket.

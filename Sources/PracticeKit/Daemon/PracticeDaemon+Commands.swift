@@ -2,6 +2,7 @@ import AudioKernel
 import Dispatch
 import FoundationEssentials
 import Glibc
+import PracticeControl
 import PracticeNet
 import PracticeProtocol
 import Synchronization

@@ -2,7 +2,9 @@ import AudioKernel
 import Dispatch
 import FoundationEssentials
 import Glibc
+import PracticeControl
 import PracticeProtocol
+import PracticeSupport
 import Synchronization
 
 /// The daemon: the control server, the microphone and speaker (recorder and streaming

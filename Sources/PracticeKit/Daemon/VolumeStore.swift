@@ -2,6 +2,7 @@ import AudioKernel
 import FoundationEssentials
 import Glibc
 import PracticeNet
+import PracticeSupport
 
 /// The speaker's volume kept across restarts: `volume` in the state directory, one line with
 /// the gain, written under a temporary name, synced, then renamed, so a crash or a power cut

@@ -1,6 +1,7 @@
 import Dispatch
 import FoundationEssentials
 import PracticeProtocol
+import PracticeSupport
 
 /// The session on the backend, as every piece of the session sees it.
 struct ActiveSession: Sendable {

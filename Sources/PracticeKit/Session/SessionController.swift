@@ -3,6 +3,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 import PracticeProtocol
+import PracticeSupport
 
 /// The kiosk's conversation with the backend: the one source of truth for the session,
 /// its mode and its ``SessionStage``. It holds the stage and the session's identity,

@@ -2,6 +2,7 @@ import AudioKernel
 import FoundationEssentials
 import Glibc
 import PracticeProtocol
+import PracticeSupport
 
 /// The spool's `quarantine/` folder: where a turn or cue answer goes that cannot be sent
 /// (its record does not decode, its audio is missing or no longer matches its record) and

@@ -2,6 +2,7 @@ import AudioKernel
 import FoundationEssentials
 import Glibc
 import PracticeProtocol
+import PracticeSupport
 
 /// What the spool knows about a turn besides its audio. Written once, with the audio, in
 /// the turn's file: the file is complete or absent, never half a turn.

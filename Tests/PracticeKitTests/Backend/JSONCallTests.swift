@@ -1,6 +1,7 @@
 import Foundation
 @testable import PracticeKit
 import PracticeNet
+import PracticeSupport
 import TestSupport
 import XCTest
 

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 @testable import PracticeKit
 import PracticeNet
+import PracticeSupport
 import TestSupport
 import XCTest
 

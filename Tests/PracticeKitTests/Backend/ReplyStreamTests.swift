@@ -1,6 +1,7 @@
 import Foundation
 import PracticeKit
 import PracticeProtocol
+import PracticeSupport
 import SimulatorKit
 import TestSupport
 import XCTest

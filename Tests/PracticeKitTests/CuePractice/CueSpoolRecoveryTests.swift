@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 @testable import PracticeKit
 import PracticeProtocol
+import PracticeSupport
 import XCTest
 
 /// What a crash, a kill or a failing disk can leave in the spools, and what the next start

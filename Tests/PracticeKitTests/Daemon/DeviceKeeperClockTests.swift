@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 @testable import PracticeKit
 import PracticeProtocol
+import PracticeSupport
 import TestSupport
 import XCTest
 

@@ -2,6 +2,7 @@ import AudioKernel
 import Foundation
 @testable import PracticeKit
 @testable import PracticeProtocol
+import PracticeSupport
 import XCTest
 
 final class TurnSpoolTests: XCTestCase {

@@ -1,6 +1,7 @@
 import Foundation
 @testable import PracticeKit
 import PracticeNet
+import PracticeSupport
 import XCTest
 
 /// The daemon links FoundationEssentials only; what it took from Foundation's NSString

@@ -1,4 +1,5 @@
 import Foundation
+import PracticeControl
 import PracticeKit
 import PracticeProtocol
 import TestSupport

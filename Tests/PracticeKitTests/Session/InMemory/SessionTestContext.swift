@@ -4,6 +4,7 @@ import Foundation
 @testable import PracticeKit
 import PracticeNet
 import PracticeProtocol
+import PracticeSupport
 import TestSupport
 import XCTest
 

@@ -1,4 +1,5 @@
 import Foundation
+import PracticeControl
 import PracticeKit
 import PracticeNet
 import PracticeProtocol

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import PracticeControl
 import PracticeKit
 import PracticeProtocol
 import SimulatorKit

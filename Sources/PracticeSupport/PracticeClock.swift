@@ -7,7 +7,7 @@ import Dispatch
 /// streams: Dispatch's in the daemon (``DispatchClock``); a test holds one whose time it
 /// moves itself, so that a minute of retries, ten minutes of polls or a 120 s deadline run
 /// in milliseconds, in the order the test decides.
-protocol PracticeClock: Sendable {
+package protocol PracticeClock: Sendable {
     /// Monotonic nanoseconds.
     var now: UInt64 { get }
     /// Runs `body` on `queue` once `delay` seconds have passed.
@@ -17,39 +17,41 @@ protocol PracticeClock: Sendable {
 }
 
 /// A deadline that can be set, moved and cancelled (``PracticeClock/makeTimer(on:_:)``).
-protocol PracticeTimer: AnyObject, Sendable {
+package protocol PracticeTimer: AnyObject, Sendable {
     /// Sets (or moves) the deadline to `seconds` from now.
     func schedule(after seconds: Double)
     func cancel()
 }
 
 /// Dispatch's monotonic clock; its timers are timer sources (rescheduled, never reallocated).
-struct DispatchClock: PracticeClock {
-    var now: UInt64 { DispatchTime.now().uptimeNanoseconds }
+package struct DispatchClock: PracticeClock {
+    package init() {}
 
-    func after(_ delay: Double, on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) {
+    package var now: UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    package func after(_ delay: Double, on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) {
         queue.asyncAfter(deadline: .now() + delay, execute: body)
     }
 
-    func makeTimer(on queue: DispatchQueue, _ handler: @escaping @Sendable () -> Void) -> any PracticeTimer {
+    package func makeTimer(on queue: DispatchQueue, _ handler: @escaping @Sendable () -> Void) -> any PracticeTimer {
         DispatchTimer(queue: queue, handler: handler)
     }
 }
 
-final class DispatchTimer: PracticeTimer, @unchecked Sendable {
+package final class DispatchTimer: PracticeTimer, @unchecked Sendable {
     private let source: DispatchSourceTimer
 
-    init(queue: DispatchQueue, handler: @escaping @Sendable () -> Void) {
+    package init(queue: DispatchQueue, handler: @escaping @Sendable () -> Void) {
         source = DispatchSource.makeTimerSource(queue: queue)
         source.setEventHandler(handler: handler)
         source.resume()
     }
 
-    func schedule(after seconds: Double) { source.schedule(deadline: .now() + seconds) }
-    func cancel() { source.cancel() }
+    package func schedule(after seconds: Double) { source.schedule(deadline: .now() + seconds) }
+    package func cancel() { source.cancel() }
 }
 
-extension PracticeClock {
+package extension PracticeClock {
     /// Suspends the calling task for `seconds` of this clock's time (a REST call's retry
     /// waits here, so a test's clock runs a minute of retries at once); a cancelled task
     /// wakes at once and throws.

@@ -2,6 +2,8 @@ import AudioKernel
 internal import CAudioShim
 import FoundationEssentials
 import Glibc
+import PracticeProtocol
+import PracticeSupport
 
 /// Why the control socket could not be set up.
 public struct ControlSocketError: Error, Equatable, CustomStringConvertible {

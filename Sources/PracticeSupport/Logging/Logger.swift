@@ -91,7 +91,7 @@ public final class StandardErrorLogSink: LogSink {
         journal = Self.stderrIsJournal(environment["JOURNAL_STREAM"])
     }
 
-    static func stderrIsJournal(_ value: String?) -> Bool {
+    package static func stderrIsJournal(_ value: String?) -> Bool {
         guard let value else { return false }
         let parts = value.split(separator: ":")
         guard parts.count == 2, let device = UInt64(parts[0]), let inode = UInt64(parts[1]) else { return false }

@@ -1,3 +1,4 @@
+@testable import PracticeControl
 @testable import PracticeKit
 import XCTest
 

@@ -8,15 +8,15 @@ import Darwin
 
 /// Path arithmetic on plain strings, as NSString's path methods did (the daemon links only
 /// FoundationEssentials, which has no NSString). Lexical only: nothing is resolved on disk.
-enum FilePaths {
+package enum FilePaths {
     /// `directory` and `name` joined by one slash.
-    static func join(_ directory: String, _ name: String) -> String {
+    package static func join(_ directory: String, _ name: String) -> String {
         if directory.isEmpty { return name }
         return directory.hasSuffix("/") ? directory + name : directory + "/" + name
     }
 
     /// The path without its last component: "/a/b" → "/a", "/a" → "/", "a" → "".
-    static func parent(of path: String) -> String {
+    package static func parent(of path: String) -> String {
         let trimmed = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
         guard let slash = trimmed.lastIndex(of: "/") else { return "" }
         if slash == trimmed.startIndex { return "/" }
@@ -24,7 +24,7 @@ enum FilePaths {
     }
 
     /// The last component: "/a/b.prom" → "b.prom", "/a/b/" → "b", "/" → "/".
-    static func lastComponent(of path: String) -> String {
+    package static func lastComponent(of path: String) -> String {
         let trimmed = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
         guard let slash = trimmed.lastIndex(of: "/"), trimmed != "/" else { return trimmed }
         return String(trimmed[trimmed.index(after: slash)...])
@@ -32,7 +32,7 @@ enum FilePaths {
 
     /// `path` with empty and "." components removed and ".." applied (never above the root of
     /// an absolute path).
-    static func normalized(_ path: String) -> String {
+    package static func normalized(_ path: String) -> String {
         let absolute = path.hasPrefix("/")
         var parts: [Substring] = []
         for part in path.split(separator: "/", omittingEmptySubsequences: true) {
@@ -48,7 +48,7 @@ enum FilePaths {
     }
 
     /// The user's home directory: $HOME, else the password database's.
-    static func home(environment: [String: String]) -> String {
+    package static func home(environment: [String: String]) -> String {
         if let home = environment["HOME"], !home.isEmpty { return home }
         if let entry = getpwuid(getuid()), let directory = entry.pointee.pw_dir { return String(cString: directory) }
         return "/"

@@ -1,8 +1,10 @@
 import AudioKernel
 import Foundation
+@testable import PracticeControl
 @testable import PracticeKit
 import PracticeNet
 import PracticeProtocol
+import PracticeSupport
 import TestSupport
 import XCTest
 

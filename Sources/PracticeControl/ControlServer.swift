@@ -4,6 +4,7 @@ import FoundationEssentials
 import Glibc
 import PracticeNet
 import PracticeProtocol
+import PracticeSupport
 import Synchronization
 
 /// Answers the commands the server does not answer itself (everything but `hello`,
@@ -43,6 +44,8 @@ public struct ControlServerStatistics: Equatable, Sendable {
     public var requests = 0
     public var errors: [String: Int] = [:]
     public var eventsPublished: UInt64 = 0
+
+    public init() {}
 }
 
 /// The control socket's server: accepts local clients, checks who they are, reads request
@@ -90,7 +93,7 @@ public final class ControlServer: @unchecked Sendable {
                   socketGroup: socketGroup, limits: limits, logger: logger, handler: handler, clock: DispatchClock())
     }
 
-    init(listener: UnixListener, serverVersion: String, capabilities: [String], topics: Set<EventTopic>,
+    package init(listener: UnixListener, serverVersion: String, capabilities: [String], topics: Set<EventTopic>,
          socketGroup: UInt32?, limits: ControlServerLimits, logger: Logger, handler: ControlCommandHandler, clock: any PracticeClock) {
         self.clock = clock
         self.listener = listener

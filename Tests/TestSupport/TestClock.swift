@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
-@testable import PracticeKit
-import TestSupport
+import PracticeSupport
 
 /// The flows' clock in a test (``PracticeClock``). Real by default (Dispatch's, for tests
 /// that only need things to happen); in ``manual(start:)`` mode time stands still until the
@@ -9,22 +8,22 @@ import TestSupport
 /// work asked for later (``after(_:on:_:)``) and timers whose deadline passed (a reply
 /// stream's idle and total deadlines). A minute of retries takes a millisecond, and the
 /// test sees every step.
-final class TestClock: PracticeClock, @unchecked Sendable {
+package final class TestClock: PracticeClock, @unchecked Sendable {
     /// A timer in manual mode: its deadline, moved by the code under test, read by ``advance(by:)``.
-    final class Timer: PracticeTimer, @unchecked Sendable {
+    package final class Timer: PracticeTimer, @unchecked Sendable {
         unowned let clock: TestClock
-        let queue: DispatchQueue
-        let handler: @Sendable () -> Void
-        var deadline: UInt64?
+        package let queue: DispatchQueue
+        package let handler: @Sendable () -> Void
+        package var deadline: UInt64?
 
-        init(clock: TestClock, queue: DispatchQueue, handler: @escaping @Sendable () -> Void) {
+        package init(clock: TestClock, queue: DispatchQueue, handler: @escaping @Sendable () -> Void) {
             self.clock = clock
             self.queue = queue
             self.handler = handler
         }
 
-        func schedule(after seconds: Double) { clock.lock.withLock { deadline = (clock.manualTime ?? 0) + UInt64(max(0, seconds) * 1e9) } }
-        func cancel() { clock.lock.withLock { deadline = nil } }
+        package func schedule(after seconds: Double) { clock.lock.withLock { deadline = (clock.manualTime ?? 0) + UInt64(max(0, seconds) * 1e9) } }
+        package func cancel() { clock.lock.withLock { deadline = nil } }
     }
 
     private let lock = NSLock()
@@ -34,18 +33,20 @@ final class TestClock: PracticeClock, @unchecked Sendable {
     private var order = 0
 
     /// Stops the clock at `start`: from now on only ``advance(by:)`` moves it.
-    func manual(start: UInt64 = 1_000_000_000) { lock.withLock { manualTime = start } }
+    package init() {}
 
-    var now: UInt64 { lock.withLock { manualTime } ?? DispatchTime.now().uptimeNanoseconds }
+    package func manual(start: UInt64 = 1_000_000_000) { lock.withLock { manualTime = start } }
+
+    package var now: UInt64 { lock.withLock { manualTime } ?? DispatchTime.now().uptimeNanoseconds }
 
     /// The delays asked for so far, in seconds from when they were asked (manual mode).
-    private(set) var delays: [Double] = []
+    package private(set) var delays: [Double] = []
     private let asked = Awaitable(0)
 
     /// Waits until `count` delays have been asked for (manual mode); false at the deadline.
-    func waitForDelays(_ count: Int, timeout: Double = 10) -> Bool { asked.wait(timeout: timeout) { $0 >= count } }
+    package func waitForDelays(_ count: Int, timeout: Double = 10) -> Bool { asked.wait(timeout: timeout) { $0 >= count } }
 
-    func after(_ delay: Double, on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) {
+    package func after(_ delay: Double, on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) {
         let scheduled: Bool = lock.withLock {
             guard let time = manualTime else { return false }
             order += 1
@@ -56,7 +57,7 @@ final class TestClock: PracticeClock, @unchecked Sendable {
         if scheduled { asked.update { $0 += 1 } } else { queue.asyncAfter(deadline: .now() + delay, execute: body) }
     }
 
-    func makeTimer(on queue: DispatchQueue, _ handler: @escaping @Sendable () -> Void) -> any PracticeTimer {
+    package func makeTimer(on queue: DispatchQueue, _ handler: @escaping @Sendable () -> Void) -> any PracticeTimer {
         guard lock.withLock({ manualTime != nil }) else { return DispatchTimer(queue: queue, handler: handler) }
         let timer = Timer(clock: self, queue: queue, handler: handler)
         lock.withLock { timers.append(timer) }
@@ -65,7 +66,7 @@ final class TestClock: PracticeClock, @unchecked Sendable {
 
     /// Moves the clock `seconds` ahead, running everything due by then (and what that
     /// schedules within the window) on its queue, earliest first.
-    func advance(by seconds: Double) {
+    package func advance(by seconds: Double) {
         let end = now + UInt64(seconds * 1e9)
         while let (queue, body) = next(dueBy: end) {
             queue.sync { body() }
@@ -92,5 +93,5 @@ final class TestClock: PracticeClock, @unchecked Sendable {
     }
 
     /// Work waiting for the clock (timers not counted).
-    var waiting: Int { lock.withLock { pending.count } }
+    package var waiting: Int { lock.withLock { pending.count } }
 }

@@ -11,9 +11,9 @@ import Darwin
 /// alike (Foundation's FileHandle did this before; the daemon links only
 /// FoundationEssentials, which has none). Bounded, so /dev/zero or a pipe that never ends
 /// costs at most `limit` bytes.
-enum FileReader {
+package enum FileReader {
     /// Up to `limit` bytes from the start of `path` (fewer at its end).
-    static func read(_ path: String, upTo limit: Int) throws(SystemError) -> [UInt8] {
+    package static func read(_ path: String, upTo limit: Int) throws(SystemError) -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)
         guard fd >= 0 else { throw Errno.current.failure("opening \(path)") }
         defer { close(fd) }
