@@ -147,6 +147,7 @@ let package = Package(
         // what is committed, every type's wire form, the request decoder.
         .testTarget(name: "PracticeProtocolTests", dependencies: ["PracticeProtocol", "PracticeNet", "TestSupport"],
                     exclude: ["Fixtures"]),  // read by path: inputs kept from fuzzing runs
+        .testTarget(name: "PracticeSupportTests", dependencies: ["PracticeSupport"]),
         // The control socket alone: its parts (the line framer, the pacer, the scheduler), the
         // server on a real socket with a real client, on the test's clock.
         .testTarget(name: "PracticeControlTests", dependencies: ["PracticeControl", "PracticeProtocol", "PracticeSupport", "PracticeNet", "TestSupport"]),

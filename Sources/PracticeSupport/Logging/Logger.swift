@@ -39,6 +39,12 @@ public struct LogRecord: Sendable {
     public var level: LogLevel
     public var category: String
     public var message: String
+
+    public init(level: LogLevel, category: String, message: String) {
+        self.level = level
+        self.category = category
+        self.message = message
+    }
 }
 
 /// Where log records go.
