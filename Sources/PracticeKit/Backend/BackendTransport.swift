@@ -26,7 +26,7 @@ final class BackendTransport: StreamTransport, @unchecked Sendable {
     let queue: DispatchQueue
     private let http: HTTPClient
     /// A REST call's deadline runs on it (the client's clock: Dispatch's in the daemon).
-    private let clock: any PracticeClock
+    let clock: any PracticeClock
 
     /// `caFile`: the PEM file of CAs an `https://` backend's certificate must chain to;
     /// nil trusts the system's store.

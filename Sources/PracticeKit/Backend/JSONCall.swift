@@ -1,4 +1,3 @@
-import Dispatch
 import FoundationEssentials
 import PracticeNet
 import PracticeSupport
@@ -6,7 +5,8 @@ import PracticeSupport
 /// One attempt of a call to a backend, as both clients make it (``BackendClient``'s REST
 /// calls, ``ChatterboxClient``'s RPCs and files): the request over the shared transport with
 /// its deadline and answer limit, logged at debug level by its label, status, sizes and time
-/// (never a body, a token or a URL's signature); a JSON body encoded and a JSON answer
+/// (never a body, a token or a URL's signature; the time by the transport's clock, the
+/// client's); a JSON body encoded and a JSON answer
 /// decoded with snake_case keys, a decoding failure named by the key path it failed at.
 /// What a failed attempt means (a retry, a refresh, an error of its own) is each client's.
 struct JSONCall: Sendable {
@@ -19,9 +19,9 @@ struct JSONCall: Sendable {
 
     /// One attempt: `label` names it in the log (`POST /rpc/me`), `sent` is the body's size.
     func exchange(_ request: HTTPRequest, body: Data?, label: String) async -> Result<(HTTPResponse, Data), BackendError> {
-        let start = DispatchTime.now()
+        let start = transport.clock.now
         let outcome = await transport.exchange(request, body: body, timeout: timeout, limit: limit)
-        let elapsed = Self.milliseconds(since: start)
+        let elapsed = Int((transport.clock.now &- start) / 1_000_000)
         switch outcome {
         case .failure(let error):
             logger.debug("\(label) failed in \(elapsed) ms: \(error)")
@@ -63,9 +63,5 @@ struct JSONCall: Sendable {
         default:
             return "\(error)"
         }
-    }
-
-    static func milliseconds(since start: DispatchTime) -> Int {
-        Int((DispatchTime.now().uptimeNanoseconds &- start.uptimeNanoseconds) / 1_000_000)
     }
 }

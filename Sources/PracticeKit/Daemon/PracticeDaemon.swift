@@ -194,8 +194,8 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         // A reply still playing fades out rather than clicking.
         if let player, player.isActive {
             _ = audio.stopAll()
-            let deadline = DispatchTime.now().uptimeNanoseconds + 200_000_000
-            while player.isActive, DispatchTime.now().uptimeNanoseconds < deadline { usleep(5_000) }
+            let deadline = clock.now + 200_000_000
+            while player.isActive, clock.now < deadline { usleep(5_000) }
         }
         recorder?.stop()
         flow?.finishShutdown()

@@ -207,17 +207,34 @@ class App {
     ]) : null;
     const screens = {
       waiting: () => el("section", { class: "screen waiting", id: "screen-waiting" }, [el("div", { class: "spinner" }), el("p", { text: t("waitingForDaemon") })]),
-      topics: () => renderTopics(this),
-      conversation: () => renderConversation(this),
-      review: () => renderReview(this),
-      summary: () => renderSummary(this),
-      profile: () => renderProfile(this),
+      topics: () => renderTopics({ topics: store.topics, profile: store.profile }, { startSession: (mode, topicId) => this.startSession(mode, topicId) }),
+      conversation: () => renderConversation(this.conversationView(), {
+        act: (command, args) => this.act(command, args), dismiss: (id) => store.dismiss(id),
+        setHandsFree: (on) => this.setHandsFree(on), say: () => this.say(),
+      }),
+      review: () => renderReview({ stage: store.session.stage, review: store.review, notices: store.notices }, {
+        askCorrection: (segmentId, message) => this.askCorrection(segmentId, message), finish: () => this.act(Command.ReviewFinish),
+      }),
+      summary: () => renderSummary({ summary: store.summary?.summary ?? store.review?.summary ?? null, note: store.summary?.note ?? null },
+                                   { close: () => this.act(Command.SessionClose) }),
+      profile: () => renderProfile({ profile: store.profile }, { evaluate: () => this.evaluate(), setGoal: (text) => this.setGoal(text) }),
     };
     this.watchLevel(screen === "conversation");
     const main = el("main", { id: "screen", data: { screen } }, [screens[screen]()]);
     replace(this.root, header, el("div", { id: "link", attrs: { role: "status", "aria-live": "polite" } }), main, tabs);
     this.renderLink();
     this.scrollToNewest();
+  }
+
+  /** What the conversation screen shows: the store's state, the link, and the page's own
+   *  push-to-talk button and typed-turn field (the same elements across renders). */
+  conversationView() {
+    const store = this.store;
+    return {
+      session: store.session, lines: store.lines, notices: store.notices, level: store.level, speaking: store.speaking,
+      stillListening: store.stillListening, handsFree: store.handsFree, linked: store.link.state === "open", topics: store.topics,
+      talkButton: this.talkButton, sayInput: this.sayInput,
+    };
   }
 
   scrollToNewest() {

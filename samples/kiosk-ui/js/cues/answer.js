@@ -14,10 +14,12 @@ const STATE_KEYS = {
   waiting: "answerWaiting", kept: "answerKept", uploaded: "answerUploaded",
 };
 
-export function renderAnswer(app) {
-  const { cue, answer } = app;
+/** `view`: { cue, answer, handsFree, level, speaking, talkButton (the page's, dressed) };
+ *  `actions`: { setHandsFree(on), askAgain(recordingId), play(recordingId), home() }. */
+export function renderAnswer(view, actions) {
+  const { cue, answer } = view;
   const handsFree = el("label", { class: "toggle" }, [
-    el("input", { id: "cue-hands-free", attrs: { type: "checkbox", checked: app.handsFree }, on: { change: (event) => app.setHandsFree(event.target.checked) } }),
+    el("input", { id: "cue-hands-free", attrs: { type: "checkbox", checked: view.handsFree }, on: { change: (event) => actions.setHandsFree(event.target.checked) } }),
     el("span", { text: t("handsFree") }),
   ]);
   const parts = [];
@@ -33,20 +35,20 @@ export function renderAnswer(app) {
     if (answer.failed) {
       parts.push(el("div", { class: "notice error", id: "results-failed" }, [
         el("span", { class: "notice-text", text: t(answer.failed === "transcription" ? "transcriptFailed" : "evaluationFailed") }),
-        el("button", { class: "small", id: "ask-again", text: t("askAgain"), on: { click: () => app.askAgain(answer.recordingId) } }),
+        el("button", { class: "small", id: "ask-again", text: t("askAgain"), on: { click: () => actions.askAgain(answer.recordingId) } }),
       ]));
     }
-    parts.push(el("button", { class: "secondary", id: "hear", text: t("hearAnswer"), on: { click: () => app.play(answer.recordingId) } }));
+    parts.push(el("button", { class: "secondary", id: "hear", text: t("hearAnswer"), on: { click: () => actions.play(answer.recordingId) } }));
   }
   return el("section", { class: "screen answer", id: "screen-answer", data: { cue: cue.cue_id } }, [
     el("div", { class: "cue-head" }, [
-      el("button", { class: "secondary small", id: "back", text: t("back"), on: { click: () => app.home() } }),
+      el("button", { class: "secondary small", id: "back", text: t("back"), on: { click: () => actions.home() } }),
       el("h1", { id: "cue-title", text: cue.title }),
     ]),
     cue.details ? el("p", { class: "cue-details", id: "cue-details", text: cue.details }) : null,
     el("div", { class: "controls" }, [
-      el("div", { class: "row" }, [levelBar(app), handsFree]),
-      app.dressTalk(),
+      el("div", { class: "row" }, [levelBar(view), handsFree]),
+      view.talkButton,
     ]),
     ...parts,
   ]);

@@ -2,7 +2,10 @@
 // signs in with a mailed code, chooses the language, picks a cue card, answers it aloud,
 // and reads the transcript and the evaluation; past answers are in the history and can be
 // heard again. Everything comes from the daemon: `learner.get` and the cue commands' replies,
-// then the `cue` topic's events, so a reload or a second client shows the truth.
+// then the `cue` topic's events, so a reload or a second client shows the truth. What the
+// daemon says is kept in a CueStore (cue-state.js's pure functions); the page keeps what only
+// it decides (the card open, the tab, the sign-in step, the requests on their way), and each
+// screen is given what it shows and the actions it offers, never the page.
 
 import { el, replace } from "../dom.js";
 import { language, setLanguage, t } from "../i18n.js";
@@ -11,7 +14,9 @@ import { renderSignIn } from "./signin.js";
 import { renderCards } from "./cards.js";
 import { renderAnswer } from "./answer.js";
 import { renderHistory } from "./history.js";
-import { answerAfter, isBusy, newAnswer } from "./answer-state.js";
+import { isBusy, newAnswer } from "./answer-state.js";
+import { CueStore } from "./cue-store.js";
+import { withNotice, withoutNotice } from "./cue-state.js";
 import { Command, Event } from "../protocol.js";
 import { pushToTalkButton } from "../push-to-talk.js";
 
@@ -19,26 +24,31 @@ export class CueApp {
   constructor(root, connection) {
     this.root = root;
     this.connection = connection;
-    this.learner = null;           // learner.get's answer
+    this.store = new CueStore();   // the learner, the answer, notices, level, hands-free
     this.signIn = { step: "email", email: "", reason: null, sent: false };
     this.cards = null;             // cues.get's answer
     this.cardsLanguage = null;     // the language those cards were asked in
     this.cardsAsked = null;        // the latest cues.get on its way: { ticket, language }
     this.cue = null;               // the card being answered
-    this.answer = null;            // {cueId, state, answerId, recordingId, steps, transcript, evaluation, failed}
     this.history = null;           // cue.history's answer
     this.viewing = null;           // a recording of the history, shown whole
     this.tab = "cards";            // cards | history
-    this.notices = [];
-    this.level = null;
-    this.speaking = false;
-    this.handsFree = false;
     this.holding = false;
-    this.nextId = 1;
     this.emailInput = el("input", { id: "email", attrs: { type: "email", maxlength: 254, autocomplete: "off", inputmode: "email" } });
     this.codeInput = el("input", { id: "code", attrs: { type: "text", maxlength: 12, autocomplete: "off", inputmode: "numeric" } });
     this.talkButton = pushToTalkButton("cue-talk", { hold: () => this.holdToTalk(), release: () => this.releaseTalk() });
   }
+
+  // The store's state, read and moved through its pure functions.
+  get learner() { return this.store.state.learner; }
+  set learner(learner) { this.store.update((state) => ({ ...state, learner })); }
+  /** {cueId, state, answerId, recordingId, steps, transcript, evaluation, failed} */
+  get answer() { return this.store.state.answer; }
+  set answer(answer) { this.store.update((state) => ({ ...state, answer })); }
+  get handsFree() { return this.store.state.handsFree; }
+  set handsFree(handsFree) { this.store.update((state) => ({ ...state, handsFree })); }
+  get notices() { return this.store.state.notices; }
+  set notices(notices) { this.store.update((state) => ({ ...state, notices })); }
 
   async start() {
     await this.loadLearner();
@@ -67,13 +77,14 @@ export class CueApp {
     this.render();
   }
 
-  notice(kind, key, detail = null, action = null) {
-    this.notices.push({ kind, key, detail, action, id: this.nextId++ });
-    if (this.notices.length > 3) this.notices.shift();
+  notice(kind, key, detail = null) {
+    this.store.update((state) => withNotice(state, kind, key, detail));
   }
 
+  clearNotices() { this.notices = []; }
+
   dismiss(id) {
-    this.notices = this.notices.filter((n) => n.id !== id);
+    this.store.update((state) => withoutNotice(state, id));
     this.render();
   }
 
@@ -85,7 +96,7 @@ export class CueApp {
     this.signIn.email = email;
     if (await this.act(Command.SignInRequestCode, { email })) {
       this.signIn.step = "code";
-      this.notices = [];
+      this.clearNotices();
       this.render();
       this.codeInput.focus();
     }
@@ -99,7 +110,7 @@ export class CueApp {
     this.codeInput.value = "";
     this.learner = learner;
     this.signIn = { step: "email", email: "", reason: null };
-    this.notices = [];
+    this.clearNotices();
     await this.loadCards(false);
     this.render();
   }
@@ -144,7 +155,7 @@ export class CueApp {
   open(card) {
     this.cue = card;
     this.answer = null;
-    this.notices = [];
+    this.clearNotices();
     this.render();
   }
 
@@ -215,46 +226,23 @@ export class CueApp {
   // MARK: events
 
   apply(event) {
-    const data = event.data ?? {};
-    // The answer's walk is answer-state.js's; what the page does besides is here.
-    const answer = answerAfter(this.answer, event);
-    const changed = answer !== this.answer;
-    this.answer = answer;
-    switch (event.event) {
-      case Event.SignInChanged:
-        this.learner = data.learner;
-        // The language changed (here or from another client): the cards shown are the old one's.
-        if (this.cards && data.learner.signed_in && data.learner.profile_id && data.learner.language !== this.cardsLanguage
-            && this.cardsAsked?.language !== data.learner.language) this.loadCards(false);
-        if (!data.learner.signed_in && data.reason) this.notice("warning", "signInAgain");
-        break;
-      case Event.Level:
-        this.level = data.rms_dbfs;
-        return this.renderLevel();
-      case Event.SpeechStarted: this.speaking = true; return this.renderLevel();
-      case Event.SpeechStopped: this.speaking = false; return this.renderLevel();
-      case Event.CueDiscarded:
-        if (data.reason === "no_speech") this.notice("warning", "cueNoSpeech");
-        else if (data.reason === "device_error") this.notice("error", "deviceError", data.message);
-        if (this.handsFree && data.reason === "no_speech" && this.cue) this.setHandsFree(true);
-        break;
-      case Event.CueSpoolFailed: this.notice("error", "cueNotKept", data.message); break;
-      case Event.CueUploadFailed:
-        this.notice("error", data.reason ? `reason_${data.reason}` : "cueUploadFailed", data.reason ? null : data.error);
-        break;
-      case Event.CueUploaded:
-        if (this.handsFree) this.handsFree = false;
-        break;
-      default:
-        if (!changed) return;
+    const { changed, effects } = this.store.apply(event);
+    for (const effect of effects) {
+      // The language changed (here or from another client): the cards shown are the old one's.
+      if (effect.type === "language" && this.cards && effect.language !== this.cardsLanguage && this.cardsAsked?.language !== effect.language) {
+        this.loadCards(false);
+      }
+      if (effect.type === "listenAgain" && this.cue) this.setHandsFree(true);
     }
+    if (changed.length === 0) return;
+    if (changed.length === 1 && changed[0] === "level") return this.renderLevel();
     if (this.holding) { this.dressTalk(); return; }
     this.render();
   }
 
   renderLevel() {
     const bar = document.getElementById("level");
-    if (bar) bar.replaceWith(levelBar(this));
+    if (bar) bar.replaceWith(levelBar(this.store.state));
   }
 
   /** Whether an answer is on its way (saved, uploading, results coming): no new one yet. */
@@ -287,10 +275,25 @@ export class CueApp {
     ]);
     let screen;
     if (!this.learner) screen = el("section", { class: "screen waiting", id: "screen-waiting" }, [el("div", { class: "spinner" }), el("p", { text: t("loading") })]);
-    else if (!signedIn) screen = renderSignIn(this);
-    else if (this.cue) screen = renderAnswer(this);
-    else if (this.tab === "history") screen = renderHistory(this);
-    else screen = renderCards(this);
+    else if (!signedIn) {
+      screen = renderSignIn({ step: this.signIn.step, email: this.signIn.email, emailInput: this.emailInput, codeInput: this.codeInput }, {
+        requestCode: () => this.requestCode(), enterCode: () => this.enterCode(),
+        otherEmail: () => { this.signIn.step = "email"; this.render(); },
+      });
+    } else if (this.cue) {
+      const { level, speaking } = this.store.state;
+      screen = renderAnswer({ cue: this.cue, answer: this.answer, handsFree: this.handsFree, level, speaking, talkButton: this.dressTalk() }, {
+        setHandsFree: (on) => this.setHandsFree(on), askAgain: (id) => this.askAgain(id), play: (id) => this.play(id), home: () => this.home(),
+      });
+    } else if (this.tab === "history") {
+      screen = renderHistory({ history: this.history, viewing: this.viewing }, {
+        view: (recording) => this.view(recording), askAgain: (id) => this.askAgain(id), play: (id) => this.play(id),
+      });
+    } else {
+      screen = renderCards({ learner: this.learner, cards: this.cards, cardsLanguage: this.cardsLanguage }, {
+        chooseLanguage: (code) => this.chooseLanguage(code), open: (card) => this.open(card), shuffle: () => this.loadCards(true),
+      });
+    }
     const tabs = signedIn && !this.cue ? el("nav", { class: "tabs" }, [
       el("button", { class: "tab" + (this.tab === "cards" ? " active" : ""), id: "tab-cards", text: t("tabCards"), on: { click: () => this.showCards() } }),
       el("button", { class: "tab" + (this.tab === "history" ? " active" : ""), id: "tab-history", text: t("tabHistory"), on: { click: () => this.showHistory() } }),

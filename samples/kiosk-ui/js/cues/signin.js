@@ -4,22 +4,24 @@
 import { el } from "../dom.js";
 import { t } from "../i18n.js";
 
-export function renderSignIn(app) {
-  const codeStep = app.signIn.step === "code";
+/** `view`: { step, email, emailInput, codeInput } (the inputs are the page's own, kept across
+ *  renders); `actions`: { requestCode(), enterCode(), otherEmail() }. */
+export function renderSignIn(view, actions) {
+  const codeStep = view.step === "code";
   const form = codeStep
-    ? el("form", { class: "signin-form", id: "code-form", on: { submit: (event) => { event.preventDefault(); app.enterCode(); } } }, [
-      el("p", { class: "muted", id: "code-sent", text: `${t("codeSentTo")} ${app.signIn.email}` }),
-      app.codeInput,
+    ? el("form", { class: "signin-form", id: "code-form", on: { submit: (event) => { event.preventDefault(); actions.enterCode(); } } }, [
+      el("p", { class: "muted", id: "code-sent", text: `${t("codeSentTo")} ${view.email}` }),
+      view.codeInput,
       el("button", { class: "primary", id: "sign-in", text: t("signIn"), attrs: { type: "submit" } }),
       el("button", { class: "secondary", id: "other-email", text: t("otherEmail"), attrs: { type: "button" },
-        on: { click: () => { app.signIn.step = "email"; app.render(); } } }),
+        on: { click: () => actions.otherEmail() } }),
     ])
-    : el("form", { class: "signin-form", id: "email-form", on: { submit: (event) => { event.preventDefault(); app.requestCode(); } } }, [
+    : el("form", { class: "signin-form", id: "email-form", on: { submit: (event) => { event.preventDefault(); actions.requestCode(); } } }, [
       el("p", { class: "muted", text: t("signInHelp") }),
-      app.emailInput,
+      view.emailInput,
       el("button", { class: "primary", id: "send-code", text: t("sendCode"), attrs: { type: "submit" } }),
     ]);
-  app.emailInput.placeholder = t("emailPlaceholder");
-  app.codeInput.placeholder = t("codePlaceholder");
+  view.emailInput.placeholder = t("emailPlaceholder");
+  view.codeInput.placeholder = t("codePlaceholder");
   return el("section", { class: "screen signin", id: "screen-signin" }, [el("h1", { text: t("signInTitle") }), form]);
 }

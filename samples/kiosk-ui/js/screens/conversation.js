@@ -15,91 +15,93 @@ const STAGE_KEYS = {
   recording: "stageRecording", uploading: "stageUploading", replying: "stageReplying", ending: "stageEnding", failed: "stageFailed",
 };
 
-/** The input level as a bar from -60 dBFS (empty) to 0 (full). */
-function levelBar(store) {
-  const level = store.level ?? -90;
+/** The input level as a bar from -60 dBFS (empty) to 0 (full); `view`: { level, speaking }. */
+function levelBar(view) {
+  const level = view.level ?? -90;
   const fill = Math.max(0, Math.min(100, ((level + 60) / 60) * 100));
-  return el("div", { class: "level" + (store.speaking ? " speaking" : ""), id: "level", attrs: { role: "meter", "aria-valuenow": Math.round(level), "aria-valuemin": -60, "aria-valuemax": 0 } },
+  return el("div", { class: "level" + (view.speaking ? " speaking" : ""), id: "level", attrs: { role: "meter", "aria-valuenow": Math.round(level), "aria-valuemin": -60, "aria-valuemax": 0 } },
     [el("div", { class: "level-fill", attrs: { style: `width: ${fill.toFixed(1)}%` } })]);
 }
 
-function notice(app, item) {
-  const actions = [];
+function notice(actions, item) {
+  const buttons = [];
   if (item.kind === "pending" && item.turnId) {
-    actions.push(el("button", { class: "small", text: t("retrySend"), data: { action: "spool-retry" }, on: { click: () => app.act(Command.SpoolRetry, { turn_id: item.turnId }) } }));
-    actions.push(el("button", { class: "small secondary", text: t("discard"), data: { action: "spool-discard" }, on: { click: () => app.act(Command.SpoolDiscard, { turn_id: item.turnId }) } }));
+    buttons.push(el("button", { class: "small", text: t("retrySend"), data: { action: "spool-retry" }, on: { click: () => actions.act(Command.SpoolRetry, { turn_id: item.turnId }) } }));
+    buttons.push(el("button", { class: "small secondary", text: t("discard"), data: { action: "spool-discard" }, on: { click: () => actions.act(Command.SpoolDiscard, { turn_id: item.turnId }) } }));
   }
   return el("div", { class: `notice ${item.kind}`, data: { notice: item.key }, attrs: { role: "status" } }, [
     el("span", { class: "notice-text", text: t(item.key) + (item.detail && item.kind === "error" ? ` ${item.detail}` : "") }),
-    ...actions,
-    el("button", { class: "dismiss", text: "×", attrs: { "aria-label": "dismiss" }, on: { click: () => app.store.dismiss(item.id) } }),
+    ...buttons,
+    el("button", { class: "dismiss", text: "×", attrs: { "aria-label": "dismiss" }, on: { click: () => actions.dismiss(item.id) } }),
   ]);
 }
 
 /** What is practised: the topic's label in the UI's language, or weak-point review. */
-function sessionTitle(store) {
-  if (store.session.mode === "review") return t("reviewModeTitle");
-  const topic = (store.topics?.topics ?? []).find((item) => item.id === store.session.topic_id);
-  if (!topic) return store.session.topic_id ?? "";
+function sessionTitle(view) {
+  if (view.session.mode === "review") return t("reviewModeTitle");
+  const topic = (view.topics?.topics ?? []).find((item) => item.id === view.session.topic_id);
+  if (!topic) return view.session.topic_id ?? "";
   return (language() === "en" ? topic.label_en : topic.label_zh) || topic.label_en || topic.id;
 }
 
-/** The push-to-talk button's look for the stage (also while a finger holds it). */
-export function dressTalkButton(button, store) {
-  const recording = store.session.stage === "recording";
+/** The push-to-talk button's look for the stage (also while a finger holds it); `view`: { session, handsFree }. */
+export function dressTalkButton(button, view) {
+  const recording = view.session.stage === "recording";
   button.className = "talk" + (recording ? " recording" : "");
-  button.textContent = recording && !store.handsFree ? t("releaseToSend") : t("holdToTalk");
+  button.textContent = recording && !view.handsFree ? t("releaseToSend") : t("holdToTalk");
   return button;
 }
 
-export function renderConversation(app) {
-  const { store } = app;
-  const stage = store.session.stage;
-  const reviewMode = store.session.mode === "review";
+/** `view`: { session, lines, notices, level, speaking, stillListening, handsFree, linked, topics,
+ *  and the page's own talkButton and sayInput elements, kept across renders }; `actions`:
+ *  { act(command, args), dismiss(noticeId), setHandsFree(on), say() }. */
+export function renderConversation(view, actions) {
+  const stage = view.session.stage;
+  const reviewMode = view.session.mode === "review";
   // While the daemon is away nothing can be asked of it: the controls wait for it.
-  const linked = store.link.state === "open";
+  const linked = view.linked;
   const canTalk = linked && ["ready", "greeting", "replying", "listening", "recording"].includes(stage);
   const canStop = linked && ["greeting", "replying"].includes(stage);
   const ready = linked && stage === "ready";
-  const lines = el("ol", { class: "lines", id: "lines" }, store.lines.map((line) =>
+  const lines = el("ol", { class: "lines", id: "lines" }, view.lines.map((line) =>
     el("li", { class: `line ${line.who}`, data: { who: line.who } }, [
       el("span", { class: "who", text: t(line.who) }),
       el("span", { class: "said", text: line.text }),
     ])));
   // The same button every time: a finger holding it keeps its target (a touch's events go
   // to the element it started on, and a new one would never hear the release).
-  const talk = dressTalkButton(app.talkButton, store);
-  talk.disabled = !canTalk || store.handsFree;
+  const talk = dressTalkButton(view.talkButton, view);
+  talk.disabled = !canTalk || view.handsFree;
   const handsFree = el("label", { class: "toggle" }, [
-    el("input", { id: "hands-free", attrs: { type: "checkbox", checked: store.handsFree }, on: { change: (event) => app.setHandsFree(event.target.checked) } }),
+    el("input", { id: "hands-free", attrs: { type: "checkbox", checked: view.handsFree }, on: { change: (event) => actions.setHandsFree(event.target.checked) } }),
     el("span", { text: t("handsFree") }),
   ]);
   const controls = stage === "failed"
-    ? [el("button", { class: "primary", id: "home", text: t("done"), on: { click: () => app.act(Command.SessionClose) } })]
+    ? [el("button", { class: "primary", id: "home", text: t("done"), on: { click: () => actions.act(Command.SessionClose) } })]
     : [
       talk,
       // Hands-free, the learner may end the turn at once instead of waiting for the pause.
-      ...(store.handsFree && stage === "recording"
-        ? [el("button", { class: "primary", id: "done-speaking", text: t("doneSpeaking"), attrs: { disabled: !linked }, on: { click: () => app.act(Command.TurnStop) } })]
+      ...(view.handsFree && stage === "recording"
+        ? [el("button", { class: "primary", id: "done-speaking", text: t("doneSpeaking"), attrs: { disabled: !linked }, on: { click: () => actions.act(Command.TurnStop) } })]
         : []),
       el("div", { class: "row" }, [
         handsFree,
-        el("button", { class: "secondary", id: "stop", text: t("stop"), attrs: { disabled: !canStop }, on: { click: () => app.act(Command.PlaybackStop) } }),
-        el("button", { class: "end", id: "end", text: reviewMode ? t("endReview") : t("endConversation"), attrs: { disabled: !ready }, on: { click: () => app.act(Command.SessionEnd) } }),
+        el("button", { class: "secondary", id: "stop", text: t("stop"), attrs: { disabled: !canStop }, on: { click: () => actions.act(Command.PlaybackStop) } }),
+        el("button", { class: "end", id: "end", text: reviewMode ? t("endReview") : t("endConversation"), attrs: { disabled: !ready }, on: { click: () => actions.act(Command.SessionEnd) } }),
       ]),
-      el("form", { class: "say", id: "say", on: { submit: (event) => { event.preventDefault(); app.say(); } } }, [
-        app.sayInput,
+      el("form", { class: "say", id: "say", on: { submit: (event) => { event.preventDefault(); actions.say(); } } }, [
+        view.sayInput,
         el("button", { class: "small", text: t("send"), attrs: { type: "submit", disabled: !ready } }),
       ]),
     ];
-  return el("section", { class: "screen conversation", id: "screen-conversation", data: { stage, mode: store.session.mode ?? "" } }, [
+  return el("section", { class: "screen conversation", id: "screen-conversation", data: { stage, mode: view.session.mode ?? "" } }, [
     el("header", { class: "stage-bar" }, [
-      el("span", { class: "session-title", id: "session-title", text: sessionTitle(store) }),
+      el("span", { class: "session-title", id: "session-title", text: sessionTitle(view) }),
       el("span", { class: `stage stage-${stage}`, id: "stage",
-        text: t(stage === "recording" && store.handsFree && store.stillListening ? "stageStillListening" : STAGE_KEYS[stage] ?? "stageIdle") }),
-      levelBar(store),
+        text: t(stage === "recording" && view.handsFree && view.stillListening ? "stageStillListening" : STAGE_KEYS[stage] ?? "stageIdle") }),
+      levelBar(view),
     ]),
-    el("div", { class: "notices", id: "notices" }, store.notices.map((item) => notice(app, item))),
+    el("div", { class: "notices", id: "notices" }, view.notices.map((item) => notice(actions, item))),
     lines,
     el("div", { class: "controls" }, controls),
   ]);

@@ -6,8 +6,9 @@ import { el } from "../dom.js";
 import { t } from "../i18n.js";
 import { ISSUE_TYPES } from "./review.js";
 
-export function renderProfile(app) {
-  const answer = app.store.profile;
+/** `view`: { profile } (`profile`'s answer); `actions`: { evaluate(), setGoal(text) }. */
+export function renderProfile(view, actions) {
+  const answer = view.profile;
   if (!answer) return el("section", { class: "screen profile", id: "screen-profile" }, [el("p", { class: "muted", text: t("loading") })]);
   const profile = answer.profile;
   const data = profile.profile_data ?? {};
@@ -20,7 +21,7 @@ export function renderProfile(app) {
     el("div", { class: "level-card" }, [
       el("span", { class: "label", text: t("level") }),
       el("span", { class: "cefr", id: "cefr", text: profile.level ?? "—" }),
-      el("button", { class: "small", id: "evaluate", text: t("reevaluate"), on: { click: () => app.evaluate() } }),
+      el("button", { class: "small", id: "evaluate", text: t("reevaluate"), on: { click: () => actions.evaluate() } }),
     ]),
     el("h2", { text: t("learningOverview") }),
     el("p", { class: "progress-notes", id: "progress-notes", text: data.progress_notes || "—" }),
@@ -39,7 +40,7 @@ export function renderProfile(app) {
         ])),
       ]))),
     el("h2", { text: t("learningGoal") }),
-    el("form", { class: "goal", on: { submit: (event) => { event.preventDefault(); app.setGoal(goal.value.trim()); } } }, [
+    el("form", { class: "goal", on: { submit: (event) => { event.preventDefault(); actions.setGoal(goal.value.trim()); } } }, [
       goal, el("button", { class: "small", text: t("setGoal"), attrs: { type: "submit" } }),
     ]),
   ]);

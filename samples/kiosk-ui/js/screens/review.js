@@ -7,7 +7,6 @@
 
 import { el } from "../dom.js";
 import { t } from "../i18n.js";
-import { Command } from "../protocol.js";
 
 export const ISSUE_TYPES = ["grammar", "naturalness", "sentence_structure"];
 
@@ -25,9 +24,9 @@ function mark(item) {
   ]);
 }
 
-function segment(app, item) {
+function segment(stage, actions, item) {
   const question = el("input", { class: "ask-input", attrs: { type: "text", maxlength: 1000, placeholder: t("askPlaceholder") } });
-  const finishing = app.store.session.stage !== "reviewed";
+  const finishing = stage !== "reviewed";
   return el("article", { class: "segment", data: { segment: item.id } }, [
     item.user_text ? el("p", { class: "line you" }, [el("span", { class: "who", text: t("you") }), el("span", { class: "said", text: item.user_text })]) : null,
     item.ai_text ? el("p", { class: "line tutor" }, [el("span", { class: "who", text: t("tutor") }), el("span", { class: "said", text: item.ai_text })]) : null,
@@ -41,15 +40,14 @@ function segment(app, item) {
       event.preventDefault();
       const message = question.value.trim();
       if (!message) return;
-      app.askCorrection(item.id, message).then((ok) => { if (ok) question.value = ""; });
+      actions.askCorrection(item.id, message).then((ok) => { if (ok) question.value = ""; });
     } } }, [question, el("button", { class: "small", text: t("askCorrection"), attrs: { type: "submit", disabled: finishing } })]),
   ]);
 }
 
-export function renderReview(app) {
-  const { store } = app;
-  const stage = store.session.stage;
-  const review = store.review;
+/** `view`: { stage, review, notices }; `actions`: { askCorrection(segmentId, message) -> Promise<ok>, finish() }. */
+export function renderReview(view, actions) {
+  const { stage, review, notices } = view;
   const busy = stage === "reviewing" || stage === "finishing";
   const progress = busy ? el("div", { class: "progress", id: "review-progress", attrs: { role: "progressbar" } }, [
     el("div", { class: "spinner" }),
@@ -58,11 +56,11 @@ export function renderReview(app) {
   return el("section", { class: "screen review", id: "screen-review", data: { stage } }, [
     el("h1", { text: t("reviewTitle") }),
     progress,
-    el("div", { class: "notices", id: "notices" }, store.notices.map((item) =>
+    el("div", { class: "notices", id: "notices" }, notices.map((item) =>
       el("div", { class: `notice ${item.kind}`, data: { notice: item.key }, text: t(item.key) + (item.detail ? ` ${item.detail}` : "") }))),
-    el("div", { class: "segments", id: "segments" }, (review?.segments ?? []).map((item) => segment(app, item))),
+    el("div", { class: "segments", id: "segments" }, (review?.segments ?? []).map((item) => segment(stage, actions, item))),
     el("div", { class: "controls" }, [
-      el("button", { class: "primary", id: "finish", text: t("finishLearning"), attrs: { disabled: stage !== "reviewed" }, on: { click: () => app.act(Command.ReviewFinish) } }),
+      el("button", { class: "primary", id: "finish", text: t("finishLearning"), attrs: { disabled: stage !== "reviewed" }, on: { click: () => actions.finish() } }),
     ]),
   ]);
 }

@@ -4,10 +4,10 @@
 import { el } from "../dom.js";
 import { t } from "../i18n.js";
 import { ISSUE_TYPES } from "./review.js";
-import { Command } from "../protocol.js";
 
-export function renderSummary(app) {
-  const summary = app.store.summary?.summary ?? app.store.review?.summary ?? null;
+/** `view`: { summary, note } (the session's summary, or why there is none); `actions`: { close() }. */
+export function renderSummary(view, actions) {
+  const { summary, note } = view;
   const body = summary ? [
     el("h2", { text: t("strengths") }),
     el("ul", { class: "strengths", id: "strengths" }, (summary.strengths ?? []).map((text) => el("li", { text }))),
@@ -19,10 +19,10 @@ export function renderSummary(app) {
       ]))),
     el("h2", { text: t("overall") }),
     el("p", { class: "overall", id: "overall", text: summary.overall }),
-  ] : [el("p", { class: "notice warning", id: "no-summary", text: t("noSummary") + (app.store.summary?.note ? ` (${app.store.summary.note})` : "") })];
+  ] : [el("p", { class: "notice warning", id: "no-summary", text: t("noSummary") + (note ? ` (${note})` : "") })];
   return el("section", { class: "screen summary", id: "screen-summary" }, [
     el("h1", { text: t("summaryTitle") }),
     ...body,
-    el("div", { class: "controls" }, [el("button", { class: "primary", id: "done", text: t("done"), on: { click: () => app.act(Command.SessionClose) } })]),
+    el("div", { class: "controls" }, [el("button", { class: "primary", id: "done", text: t("done"), on: { click: () => actions.close() } })]),
   ]);
 }

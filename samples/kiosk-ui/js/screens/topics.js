@@ -5,11 +5,11 @@
 import { el } from "../dom.js";
 import { t, language } from "../i18n.js";
 
-export function renderTopics(app) {
-  const { store } = app;
-  const topics = store.topics;
+/** `view`: { topics, profile } as the daemon answered them; `actions`: { startSession(mode, topicId) }. */
+export function renderTopics(view, actions) {
+  const { topics, profile } = view;
   const cards = [];
-  if (store.profile?.profile?.needs_review) {
+  if (profile?.profile?.needs_review) {
     cards.push(el("div", { class: "banner warning", id: "needs-review", text: t("needsReview") }));
   }
   if (topics?.stale) {
@@ -17,7 +17,7 @@ export function renderTopics(app) {
   }
   cards.push(el("button", {
     class: "card review-card", id: "review-mode",
-    on: { click: () => app.startSession("review", null) },
+    on: { click: () => actions.startSession("review", null) },
   }, [el("span", { class: "card-title", text: t("reviewModeTitle") }), el("span", { class: "card-body", text: t("reviewModeBody") })]));
   if (!topics) {
     cards.push(el("p", { class: "muted", text: t("loading") }));
@@ -28,7 +28,7 @@ export function renderTopics(app) {
     const [first, second] = language() === "en" ? [topic.label_en, topic.label_zh] : [topic.label_zh, topic.label_en];
     return el("button", {
       class: "card topic" + (topics.stale ? " stale" : ""), data: { topic: topic.id },
-      on: { click: () => app.startSession("conversation", topic.id) },
+      on: { click: () => actions.startSession("conversation", topic.id) },
     }, [el("span", { class: "card-title", text: first }), el("span", { class: "card-body", text: second })]);
   }));
   return el("section", { class: "screen topics", id: "screen-topics" }, [
