@@ -4,20 +4,13 @@
 // evaluation), and cases built by hand. Run by `node --test Tests/kiosk-ui/`.
 
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { test } from "node:test";
+import { deepFreeze, recordedEvents } from "./recorded.mjs";
 import { answerAfter, isBusy, newAnswer } from "../../samples/kiosk-ui/js/cues/answer-state.js";
 
-const recorded = JSON.parse(readFileSync(new URL("./fixtures/cue-events.json", import.meta.url), "utf8"));
+const recorded = recordedEvents("cue-events");
 const card = recorded.find((event) => event.event === "cue.recording").data.cue_id;
 
-function deepFreeze(value) {
-  if (value && typeof value === "object" && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const inner of Object.values(value)) deepFreeze(inner);
-  }
-  return value;
-}
 
 function walk(events, answer = newAnswer(card, false)) {
   const states = [];

@@ -5,20 +5,13 @@
 // built by hand. Run by `node --test Tests/kiosk-ui/` (KioskUIStateTests runs it in the suite).
 
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { test } from "node:test";
+import { deepFreeze, recordedEvents } from "./recorded.mjs";
 import { initialState, newConversation, reduce, screenOf } from "../../samples/kiosk-ui/js/conversation-state.js";
 
-const recorded = JSON.parse(readFileSync(new URL("./fixtures/conversation-events.json", import.meta.url), "utf8"));
+const recorded = recordedEvents("conversation-events");
 
 /** Every object in `value` frozen: reduce must build new states, never write into one. */
-function deepFreeze(value) {
-  if (value && typeof value === "object" && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const inner of Object.values(value)) deepFreeze(inner);
-  }
-  return value;
-}
 
 /** The events, as the page took them: the snapshot its subscription began with, then (when
  *  this page asked for the session, as `startSession` leaves the state) the learner's tap. */

@@ -5,21 +5,14 @@
 // throws here. Run by `node --test Tests/kiosk-ui/`.
 
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { test } from "node:test";
+import { deepFreeze, recordedEvents } from "./recorded.mjs";
 import { initialCueState, reduce, withNotice, withoutNotice } from "../../samples/kiosk-ui/js/cues/cue-state.js";
 import { newAnswer } from "../../samples/kiosk-ui/js/cues/answer-state.js";
 
-const recorded = JSON.parse(readFileSync(new URL("./fixtures/cue-events.json", import.meta.url), "utf8"));
+const recorded = recordedEvents("cue-events");
 const card = recorded.find((event) => event.event === "cue.recording").data.cue_id;
 
-function deepFreeze(value) {
-  if (value && typeof value === "object" && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const inner of Object.values(value)) deepFreeze(inner);
-  }
-  return value;
-}
 
 function run(events, state) {
   const steps = [];
