@@ -11,8 +11,6 @@ import { initialState, newConversation, reduce, screenOf } from "../../samples/k
 
 const recorded = recordedEvents("conversation-events");
 
-/** Every object in `value` frozen: reduce must build new states, never write into one. */
-
 /** The events, as the page took them: the snapshot its subscription began with, then (when
  *  this page asked for the session, as `startSession` leaves the state) the learner's tap. */
 function replay(events, { startedHere = true } = {}) {
