@@ -25,8 +25,7 @@ public final class ReplyFeed: @unchecked Sendable {
     public init(audio: any ReplySpeakerProvider) { self.audio = audio }
 
     /// Queues a chunk; for the reply's first chunk, the time it came (uptime ns: Dispatch's
-    /// time, as the player's sound timestamps it is compared with; docs/architecture.md), the
-    /// player's own.
+    /// time, the base of the player's sound timestamps it is compared with; docs/architecture.md).
     public func enqueue(_ bytes: UnsafeRawBufferPointer) -> UInt64? {
         // Taken before the chunk is queued: a speaker without a clock (a file) starts the
         // sound on its own thread the moment the chunk lands, so a time taken after
