@@ -36,7 +36,7 @@ public final class Recorder: @unchecked Sendable {
     private let playbackActive = Atomic<Bool>(false)
 
     // Capture-thread state.
-    private var detector: SpeechDetector
+    var detector: SpeechDetector
     /// Learned endpointing (nil: the level rule, ``SpeechDetector``'s hangover).
     let endpointing: LearnedEndpointing?
     let vadStream: VoiceActivityStream?
@@ -55,7 +55,7 @@ public final class Recorder: @unchecked Sendable {
     var lastAnswerSeconds = 0.0
     /// VAD speech in the turn being recorded, in samples: a turn with less holds no speech.
     var turnVADSpeechSamples = 0
-    private var preRoll: [Int16]
+    var preRoll: [Int16]
     private var preRollEnd = 0  // absolute position of the sample after the newest
     /// The oldest absolute position the pre-roll may hand to a turn: where the input
     /// resumed after its last rest (what came before is another moment).
@@ -270,7 +270,7 @@ public final class Recorder: @unchecked Sendable {
         case .listening, .recording: onEvent(.speechStarted(recording: recordingNumber))
         }
         if case .listening = mode {
-            startTurn(from: onset - preRollSamples, handsFree: true)
+            startTurn(from: heldDownOnset(onset) - preRollSamples, handsFree: true)
         }
         if case .recording = mode, turnSpeechOnset == nil { turnSpeechOnset = onset }
     }
@@ -300,7 +300,7 @@ public final class Recorder: @unchecked Sendable {
     }
 
     /// Whether the kiosk is playing (read on the capture thread).
-    private var kioskIsPlaying: Bool {
+    var kioskIsPlaying: Bool {
         playbackActive.load(ordering: .relaxed) || inbox.withLock { $0.player?.isActive ?? false }
     }
 
@@ -360,7 +360,7 @@ public final class Recorder: @unchecked Sendable {
 
     /// The oldest absolute position a turn may start at: what the ring still holds, since
     /// the input's last rest, after the last turn.
-    private var oldestHeldPosition: Int { max(0, preRollEnd - preRoll.count, preRollValidFrom, lastTurnEnd) }
+    var oldestHeldPosition: Int { max(0, preRollEnd - preRoll.count, preRollValidFrom, lastTurnEnd) }
 
     /// Starts a turn whose first sample is at absolute position `from` (clamped to what the
     /// pre-roll ring still holds); the samples up to now come from the ring.

@@ -59,6 +59,24 @@ final class RecorderFirstWordTests: XCTestCase {
                       beginning: 280, millisecondsBefore: mic.utterances[1].start)
     }
 
+    /// The canceller held the learner's whole first 300 ms under the barge-in level (RMS
+    /// 1000 over a residue of 700, with a dip to 260): speech is heard where the voice rises, and the turn
+    /// began 300 ms before that, on the learner's first sample (on PipeWire in CI: 15 ms
+    /// into "What should I see first?"). It must begin with a pre-roll before the voice.
+    func testABargeInTurnReachesBackOverSpeechTheCancellerHeldDown() {
+        var configuration = RecorderConfiguration()
+        configuration.echoCancelledInput = true
+        var mic = MicrophoneScript()
+        mic.speech(ms: 2000, amplitude: 880)  // the canceller's residue of the tutor: RMS 700
+        mic.speech(ms: 100, amplitude: 1250)  // the learner, held down: RMS 1000...
+        mic.speech(ms: 80, amplitude: 330)    // ...dipped under the start threshold...
+        mic.speech(ms: 120, amplitude: 1250)  // ...and held down again
+        mic.speech(ms: 1000, amplitude: 3000)
+        mic.silence(ms: 1500)
+        assertOneTurn(turnStart(mic, recorder: { $0.setPlaybackActive(true) }, configuration: configuration),
+                      beginning: 280, millisecondsBefore: mic.utterances[1].start)
+    }
+
     /// A click long before speech (past the onset window) stays out of the turn.
     func testAClickLongBeforeSpeechIsNotItsOnset() {
         var mic = MicrophoneScript()
