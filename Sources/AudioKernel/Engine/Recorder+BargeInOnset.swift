@@ -11,9 +11,10 @@ extension Recorder {
     func heldDownOnset(_ onset: Int) -> Int {
         guard kioskIsPlaying, inputIsEchoCancelled else { return onset }
         let block = format.sampleRate * format.channels / 100
-        let detector = configuration.detector
-        let farthest = max(onset - detector.bargeInMinimumSpeechMilliseconds * block / 10, oldestHeldPosition)
-        let pauseBlocks = max(1, detector.syllablePauseMilliseconds / 10)
+        let rule = configuration.detector
+        let farthest = max(onset - rule.bargeInMinimumSpeechMilliseconds * block / 10, oldestHeldPosition)
+        let pauseBlocks = max(1, rule.syllablePauseMilliseconds / 10)
+        let loud = detector.startThreshold
         var start = onset, end = onset, quiet = 0
         preRoll.withUnsafeBufferPointer { ring in
             while end - block >= farthest, quiet < pauseBlocks {
@@ -23,7 +24,7 @@ extension Recorder {
                     sum += x * x
                 }
                 end -= block
-                if (sum / Double(block)).squareRoot() > self.detector.startThreshold {
+                if (sum / Double(block)).squareRoot() > loud {
                     start = end
                     quiet = 0
                 } else {
