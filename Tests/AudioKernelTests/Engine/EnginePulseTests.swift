@@ -271,7 +271,9 @@ final class EnginePulseTests: PulseAudioTestCase {
             takes.append(take)
             return take
         }
-        XCTAssertEqual(takes.count, 2, "the stalled take was not seen in PipeWire's log: \(server.graphXruns)")
+        // The first take, the one stalled, was discarded. A loaded machine may stall a later
+        // take by itself (CI's did, twice in a run), and that one is played again too.
+        XCTAssertGreaterThanOrEqual(takes.count, 2, "the stalled take was not seen in PipeWire's log: \(server.graphXruns)")
         XCTAssertFalse(server.graphXruns.isEmpty)
         XCTAssertEqual(takes.first?.events.filter { if case .underrun = $0.event { return true } else { return false } }.count, 0,
                        "the player itself never ran dry")
