@@ -6,6 +6,7 @@ import SpeechModels
 // "demo-congrats", decoded by ffmpeg from .ci/setup's package), with the model files .ci/setup
 // takes out of their pinned PyPI wheels ($PRACTICED_MODELS_DIR, /opt/practiced-ci/models):
 // - "Silero.frame": one 32 ms frame at 16 kHz through Silero VAD, the recurrent state carried.
+// - "Silero.frame.afterSleep": the same, each frame after 32 ms asleep, as the daemon runs it.
 // - "WhisperFeatures.8s": the log-mel features of an 8 s window.
 // - "SmartTurn.8s.<n>-thread": the model on one window's features, on n threads.
 // All allocate nothing once warm (CI gates their mallocs at 0). onnxruntime's times on the
@@ -71,6 +72,19 @@ let benchmarks: @Sendable () -> Void = {
                     blackHole(out[0])
                 }
             }
+        }
+    }
+    // As the capture thread runs it: one frame after 32 ms asleep. The thread wakes on a core
+    // whose caches others used meanwhile (in the daemon the frame took about 5x the hot one).
+    nonisolated(unsafe) var pacedStart = 0
+    Benchmark("Silero.frame.afterSleep", configuration: .init(metrics: [.wallClock, .mallocCountTotal], timeUnits: .microseconds,
+                                                               warmupIterations: 2, maxDuration: .seconds(10), maxIterations: 250)) { b in
+        usleep(32_000)
+        audio.withUnsafeBufferPointer { audio in
+            b.startMeasurement()
+            blackHole(vad.probability(of: UnsafeBufferPointer(rebasing: audio[pacedStart..<pacedStart + 512])))
+            b.stopMeasurement()
+            pacedStart = (pacedStart + 512) % (audio.count - 512)
         }
     }
     for threads in [1, 2] {
