@@ -126,8 +126,9 @@ public final class MicrophoneFeeder: @unchecked Sendable {
             if taken > 0 { spoken.update { $0 += taken } }
             written.update { $0 += block }
             // Real-time pacing against an absolute clock, so the rate does not drift. Behind
-            // it, the next blocks go at once until the lead is back; a stall longer than the
-            // FIFO holds (1.3 s at 24 kHz mono) is given up, not written in a burst.
+            // it, the next blocks go at once until the lead is back; a stall of more than
+            // 500 ms is given up, not written in a burst the FIFO (1.3 s at 24 kHz mono) may
+            // not hold.
             let late = lateness.exchange(0, ordering: .relaxed)
             if late > 0 { usleep(UInt32(late) * 1_000) }  // the late wake-up a test asked for
             next += 10_000_000
