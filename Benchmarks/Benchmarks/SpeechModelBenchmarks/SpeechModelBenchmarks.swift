@@ -74,8 +74,9 @@ let benchmarks: @Sendable () -> Void = {
             }
         }
     }
-    // As the capture thread runs it: one frame after 32 ms asleep. The thread wakes on a core
-    // whose caches others used meanwhile (in the daemon the frame took about 5x the hot one).
+    // As the capture thread runs it: one frame after 32 ms asleep. The sleep alone takes the
+    // weights out of the caches and the TLB: about four times the frame back to back, as in
+    // the daemon (docs/performance.md).
     nonisolated(unsafe) var pacedStart = 0
     Benchmark("Silero.frame.afterSleep", configuration: .init(metrics: [.wallClock, .mallocCountTotal], timeUnits: .microseconds,
                                                                warmupIterations: 2, maxDuration: .seconds(10), maxIterations: 250)) { b in
