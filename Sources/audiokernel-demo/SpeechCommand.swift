@@ -192,9 +192,13 @@ enum SpeechCommand {
         let all = try floats(path)
         let size = WhisperFeatures.bins * WhisperFeatures.frames
         guard all.count % size == 0 else { throw Failure(description: "\(path): not whole [80][800] windows") }
+        // Each window from the model's own scratch, as the daemon's worker hands them over
+        // (``SmartTurnModel/featureScratch``: read first, then overwritten by the model).
+        let scratch = model.featureScratch
         all.withUnsafeBufferPointer { all in
             for start in stride(from: 0, to: all.count, by: size) {
-                print(AudioKernelDemo.format(Double(model.probability(features: all.baseAddress! + start)), 9))
+                scratch.update(from: all.baseAddress! + start, count: size)
+                print(AudioKernelDemo.format(Double(model.probability(features: scratch)), 9))
             }
         }
     }
@@ -231,8 +235,7 @@ enum SpeechCommand {
         let stream = try VoiceActivityStream(model: SileroVAD(onnx: readFile(silero)))
         let model = try SmartTurnModel(onnx: readFile(smartTurn), threads: threads)
         let extractor = WhisperFeatures()
-        var window = [Float](repeating: 0, count: WhisperFeatures.windowSamples)
-        var features = [Float](repeating: 0, count: WhisperFeatures.bins * WhisperFeatures.frames)
+        var window = [Int16](repeating: 0, count: WhisperFeatures.windowSamples)
         var configuration = TurnEndpointerConfiguration()
         configuration.finishedProbability = finishedProbability
         configuration.pauseMilliseconds = pauseMilliseconds
@@ -244,8 +247,9 @@ enum SpeechCommand {
             // As the recorder asks: the turn's waited pauses shortened.
             endpointer.omittedSpans(into: &omitted)
             window.withUnsafeMutableBufferPointer { stream.copyRecent(into: $0, omitting: omitted, continuing: continuing) }
-            window.withUnsafeBufferPointer { w in features.withUnsafeMutableBufferPointer { extractor.compute(w, into: $0.baseAddress!) } }
-            return features.withUnsafeBufferPointer { model.probability(features: $0.baseAddress!) }
+            // Into the model's own scratch, as the daemon's worker computes them.
+            window.withUnsafeBufferPointer { extractor.compute($0, into: model.featureScratch) }
+            return model.probability(features: model.featureScratch)
         }
         // The pause being traced: where it began, the trace points still to come (ms).
         var traced: (start: Int, points: [Int])?

@@ -46,7 +46,7 @@ final class TurnCompletionWorkerTests: XCTestCase {
         worker.ask(s, token: 7, continuing: 1_200)
         let got = try XCTUnwrap(answer(worker, within: 30))
         XCTAssertEqual(got.token, 7)
-        var window = [Float](repeating: 0, count: WhisperFeatures.windowSamples)
+        var window = [Int16](repeating: 0, count: WhisperFeatures.windowSamples)
         window.withUnsafeMutableBufferPointer { s.copyRecent(into: $0, omitting: [], continuing: 1_200) }
         var features = [Float](repeating: 0, count: WhisperFeatures.bins * WhisperFeatures.frames)
         window.withUnsafeBufferPointer { w in features.withUnsafeMutableBufferPointer { WhisperFeatures().compute(w, into: $0.baseAddress!) } }

@@ -28,9 +28,9 @@ final class VoiceActivityStreamTests: XCTestCase {
     }
 
     private func window(_ stream: VoiceActivityStream, omitting spans: [(start: Int, end: Int)], continuing: Int = 0) -> [Int] {
-        var window = [Float](repeating: .nan, count: WhisperFeatures.windowSamples)
+        var window = [Int16](repeating: .min, count: WhisperFeatures.windowSamples)
         window.withUnsafeMutableBufferPointer { stream.copyRecent(into: $0, omitting: spans, continuing: continuing) }
-        return window.map { Int(($0 * 32_768).rounded()) }
+        return window.map { Int($0) }
     }
 
     func testASpanIsLeftOutAndOlderAudioFillsItsPlace() throws {

@@ -13,8 +13,11 @@ public final class TurnCompletionWorker: @unchecked Sendable {
     /// stop); a stand-in in the tests, where the debug build's model takes most of a minute.
     private let answering: (UnsafePointer<Float>, () -> Bool) -> Float?
     private let features = WhisperFeatures()
-    private var window: [Float]
-    private var featureBuffer: [Float]
+    /// The 8 s asked about, as the stream keeps them (PCM16 at 16 kHz).
+    private var window: [Int16]
+    /// [80][800] features: the model's own scratch when it lends one (``SmartTurnModel/featureScratch``).
+    private let featureBuffer: UnsafeMutablePointer<Float>
+    private let ownsFeatureBuffer: Bool
     // Allocated, not stored properties: `&property` of a class is not promised to be the
     // same address each time, and a mutex must not move.
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
@@ -35,17 +38,20 @@ public final class TurnCompletionWorker: @unchecked Sendable {
     private var stopping = false
     private var thread: IOThread?
     /// A copy of the window taken on the capture thread, handed over under the lock.
-    private var pendingWindow: [Float]
+    private var pendingWindow: [Int16]
 
     public convenience init(model: SmartTurnModel) throws(AudioError) {
-        try self.init { features, stop in model.probability(features: features, until: stop) }
+        try self.init(featureScratch: model.featureScratch) { features, stop in model.probability(features: features, until: stop) }
     }
 
-    init(answering: @escaping (UnsafePointer<Float>, () -> Bool) -> Float?) throws(AudioError) {
+    /// `featureScratch`: room for the features that `answering` lends (it keeps it alive); nil:
+    /// the worker's own.
+    init(featureScratch: UnsafeMutablePointer<Float>? = nil, answering: @escaping (UnsafePointer<Float>, () -> Bool) -> Float?) throws(AudioError) {
         self.answering = answering
-        window = [Float](repeating: 0, count: WhisperFeatures.windowSamples)
+        window = [Int16](repeating: 0, count: WhisperFeatures.windowSamples)
         pendingWindow = window
-        featureBuffer = [Float](repeating: 0, count: WhisperFeatures.bins * WhisperFeatures.frames)
+        ownsFeatureBuffer = featureScratch == nil
+        featureBuffer = featureScratch ?? .allocate(capacity: WhisperFeatures.bins * WhisperFeatures.frames)
         pthread_mutex_init(mutex, nil)
         pthread_cond_init(condition, nil)
         thread = try IOThread(name: "smart-turn") { [unowned self] in self.loop() }
@@ -67,6 +73,7 @@ public final class TurnCompletionWorker: @unchecked Sendable {
         pthread_mutex_destroy(mutex)
         condition.deallocate()
         mutex.deallocate()
+        if ownsFeatureBuffer { featureBuffer.deallocate() }
     }
 
     /// On the capture thread: asks about the stream's last 8 s (without the `omitting` spans:
@@ -109,17 +116,13 @@ public final class TurnCompletionWorker: @unchecked Sendable {
             pthread_mutex_unlock(mutex)
             var start = timespec()
             clock_gettime(CLOCK_MONOTONIC, &start)
-            window.withUnsafeBufferPointer { w in
-                featureBuffer.withUnsafeMutableBufferPointer { features.compute(w, into: $0.baseAddress!) }
-            }
+            window.withUnsafeBufferPointer { features.compute($0, into: featureBuffer) }
             // Given up when withdrawn, or when a newer question waits (the newest pause is the
             // one that matters).
-            let p = featureBuffer.withUnsafeBufferPointer { features in
-                answering(features.baseAddress!) { [unowned self] in
-                    pthread_mutex_lock(mutex)
-                    defer { pthread_mutex_unlock(mutex) }
-                    return withdrawn == token || question.ready || stopping
-                }
+            let p = answering(featureBuffer) { [unowned self] in
+                pthread_mutex_lock(mutex)
+                defer { pthread_mutex_unlock(mutex) }
+                return withdrawn == token || question.ready || stopping
             }
             var end = timespec()
             clock_gettime(CLOCK_MONOTONIC, &end)

@@ -3,7 +3,8 @@ import SpeechModels
 /// Silero VAD on the recorder's stream: PCM16 at 24 kHz brought to 16 kHz by the project's
 /// resampler, cut into Silero's 512-sample frames (32 ms), each frame's speech probability
 /// reported with the stream position (in input samples) where the frame ends. It keeps the
-/// last 8 s at 16 kHz, which smart-turn is asked about at a pause.
+/// last 8 s at 16 kHz, which smart-turn is asked about at a pause, as PCM16: what the model
+/// is fed elsewhere (pipecat hands it 16 kHz PCM16), half the memory of floats.
 ///
 /// Per period nothing is allocated: the resampler, the frame and the ring are made once.
 public final class VoiceActivityStream {
@@ -16,7 +17,7 @@ public final class VoiceActivityStream {
     private var frame: [Float]
     private var frameFill = 0
     /// The last 8 s at 16 kHz, a ring; `recentEnd` counts every 16 kHz sample written.
-    private var recent: [Float]
+    private var recent: [Int16]
     private var recentEnd = 0
     /// Input samples consumed so far.
     public private(set) var position = 0
@@ -30,7 +31,7 @@ public final class VoiceActivityStream {
         input = [Float](repeating: 0, count: maximumPeriod)
         resampled = [Float](repeating: 0, count: resampler?.maximumOutputFrames(forInputFrames: maximumPeriod) ?? maximumPeriod)
         frame = [Float](repeating: 0, count: SileroVAD.frameLength)
-        recent = [Float](repeating: 0, count: WhisperFeatures.windowSamples)
+        recent = [Int16](repeating: 0, count: WhisperFeatures.windowSamples)
         model.reset()  // a new stream (a recorder reopened) starts the model afresh
     }
 
@@ -65,7 +66,7 @@ public final class VoiceActivityStream {
             }
             for i in 0..<made {
                 let sample = resampled[i]
-                recent[recentEnd % recent.count] = sample
+                recent[recentEnd % recent.count] = Int16(clamping: Int((sample * 32_768).rounded()))
                 recentEnd += 1
                 frame[frameFill] = sample
                 frameFill += 1
@@ -86,7 +87,7 @@ public final class VoiceActivityStream {
     /// The last 8 s at 16 kHz, oldest first, zeros where the stream is shorter (as pipecat
     /// pads a short turn), into `window` (128,000 samples). `dropping` leaves out the newest
     /// samples (to ask about the audio up to an earlier moment).
-    public func copyRecent(into window: UnsafeMutableBufferPointer<Float>, dropping newest: Int = 0) {
+    public func copyRecent(into window: UnsafeMutableBufferPointer<Int16>, dropping newest: Int = 0) {
         copyRecent(into: window, dropping: newest, omitting: [])
     }
 
@@ -97,7 +98,7 @@ public final class VoiceActivityStream {
     /// newest 32 ms (the VAD frame just heard as a pause) played back and forth over it, the
     /// pause carried on as the room sounded in it (``TurnEndpointer/Decision/askModel(pauseStart:continuing:)``).
     /// Reversed noise has the spectrum of the noise, and turning at the ends leaves no step.
-    public func copyRecent(into window: UnsafeMutableBufferPointer<Float>, dropping newest: Int = 0,
+    public func copyRecent(into window: UnsafeMutableBufferPointer<Int16>, dropping newest: Int = 0,
                            omitting spans: [(start: Int, end: Int)], continuing: Int = 0) {
         precondition(window.count == recent.count)
         let added = min(window.count, max(0, continuing) * SileroVAD.sampleRate / inputRate)
@@ -115,7 +116,7 @@ public final class VoiceActivityStream {
     }
 
     /// Fills `window` (at most 8 s) from the back with the newest audio, `spans` left out.
-    private func copyRecent(into window: UnsafeMutableBufferPointer<Float>, dropping newest: Int, omittingSpans spans: [(start: Int, end: Int)]) {
+    private func copyRecent(into window: UnsafeMutableBufferPointer<Int16>, dropping newest: Int, omittingSpans spans: [(start: Int, end: Int)]) {
         let end = max(0, recentEnd - newest)
         let oldest = max(0, recentEnd - recent.count)  // the oldest sample the ring still holds
         var to = window.count  // fills from the back

@@ -24,14 +24,12 @@ public final class WhisperFeatures {
     private let filters: [(first: Int, weights: [Double])]
     private var frame: [Double]
     private var power: [Double]
-    private var logMel: [Double]
 
     public init() {
         window = (0..<Self.fftLength).map { 0.5 - 0.5 * cos(2 * Double.pi * Double($0) / Double(Self.fftLength)) }
         filters = Self.melFilters()
         frame = [Double](repeating: 0, count: Self.fftLength)
         power = [Double](repeating: 0, count: Self.spectrumBins)
-        logMel = [Double](repeating: 0, count: Self.bins * Self.frames)
     }
 
     /// Slaney's mel scale: linear below 1 kHz, logarithmic above.
@@ -64,43 +62,62 @@ public final class WhisperFeatures {
     /// The features of exactly 8 s of audio (`samples.count == 128_000`; pad with zeros at the
     /// front, as pipecat does, for less), written to `output` ([80][800] floats).
     public func compute(_ samples: UnsafeBufferPointer<Float>, into output: UnsafeMutablePointer<Float>) {
-        precondition(samples.count == Self.windowSamples, "Whisper's features take 8 s at 16 kHz")
-        let n = Self.windowSamples, pad = Self.fftLength / 2
+        compute(samples.count, into: output) { Double(samples[$0]) }
+    }
+
+    /// The same for PCM16 samples, each read as `sample / 32768`: the features are those of
+    /// the Float samples `Float(sample) / 32768`, to the bit (both conversions are exact). The
+    /// daemon keeps its 8 s as PCM16, half the memory of floats.
+    public func compute(_ samples: UnsafeBufferPointer<Int16>, into output: UnsafeMutablePointer<Float>) {
+        compute(samples.count, into: output) { Double(samples[$0]) / 32_768 }
+    }
+
+    @inline(__always)
+    private func compute(_ n: Int, into output: UnsafeMutablePointer<Float>, sample: (Int) -> Double) {
+        precondition(n == Self.windowSamples, "Whisper's features take 8 s at 16 kHz")
+        let pad = Self.fftLength / 2
         var sum = 0.0
-        for x in samples { sum += Double(x) }
+        for i in 0..<n { sum += sample(i) }
         let mean = sum / Double(n)
         var squares = 0.0
-        for x in samples { squares += (Double(x) - mean) * (Double(x) - mean) }
+        for i in 0..<n { squares += (sample(i) - mean) * (sample(i) - mean) }
         let scale = 1 / (squares / Double(n) + 1e-7).squareRoot()
         // Each frame is read from the samples where it lies, normalized as it is read, the
         // reflections at both ends included: no padded copy of the 8 s (1 MB of doubles).
+        // Each log-mel value goes to `output` at once as (x + 4) / 4, and the floor (the
+        // maximum − 8) is applied there afterwards: x ↦ Float((x + 4) / 4) never decreases,
+        // so raising its result to the floor's gives the bits raising x would have given,
+        // without a window of doubles (512 KB) held until the maximum is known.
         var maximum = -Double.infinity
         frame.withUnsafeMutableBufferPointer { frame in
             power.withUnsafeMutableBufferPointer { power in
-                logMel.withUnsafeMutableBufferPointer { logMel in
-                    for t in 0..<Self.frames {
-                        for i in 0..<Self.fftLength {
-                            // Padded index t · hop + i is sample t · hop + i − pad, reflected
-                            // about the first and the last sample (numpy's "reflect").
-                            var j = t * Self.hop + i - pad
-                            if j < 0 { j = -j } else if j >= n { j = 2 * (n - 1) - j }
-                            frame[i] = (Double(samples[j]) - mean) * scale * window[i]
-                        }
-                        dft.powerSpectrum(frame.baseAddress!, into: power.baseAddress!)
-                        for (m, filter) in filters.enumerated() {
-                            var energy = 0.0
-                            for (j, weight) in filter.weights.enumerated() { energy += weight * power[filter.first + j] }
-                            let value = log10(max(energy, 1e-10))
-                            logMel[m * Self.frames + t] = value
-                            maximum = max(maximum, value)
-                        }
+                for t in 0..<Self.frames {
+                    for i in 0..<Self.fftLength {
+                        // Padded index t · hop + i is sample t · hop + i − pad, reflected
+                        // about the first and the last sample (numpy's "reflect").
+                        var j = t * Self.hop + i - pad
+                        if j < 0 { j = -j } else if j >= n { j = 2 * (n - 1) - j }
+                        frame[i] = (sample(j) - mean) * scale * window[i]
+                    }
+                    dft.powerSpectrum(frame.baseAddress!, into: power.baseAddress!)
+                    for (m, filter) in filters.enumerated() {
+                        var energy = 0.0
+                        for (j, weight) in filter.weights.enumerated() { energy += weight * power[filter.first + j] }
+                        let value = log10(max(energy, 1e-10))
+                        output[m * Self.frames + t] = Self.scaled(value)
+                        maximum = max(maximum, value)
                     }
                 }
             }
         }
-        let floor = maximum - 8
-        for i in 0..<(Self.bins * Self.frames) {
-            output[i] = Float((max(logMel[i], floor) + 4) / 4)
+        let floor = Self.scaled(maximum - 8)
+        for i in 0..<(Self.bins * Self.frames) where output[i] < floor {
+            output[i] = floor
         }
+    }
+
+    @inline(__always)
+    private static func scaled(_ logMel: Double) -> Float {
+        Float((logMel + 4) / 4)
     }
 }

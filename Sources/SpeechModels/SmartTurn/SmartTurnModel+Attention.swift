@@ -1,77 +1,88 @@
 /// The attention of one transformer layer, per head as onnxruntime's QLinearMatMul,
 /// QLinearSoftmax and QLinearMatMul run it: the scores, their softmax, the weighted values,
 /// joined into [t][384] in `activations`. The queries, keys and values are the layer's, split
-/// into heads by ``run(_:index:last:)``.
+/// into heads by ``run(_:index:last:)``. Each head's queries go in blocks of
+/// ``attentionBlock`` rows, so that the scores and probabilities are never held for all 400
+/// (a softmax is a row's own: blocks give the same bits).
 extension SmartTurnModel {
     func attend(_ layer: SmartTurnWeights.Layer) {
-        let positions = Self.positions, heads = Self.heads, dh = Self.headWidth, width = Self.width
-        let scoreMultiplier = layer.scaledQuery.scale * layer.scaledKey.scale / layer.scores.scale
-        let contextMultiplier = layer.probabilities.scale * layer.valueHeads.scale / layer.context.scale
-        let scoreZero = layer.scores.zeroPoint, probabilityZero = layer.probabilities.zeroPoint
         layer.softmax.table.withUnsafeBufferPointer { table in
-            for h in 0..<heads {
-                attentionProduct(queries + h * positions * dh, rows: positions, depth: dh,
-                                 keys + h * positions * dh, columns: positions, into: sums)
-                // Four rows at a time: each row's total is a sum in order, as onnxruntime's
-                // kernel adds (so the same bits), but four rows' sums run side by side in the
-                // lanes of one vector instead of one chain of dependent additions at a time.
-                var t = 0
-                while t < positions {
-                    var shifts = SIMD4<Int>(repeating: 0)
-                    for r in 0..<4 {
-                        let s = sums + (t + r) * positions
-                        // The scores as uint8 steps, then the kernel's table lookups.
-                        var top = SIMD4<Int32>(repeating: 0)
-                        var j = 0
-                        while j < positions {
-                            let q = layer.scores.centred(sums: Self.load4(s + j), multipliers: SIMD4(repeating: scoreMultiplier)) &+ scoreZero
-                            UnsafeMutableRawPointer(s + j).storeBytes(of: q, as: SIMD4<Int32>.self)
-                            top = top.replacing(with: q, where: q .> top)
-                            j += 4
-                        }
-                        shifts[r] = 255 - Int(max(max(top[0], top[1]), max(top[2], top[3])))
-                    }
-                    let s0 = sums + t * positions, s1 = s0 + positions, s2 = s1 + positions, s3 = s2 + positions
-                    var totals = SIMD4<Float>(repeating: 0)
-                    for j in 0..<positions {
-                        totals += SIMD4(table[shifts[0] + Int(s0[j])], table[shifts[1] + Int(s1[j])],
-                                        table[shifts[2] + Int(s2[j])], table[shifts[3] + Int(s3[j])])
-                    }
-                    if h == 0 && t == 0, inspect != nil {
-                        inspect?("scores_head0_row0", (0..<positions).map { UInt8(s0[$0]) })
-                    }
-                    for r in 0..<4 {
-                        let s = sums + (t + r) * positions, shifted = shifts[r]
-                        // Four lanes at a time: the same IEEE operations as one by one (divps
-                        // divides each lane as divss does), a quarter of the divisions' time.
-                        let probabilities = attention + (t + r) * positions
-                        let total = SIMD4<Float>(repeating: totals[r]), steps = SIMD4<Float>(repeating: layer.softmax.outputSteps)
-                        let magic = SIMD4<Float>(repeating: Quantization.roundingMagic)
-                        let zero = SIMD4<Float>(repeating: Float(probabilityZero)), ceiling = SIMD4<Float>(repeating: 255)
-                        var j = 0
-                        while j < positions {
-                            let e = SIMD4<Float>(table[shifted + Int(s[j])], table[shifted + Int(s[j + 1])],
-                                                 table[shifted + Int(s[j + 2])], table[shifted + Int(s[j + 3])])
-                            let q = ((e * steps) / total + magic) - magic
-                            let stepsUp = (q + zero).replacing(with: ceiling, where: q + zero .> ceiling)
-                            // An integer already: its bits after adding 1.5 · 2²³ are the value.
-                            let centred = unsafeBitCast(stepsUp + magic, to: SIMD4<Int32>.self) &- (0x4B40_0000 + Int32(probabilityZero))
-                            FloatKernels.store4(centred, probabilities + j)
-                            j += 4
-                        }
-                    }
-                    t += 4
-                }
-                weightedValues(attention, rows: positions, keys: positions, values + h * positions * dh, into: sums)
-                for t in 0..<positions {
-                    var d = 0
-                    while d < dh {
-                        let q = layer.context.centred(sums: Self.load4(sums + t * dh + d), multipliers: SIMD4(repeating: contextMultiplier))
-                        FloatKernels.store4(q, activations + t * width + h * dh + d)
-                        d += 4
-                    }
+            for h in 0..<Self.heads {
+                for first in stride(from: 0, to: Self.positions, by: Self.attentionBlock) {
+                    attend(layer, head: h, rows: first, count: min(Self.attentionBlock, Self.positions - first), table: table)
                 }
             }
         }
     }
+
+    /// Head `h`'s attention for query rows `first..<first + count`.
+    private func attend(_ layer: SmartTurnWeights.Layer, head h: Int, rows first: Int, count: Int, table: UnsafeBufferPointer<Float>) {
+        let positions = Self.positions, dh = Self.headWidth, width = Self.width
+        let scoreMultiplier = layer.scaledQuery.scale * layer.scaledKey.scale / layer.scores.scale
+        let contextMultiplier = layer.probabilities.scale * layer.valueHeads.scale / layer.context.scale
+        let scoreZero = layer.scores.zeroPoint, probabilityZero = layer.probabilities.zeroPoint
+        precondition(count % 4 == 0, "blocks of whole fours of rows")
+        attentionProduct(queries + h * positions * dh + first * dh, rows: count, depth: dh,
+                         keys + h * positions * dh, columns: positions, into: sums)
+        // Four rows at a time: each row's total is a sum in order, as onnxruntime's
+        // kernel adds (so the same bits), but four rows' sums run side by side in the
+        // lanes of one vector instead of one chain of dependent additions at a time.
+        var t = 0
+        while t < count {
+            var shifts = SIMD4<Int>(repeating: 0)
+            for r in 0..<4 {
+                let s = sums + (t + r) * positions
+                // The scores as uint8 steps, then the kernel's table lookups.
+                var top = SIMD4<Int32>(repeating: 0)
+                var j = 0
+                while j < positions {
+                    let q = layer.scores.centred(sums: Self.load4(s + j), multipliers: SIMD4(repeating: scoreMultiplier)) &+ scoreZero
+                    UnsafeMutableRawPointer(s + j).storeBytes(of: q, as: SIMD4<Int32>.self)
+                    top = top.replacing(with: q, where: q .> top)
+                    j += 4
+                }
+                shifts[r] = 255 - Int(max(max(top[0], top[1]), max(top[2], top[3])))
+            }
+            let s0 = sums + t * positions, s1 = s0 + positions, s2 = s1 + positions, s3 = s2 + positions
+            var totals = SIMD4<Float>(repeating: 0)
+            for j in 0..<positions {
+                totals += SIMD4(table[shifts[0] + Int(s0[j])], table[shifts[1] + Int(s1[j])],
+                                table[shifts[2] + Int(s2[j])], table[shifts[3] + Int(s3[j])])
+            }
+            if h == 0 && first == 0 && t == 0, inspect != nil {
+                inspect?("scores_head0_row0", (0..<positions).map { UInt8(s0[$0]) })
+            }
+            for r in 0..<4 {
+                let s = sums + (t + r) * positions, shifted = shifts[r]
+                // Four lanes at a time: the same IEEE operations as one by one (divps
+                // divides each lane as divss does), a quarter of the divisions' time.
+                let probabilities = attention + (t + r) * positions
+                let total = SIMD4<Float>(repeating: totals[r]), steps = SIMD4<Float>(repeating: layer.softmax.outputSteps)
+                let magic = SIMD4<Float>(repeating: Quantization.roundingMagic)
+                let zero = SIMD4<Float>(repeating: Float(probabilityZero)), ceiling = SIMD4<Float>(repeating: 255)
+                var j = 0
+                while j < positions {
+                    let e = SIMD4<Float>(table[shifted + Int(s[j])], table[shifted + Int(s[j + 1])],
+                                         table[shifted + Int(s[j + 2])], table[shifted + Int(s[j + 3])])
+                    let q = ((e * steps) / total + magic) - magic
+                    let stepsUp = (q + zero).replacing(with: ceiling, where: q + zero .> ceiling)
+                    // An integer already: its bits after adding 1.5 · 2²³ are the value.
+                    let centred = unsafeBitCast(stepsUp + magic, to: SIMD4<Int32>.self) &- (0x4B40_0000 + Int32(probabilityZero))
+                    FloatKernels.store4(centred, probabilities + j)
+                    j += 4
+                }
+            }
+            t += 4
+        }
+        weightedValues(attention, rows: count, keys: positions, values + h * positions * dh, into: sums)
+        for t in 0..<count {
+            var d = 0
+            while d < dh {
+                let q = layer.context.centred(sums: Self.load4(sums + t * dh + d), multipliers: SIMD4(repeating: contextMultiplier))
+                FloatKernels.store4(q, activations + (first + t) * width + h * dh + d)
+                d += 4
+            }
+        }
+    }
 }
+

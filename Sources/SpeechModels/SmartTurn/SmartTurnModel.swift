@@ -24,15 +24,17 @@ public final class SmartTurnModel {
 
     private let residual: UnsafeMutablePointer<Float>  // [400][384]
     private let row: UnsafeMutablePointer<Float>  // one row of up to 1536
-    let activations: UnsafeMutablePointer<Int16>  // centred operands, up to [800][384] (the first convolution's output)
-    /// One row of zeros just before `activations`: the second convolution's first window
-    /// starts a frame before the first one (its padding), read in place.
-    private let paddedActivations: UnsafeMutablePointer<Int16>
+    let activations: UnsafeMutablePointer<Int16>  // centred operands, [400][384]
     private let columns: UnsafeMutablePointer<Int16>  // the padded quantized features, then a block of the feed-forward expansion and the pooling's scores
-    let sums: UnsafeMutablePointer<Int32>  // products, up to [400][400]: wider ones go in blocks of rows
+    let sums: UnsafeMutablePointer<Int32>  // products, ``sumsCapacity``: larger ones go in blocks of rows
+    /// A row of zeros, then the queries, keys and values. Before the layers it holds the first
+    /// convolution's output ([800][384]), which the second reads in place, its first window
+    /// starting on the row of zeros (its padding): no buffer for it alone (0.3 MB less).
+    private let headsArea: UnsafeMutablePointer<Int16>
+    private var convolved: UnsafeMutablePointer<Int16> { headsArea + Self.width }
     let queries: UnsafeMutablePointer<Int16>, keys: UnsafeMutablePointer<Int16>  // [head][400][64]
     let values: UnsafeMutablePointer<Int16>  // [head][400 / 2][64][2] (``SparsePairGEMM``)
-    let attention: UnsafeMutablePointer<Int16>  // one head's [400][400]
+    let attention: UnsafeMutablePointer<Int16>  // one head's probabilities for a block of ``attentionBlock`` query rows
     private let timeWeights: UnsafeMutablePointer<Float>
     private let panel: UnsafeMutablePointer<Int16>  // widened weights (IntegerGEMM.panelCapacity)
     /// The GELUs after the first convolution and each feed-forward expansion, as tables
@@ -70,33 +72,37 @@ public final class SmartTurnModel {
         let area = Self.positions * Self.width
         residual = .allocate(capacity: area)
         row = .allocate(capacity: Self.expanded)
-        paddedActivations = .allocate(capacity: Self.width + Self.frames * Self.width)
-        paddedActivations.initialize(repeating: 0, count: Self.width)
-        activations = paddedActivations + Self.width
-        columns = .allocate(capacity: max((Self.frames + 2) * Self.bins, Self.positions * Self.width))
+        activations = .allocate(capacity: area)
+        columns = .allocate(capacity: max((Self.frames + 2) * Self.bins, Self.positions * Self.poolWidth, Self.feedForwardBlock * Self.expanded))
         sums = .allocate(capacity: Self.sumsCapacity)
-        queries = .allocate(capacity: area)
-        keys = .allocate(capacity: area)
-        values = .allocate(capacity: area)
-        attention = .allocate(capacity: Self.positions * Self.positions)
+        precondition(3 * area >= Self.frames * Self.width, "the first convolution's output fits the heads' area")
+        headsArea = .allocate(capacity: Self.width + 3 * area)
+        headsArea.initialize(repeating: 0, count: Self.width)
+        queries = headsArea + Self.width
+        keys = queries + area
+        values = keys + area
+        attention = .allocate(capacity: Self.attentionBlock * Self.positions)
         timeWeights = .allocate(capacity: Self.positions)
         panel = .allocate(capacity: IntegerGEMM.panelCapacity)
     }
 
     deinit {
         helper?.stop()
-        residual.deallocate(); row.deallocate(); paddedActivations.deallocate(); columns.deallocate(); sums.deallocate()
-        queries.deallocate(); keys.deallocate(); values.deallocate(); attention.deallocate(); timeWeights.deallocate(); panel.deallocate()
+        residual.deallocate(); row.deallocate(); activations.deallocate(); columns.deallocate(); sums.deallocate()
+        headsArea.deallocate(); attention.deallocate(); timeWeights.deallocate(); panel.deallocate()
     }
 
-    /// `sums` holds the largest product the model needs whole, one head's attention scores
-    /// ([400][400]); the first convolution ([800][384]) and the feed-forward expansion
-    /// ([400][1536]) are computed in blocks of rows that fit (1.8 MB less than holding them).
-    private static let sumsCapacity = positions * positions
+    /// `sums` holds one head's attention scores for ``attentionBlock`` query rows ([200][400]);
+    /// other products go in blocks of rows (the convolutions, the projections) or of columns
+    /// (the feed-forward expansion) that fit: 2.1 MB less than holding them whole.
+    static let attentionBlock = 200
+    private static let sumsCapacity = attentionBlock * positions
 
-    /// Rows of the feed-forward block done at a time: their expansion ([100][1536]) fits
-    /// `columns` and its product `sums`.
+    /// Rows of the feed-forward block done at a time: their expansion ([100][1536]) fits `columns`,
+    /// its product `sums` in two halves of columns (blocks of 52 rows took 17 % longer).
     private static let feedForwardBlock = 100
+    /// The attention pooling's hidden width.
+    private static let poolWidth = 256
 
     /// `body(first, count)` for consecutive blocks of `rows` whose products by `linear` fit `sums`.
     private func inBlocks(rows: Int, of linear: SmartTurnWeights.Linear, _ body: (Int, Int) -> Void) {
@@ -108,20 +114,36 @@ public final class SmartTurnModel {
         }
     }
 
-    /// `sums[m][n]` for `rows` rows of centred `input` by `linear`'s weight. A row starts
-    /// `strideA` after the one before (by default its depth; a convolution's windows overlap).
-    private func product(_ input: UnsafePointer<Int16>, rows: Int, strideA: Int? = nil, _ linear: SmartTurnWeights.Linear) {
-        precondition(rows * linear.matrix.outputs <= Self.sumsCapacity, "a product that fits the sums")
+    /// `rows` rows of `input` by `linear`, in blocks that fit `sums`: `body(t)` for each row,
+    /// its result dequantized in `row` (``result(_:of:)``), a MatMul's float bias the body's.
+    private func eachResult(of input: UnsafePointer<Int16>, rows: Int, _ linear: SmartTurnWeights.Linear, _ body: (Int) -> Void) {
+        inBlocks(rows: rows, of: linear) { first, count in
+            product(input + first * linear.matrix.inputs, rows: count, linear)
+            for t in first..<(first + count) {
+                result(t - first, of: linear)
+                body(t)
+            }
+        }
+    }
+
+    /// `sums[m][n]` for `rows` rows of centred `input` by `linear`'s weight, for its output
+    /// `columns` (all by default; `sums` then holds that many a row). A row starts `strideA`
+    /// after the one before (by default its depth; a convolution's windows overlap).
+    private func product(_ input: UnsafePointer<Int16>, rows: Int, strideA: Int? = nil, _ linear: SmartTurnWeights.Linear,
+                         columns: Range<Int>? = nil) {
+        let columns = columns ?? 0..<linear.matrix.outputs
+        precondition(rows * columns.count <= Self.sumsCapacity, "a product that fits the sums")
         let strideA = strideA ?? linear.matrix.inputs
         linear.matrix.values.withUnsafeBufferPointer { w in
+            let weights = w.baseAddress! + columns.lowerBound * linear.matrix.inputs
             if let helper {
                 helper.multiply(input, rows: rows, depth: linear.matrix.inputs, strideA: strideA,
-                                b8: w.baseAddress!, b16: nil, columns: linear.matrix.outputs, strideB: linear.matrix.inputs,
-                                into: sums, strideC: linear.matrix.outputs, panel: panel)
+                                b8: weights, b16: nil, columns: columns.count, strideB: linear.matrix.inputs,
+                                into: sums, strideC: columns.count, panel: panel)
             } else {
                 IntegerGEMM.multiply(input, rows: rows, depth: linear.matrix.inputs, strideA: strideA,
-                                     w.baseAddress!, columns: linear.matrix.outputs, strideB: linear.matrix.inputs,
-                                     into: sums, strideC: linear.matrix.outputs, panel: panel)
+                                     weights, columns: columns.count, strideB: linear.matrix.inputs,
+                                     into: sums, strideC: columns.count, panel: panel)
             }
         }
     }
@@ -163,32 +185,33 @@ public final class SmartTurnModel {
         }
     }
 
-    /// Row `m` of the last product requantized (its Int32 bias included) to centred steps,
-    /// four columns at a time, given to `body` with their first column; the columns done (a
-    /// multiple of four).
+    /// Row `m` of the last product (of `columns`, all by default) requantized (its Int32 bias
+    /// included) to centred steps, four columns at a time, given to `body` with their first
+    /// column; the columns done (a multiple of four).
     @inline(__always)
-    private func steps(_ m: Int, of linear: SmartTurnWeights.Linear, _ body: (Int, SIMD4<Int32>) -> Void) -> Int {
-        let n = linear.matrix.outputs
-        let s = sums + m * n
+    private func steps(_ m: Int, of linear: SmartTurnWeights.Linear, columns: Range<Int>? = nil, _ body: (Int, SIMD4<Int32>) -> Void) -> Int {
+        let columns = columns ?? 0..<linear.matrix.outputs
+        let first = columns.lowerBound, n = columns.count
+        let s = sums + m * n - first  // indexed by column
         let output = linear.output
         return linear.multipliers.withUnsafeBufferPointer { multipliers in
             let multipliers = multipliers.baseAddress!
-            var j = 0
+            var j = first
             if let integerBias = linear.integerBias {
                 integerBias.withUnsafeBufferPointer { bias in
-                    while j + 4 <= n {
+                    while j + 4 <= columns.upperBound {
                         let sum = Self.load4(s + j) &+ Self.load4(bias.baseAddress! + j)
                         body(j, output.centred(sums: sum, multipliers: FloatKernels.load4(multipliers + j)))
                         j += 4
                     }
                 }
             } else {
-                while j + 4 <= n {
+                while j + 4 <= columns.upperBound {
                     body(j, output.centred(sums: Self.load4(s + j), multipliers: FloatKernels.load4(multipliers + j)))
                     j += 4
                 }
             }
-            return j
+            return j - first
         }
     }
 
@@ -197,28 +220,34 @@ public final class SmartTurnModel {
         UnsafeRawPointer(p).loadUnaligned(as: SIMD4<Int32>.self)
     }
 
-    /// Rows `first..<first + count` of the last product (its rows from 0) through a GELU
-    /// table: requantized (Int32 bias included), then looked up, into `out` (stride: the
-    /// product's width). `perColumn`: one table of 256 for each column, else one for all.
-    private func geluThroughTable(rows count: Int, of linear: SmartTurnWeights.Linear, table: [UInt8], then gelu: Quantization,
-                                  perColumn: Bool, into out: UnsafeMutablePointer<Int16>) {
+    /// Rows `first..<first + count` of the last product (its rows from 0; of `columns`, all by
+    /// default) through a GELU table: requantized (Int32 bias included), then looked up, into
+    /// those columns of `out` (stride: the product's width). `perColumn`: one table of 256 for
+    /// each column, else one for all.
+    private func geluThroughTable(rows count: Int, of linear: SmartTurnWeights.Linear, columns: Range<Int>? = nil, table: [UInt8],
+                                  then gelu: Quantization, perColumn: Bool, into out: UnsafeMutablePointer<Int16>) {
         let outputZero = Int16(gelu.zeroPoint), zero = linear.output.zeroPoint
         let n = linear.matrix.outputs, columnStride = perColumn ? 256 : 0
+        let columns = columns ?? 0..<n
         table.withUnsafeBufferPointer { table in
             let table = table.baseAddress!
             for m in 0..<count {
                 let o = out + m * n
-                let done = steps(m, of: linear) { j, centred in
+                let done = steps(m, of: linear, columns: columns) { j, centred in
                     let index = centred &+ zero
                     o[j] = Int16(table[j * columnStride + Int(index[0])]) &- outputZero
                     o[j + 1] = Int16(table[(j + 1) * columnStride + Int(index[1])]) &- outputZero
                     o[j + 2] = Int16(table[(j + 2) * columnStride + Int(index[2])]) &- outputZero
                     o[j + 3] = Int16(table[(j + 3) * columnStride + Int(index[3])]) &- outputZero
                 }
-                precondition(done == n, "a width that is a multiple of four")
+                precondition(done == columns.count, "a width that is a multiple of four")
             }
         }
     }
+
+    /// Room for the features [80][800] given to ``probability(features:until:)``: it reads them
+    /// first, then uses the room as its residual stream (a caller's buffer less: 0.25 MB).
+    public var featureScratch: UnsafeMutablePointer<Float> { residual }
 
     /// The probability that the turn is finished, from features [80][800] (``WhisperFeatures``).
     public func probability(features: UnsafePointer<Float>) -> Float {
@@ -232,10 +261,9 @@ public final class SmartTurnModel {
         let w = weights
         let width = Self.width, positions = Self.positions, frames = Self.frames, bins = Self.bins
 
-        // Convolution 1 (80 → 384, width 3, stride 1) on the quantized features, [t][80] with
-        // a frame of zeros (the padding) at each end. The weights are [out][k][in]
-        // (``GraphWalker``), so frame t's window is the 240 values from padded frame t on,
-        // read in place by a product whose rows overlap.
+        // Convolution 1 (80 → 384, width 3, stride 1) on the quantized features, [t][80] with a
+        // frame of zeros (the padding) at each end. The weights are [out][k][in] (``GraphWalker``),
+        // so frame t's window is the 240 values from padded frame t on, read in place.
         let input = w.input
         let padded = columns
         padded.update(repeating: 0, count: bins)
@@ -245,23 +273,25 @@ public final class SmartTurnModel {
         }
         inBlocks(rows: frames, of: w.convolution1) { first, count in
             product(padded + first * bins, rows: count, strideA: bins, w.convolution1)
-            geluThroughTable(rows: count, of: w.convolution1, table: convolutionGELU, then: w.gelu1, perColumn: false, into: activations + first * width)
+            geluThroughTable(rows: count, of: w.convolution1, table: convolutionGELU, then: w.gelu1, perColumn: false, into: convolved + first * width)
         }
-        report("gelu_QuantizeLinear_Output", activations, count: frames * width, zeroPoint: w.gelu1.zeroPoint)
+        report("gelu_QuantizeLinear_Output", convolved, count: frames * width, zeroPoint: w.gelu1.zeroPoint)
         if stop() { return nil }
         // Convolution 2 (384 → 384, width 3, stride 2), GELU, positions: position t's window
         // is frames 2t − 1 to 2t + 1, in place (frame −1 is the row of zeros before them).
-        product(activations - width, rows: positions, strideA: 2 * width, w.convolution2)
         // Its output has 256 steps, so its GELU is looked up (the same floats as computing it).
         let zero = w.convolution2.output.zeroPoint
         w.positions.withUnsafeBufferPointer { positionsTable in
             convolution2GELU.withUnsafeBufferPointer { gelu in
-                for t in 0..<positions {
-                    let r = residual + t * width, p = positionsTable.baseAddress! + t * width
-                    _ = steps(t, of: w.convolution2) { c, centred in
-                        let index = centred &+ zero
-                        r[c] = gelu[Int(index[0])] + p[c]; r[c + 1] = gelu[Int(index[1])] + p[c + 1]
-                        r[c + 2] = gelu[Int(index[2])] + p[c + 2]; r[c + 3] = gelu[Int(index[3])] + p[c + 3]
+                inBlocks(rows: positions, of: w.convolution2) { first, count in
+                    product(convolved - width + first * 2 * width, rows: count, strideA: 2 * width, w.convolution2)
+                    for t in first..<(first + count) {
+                        let r = residual + t * width, p = positionsTable.baseAddress! + t * width
+                        _ = steps(t - first, of: w.convolution2) { c, centred in
+                            let index = centred &+ zero
+                            r[c] = gelu[Int(index[0])] + p[c]; r[c + 1] = gelu[Int(index[1])] + p[c + 1]
+                            r[c + 2] = gelu[Int(index[2])] + p[c + 2]; r[c + 3] = gelu[Int(index[3])] + p[c + 3]
+                        }
                     }
                 }
             }
@@ -277,12 +307,10 @@ public final class SmartTurnModel {
         // The final norm has read the residual stream: its buffer takes the dequantized output.
         let pooled = residual  // [400][384]
         for i in 0..<(positions * width) { pooled[i] = Float(activations[i]) * w.finalOutput.scale }
-        product(activations, rows: positions, w.poolProjection)
         let tanhScores = columns  // [400][256]
-        for t in 0..<positions {
-            result(t, of: w.poolProjection)
-            w.poolProjection.bias.withUnsafeBufferPointer { bias in
-                for j in 0..<256 { tanhScores[t * 256 + j] = w.poolTanh.centred(tanhf(row[j] + bias[j])) }
+        w.poolProjection.bias.withUnsafeBufferPointer { bias in
+            eachResult(of: activations, rows: positions, w.poolProjection) { t in
+                for j in 0..<Self.poolWidth { tanhScores[t * Self.poolWidth + j] = w.poolTanh.centred(tanhf(row[j] + bias[j])) }
             }
         }
         product(tanhScores, rows: positions, w.poolScore)
@@ -341,10 +369,8 @@ public final class SmartTurnModel {
         report("attention_input", activations, count: positions * width, zeroPoint: layer.attentionInput.zeroPoint)
 
         // q, k and v, each split into heads: q and k [head][t][d], v [head][t / 2][d][t % 2].
-        product(activations, rows: positions, layer.query)
         layer.query.bias.withUnsafeBufferPointer { bias in
-            for t in 0..<positions {
-                result(t, of: layer.query)
+            eachResult(of: activations, rows: positions, layer.query) { t in
                 var c = 0
                 while c < width {
                     let v = (FloatKernels.load4(row + c) + FloatKernels.load4(bias.baseAddress! + c)) * layer.headScale
@@ -353,19 +379,15 @@ public final class SmartTurnModel {
                 }
             }
         }
-        product(activations, rows: positions, layer.key)
-        for t in 0..<positions {
-            result(t, of: layer.key)
+        eachResult(of: activations, rows: positions, layer.key) { t in
             var c = 0
             while c < width {
                 FloatKernels.store4(layer.scaledKey.centred(FloatKernels.load4(row + c) * layer.headScale), keys + (c / dh) * positions * dh + t * dh + c % dh)
                 c += 4
             }
         }
-        product(activations, rows: positions, layer.value)
         layer.value.bias.withUnsafeBufferPointer { bias in
-            for t in 0..<positions {
-                result(t, of: layer.value)
+            eachResult(of: activations, rows: positions, layer.value) { t in
                 var c = 0
                 while c < width {
                     let q = layer.valueHeads.centred(FloatKernels.load4(row + c) + FloatKernels.load4(bias.baseAddress! + c))
@@ -379,10 +401,8 @@ public final class SmartTurnModel {
 
         attend(layer)
         report("context", activations, count: positions * width, zeroPoint: layer.context.zeroPoint)
-        product(activations, rows: positions, layer.outputProjection)
         layer.outputProjection.bias.withUnsafeBufferPointer { bias in
-            for t in 0..<positions {
-                result(t, of: layer.outputProjection)
+            eachResult(of: activations, rows: positions, layer.outputProjection) { t in
                 for c in 0..<width { residual[t * width + c] += row[c] + bias[c] }
             }
         }
@@ -390,16 +410,19 @@ public final class SmartTurnModel {
         // The feed-forward block.
         normalize(layer.feedForwardNorm, quantization: layer.feedForwardInput)
         report("feed_forward_input", activations, count: positions * width, zeroPoint: layer.feedForwardInput.zeroPoint)
-        // In blocks of rows: each block's expansion goes through its GELU into `columns`, is
-        // contracted, and lands in the residual stream, so that the [400][1536] expansion is
-        // never held whole (1.2 MB less than `activations` sized for it).
+        // In blocks of rows: each block's expansion (its columns in halves, whose sums fit) goes
+        // through its GELU into `columns`, is contracted, and lands in the residual stream: the
+        // [400][1536] expansion is never held whole (1.2 MB less).
         var expandedWhole: [UInt8] = [], contractWhole: [UInt8] = []  // for `inspect` only
+        let half = Self.expanded / 2
         for first in stride(from: 0, to: positions, by: Self.feedForwardBlock) {
             let count = min(Self.feedForwardBlock, positions - first)
             let expandedBlock = columns
-            product(activations + first * width, rows: count, layer.expand)
-            geluThroughTable(rows: count, of: layer.expand, table: expandedGELU[index], then: layer.expandedGELU, perColumn: true,
-                             into: expandedBlock)
+            for part in [0..<half, half..<Self.expanded] {
+                product(activations + first * width, rows: count, layer.expand, columns: part)
+                geluThroughTable(rows: count, of: layer.expand, columns: part, table: expandedGELU[index], then: layer.expandedGELU,
+                                 perColumn: true, into: expandedBlock)
+            }
             product(expandedBlock, rows: count, layer.contract)
             if inspect != nil {
                 expandedWhole += (0..<(count * Self.expanded)).map { UInt8(Int32(expandedBlock[$0]) + layer.expandedGELU.zeroPoint) }
