@@ -407,18 +407,18 @@ public final class SmartTurnModel {
             }
         }
 
-        // The feed-forward block.
         normalize(layer.feedForwardNorm, quantization: layer.feedForwardInput)
         report("feed_forward_input", activations, count: positions * width, zeroPoint: layer.feedForwardInput.zeroPoint)
-        // In blocks of rows: each block's expansion (its columns in halves, whose sums fit) goes
-        // through its GELU into `columns`, is contracted, and lands in the residual stream: the
-        // [400][1536] expansion is never held whole (1.2 MB less).
+        // The feed-forward block, in blocks of rows: each block's expansion (its columns in
+        // halves, whose sums fit) goes through its GELU into `columns`, is contracted, and lands
+        // in the residual stream: the [400][1536] expansion is never held whole (1.2 MB less).
         var expandedWhole: [UInt8] = [], contractWhole: [UInt8] = []  // for `inspect` only
         let half = Self.expanded / 2
         for first in stride(from: 0, to: positions, by: Self.feedForwardBlock) {
             let count = min(Self.feedForwardBlock, positions - first)
             let expandedBlock = columns
-            for part in [0..<half, half..<Self.expanded] {
+            for start in stride(from: 0, to: Self.expanded, by: half) {  // not an array of ranges: that allocates
+                let part = start..<(start + half)
                 product(activations + first * width, rows: count, layer.expand, columns: part)
                 geluThroughTable(rows: count, of: layer.expand, columns: part, table: expandedGELU[index], then: layer.expandedGELU,
                                  perColumn: true, into: expandedBlock)
