@@ -66,6 +66,9 @@ public final class VoiceActivityStream {
             }
             for i in 0..<made {
                 let sample = resampled[i]
+                // Ties away from zero, not `SampleConverter.roundToInt16`'s ties to even: the
+                // turn-taking proof was measured with this rounding, and the other one moves a
+                // borderline phrase. The sample is finite (resampled PCM16), so this cannot trap.
                 recent[recentEnd % recent.count] = Int16(clamping: Int((sample * 32_768).rounded()))
                 recentEnd += 1
                 frame[frameFill] = sample

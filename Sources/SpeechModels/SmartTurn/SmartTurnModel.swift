@@ -192,7 +192,7 @@ public final class SmartTurnModel {
     private func steps(_ m: Int, of linear: SmartTurnWeights.Linear, columns: Range<Int>? = nil, _ body: (Int, SIMD4<Int32>) -> Void) -> Int {
         let columns = columns ?? 0..<linear.matrix.outputs
         let first = columns.lowerBound, n = columns.count
-        let s = sums + m * n - first  // indexed by column
+        let s = sums + m * n  // column j at s + (j − first)
         let output = linear.output
         return linear.multipliers.withUnsafeBufferPointer { multipliers in
             let multipliers = multipliers.baseAddress!
@@ -200,14 +200,14 @@ public final class SmartTurnModel {
             if let integerBias = linear.integerBias {
                 integerBias.withUnsafeBufferPointer { bias in
                     while j + 4 <= columns.upperBound {
-                        let sum = Self.load4(s + j) &+ Self.load4(bias.baseAddress! + j)
+                        let sum = Self.load4(s + (j - first)) &+ Self.load4(bias.baseAddress! + j)
                         body(j, output.centred(sums: sum, multipliers: FloatKernels.load4(multipliers + j)))
                         j += 4
                     }
                 }
             } else {
                 while j + 4 <= columns.upperBound {
-                    body(j, output.centred(sums: Self.load4(s + j), multipliers: FloatKernels.load4(multipliers + j)))
+                    body(j, output.centred(sums: Self.load4(s + (j - first)), multipliers: FloatKernels.load4(multipliers + j)))
                     j += 4
                 }
             }
