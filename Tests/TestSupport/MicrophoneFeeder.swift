@@ -22,7 +22,10 @@ import Synchronization
 /// whatever is not there yet with zeros, so a late block became a hole in the learner's
 /// words, and the words after it came later (CI read a passband SNR of 18 dB). The feeder
 /// therefore keeps `lead` of silence in the FIFO ahead of the server and catches up after a
-/// late wake-up: a wake-up later than the lead is what still makes a hole.
+/// late wake-up: a wake-up later than the lead is what still makes a hole, and the feeder
+/// says so on stderr when it happens. The lead was 100 ms until CI's PipeWire step, on a
+/// loaded machine, read a passband SNR of 12 dB for the words of an answer; it is 300 ms
+/// now, in a FIFO made to hold it and a catch-up.
 /// PulseAudio's pipe source is clocked by the data and takes the lead at once.
 public final class MicrophoneFeeder: @unchecked Sendable {
     private let fd: Int32
@@ -45,10 +48,15 @@ public final class MicrophoneFeeder: @unchecked Sendable {
 
     /// 10 ms blocks written ahead of the server's clock.
     private let lead: Int
+    /// The lead the rig's microphones keep: a wake-up up to 300 ms late leaves no hole.
+    public static let defaultLead = 30
+    /// Wake-ups later than the lead while speech was being written: each one a hole in the
+    /// words on PipeWire (none on PulseAudio, which waits for the data).
+    public let holes = Atomic<Int>(0)
     /// Milliseconds the thread is to wake late, once (``wakeLate(milliseconds:)``).
     private let lateness = Atomic<Int>(0)
 
-    public init(fifo: String, rate: Int = 24_000, channels: Int = 1, lead: Int = 10, keepCapturing source: (server: String, name: String)? = nil) throws {
+    public init(fifo: String, rate: Int = 24_000, channels: Int = 1, lead: Int = MicrophoneFeeder.defaultLead, keepCapturing source: (server: String, name: String)? = nil) throws {
         self.rate = rate
         self.channels = channels
         self.lead = lead
@@ -57,6 +65,11 @@ public final class MicrophoneFeeder: @unchecked Sendable {
         // block, as a microphone nobody listens to would, instead of blocking this thread.
         fd = open(fifo, O_WRONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { throw ToolError(command: "open \(fifo)", status: errno, stderr: String(cString: strerror(errno))) }
+        // The lead and a catch-up of 500 ms must fit: Linux's default 64 KiB pipe holds only
+        // 341 ms of a 48 kHz stereo microphone. Rounded up to a power of two by the kernel.
+        let needed = (lead * 10 + 500) * rate / 1_000 * channels * 2
+        // F_SETPIPE_SZ (1031, linux/fcntl.h): Glibc's module leaves out what needs _GNU_SOURCE.
+        if needed > 65_536 { _ = fcntl(fd, 1031, Int32(min(needed, 1 << 20))) }
         thread = TestThread(name: "microphone-feeder") { [unowned self] in run() }
         if let source {
             var stream = AudioStreamConfiguration()
@@ -96,6 +109,7 @@ public final class MicrophoneFeeder: @unchecked Sendable {
         var floats = [Float](repeating: 0, count: block)
         var resampled = [Float](repeating: 0, count: resampler?.maximumOutputFrames(forInputFrames: block) ?? block)
         var device: [Int16] = []
+        var stalled = false
         while running.load(ordering: .relaxed) {
             let taken: Int = lock.withLock {
                 let n = min(block, queued.count)
@@ -133,7 +147,23 @@ public final class MicrophoneFeeder: @unchecked Sendable {
             if late > 0 { usleep(UInt32(late) * 1_000) }  // the late wake-up a test asked for
             next += 10_000_000
             let now = DispatchTime.now().uptimeNanoseconds
-            if next > now { usleep(UInt32((next - now) / 1_000)) } else if now - next > 500_000_000 { next = now }
+            if next > now {
+                stalled = false
+                usleep(UInt32((next - now) / 1_000))
+            } else {
+                let behind = now - next
+                // Past the lead by more than a block: the source found the FIFO empty (a
+                // graph cycle is 10 ms or more, so less is jitter, not a hole). Told once a
+                // stall, not for each block of its catch-up.
+                if !stalled, behind > UInt64(lead + 1) * 10_000_000, taken > 0 || !isQuiet {
+                    stalled = true
+                    holes.add(1, ordering: .relaxed)
+                    FileHandle.standardError.write(Data("microphone-feeder: woke \(behind / 1_000_000) ms late, past its lead of \(lead * 10) ms: a clock-driven pipe source reads a hole in the words\n".utf8))
+                }
+                // Given up past 500 ms, and the lead rebuilt at once: a stall must not leave
+                // the feeder without its lead for the rest of the test.
+                if behind > 500_000_000 { next = now - UInt64(lead) * 10_000_000 }
+            }
         }
     }
 }

@@ -62,27 +62,35 @@ final class EnginePulseTests: PulseAudioTestCase {
         script += [Int16](repeating: 0, count: 48_000)
         addNoise(&script, amplitude: 80)  // a quiet room
 
-        let log = EventLog<RecorderEvent>()
-        // Each turn re-arms listening from its own event, so the command is applied on the
-        // very next period. The pipe source reads its FIFO as fast as it is written (about
-        // 16 times real time here), so the 0.8 s between a turn's end and the next phrase
-        // pass in some 50 ms: a re-arm from this thread, woken late on a loaded machine,
-        // came after the next phrase had begun (CI once got 2 turns of 3).
-        let rearm = Locked<Recorder?>(nil)
-        let recorder = try Recorder(device: .pulse(device: "mic"), stream: stream, configuration: RecorderConfiguration()) { event in
-            log.append(event)
-            if case .turn = event { rearm.withLock { $0 }?.listen() }
+        // A take PipeWire's graph stalled in is recorded again (its microphone resamples in
+        // the graph: a stall there is a hole in the words the recorder never saw; 28.9 dB
+        // in a turn on a two-core VM, 2026-11-29).
+        var takes = 0
+        let (turns, xruns) = try server.retryingGraphXruns { () throws -> ([RecordedTurn], Int?) in
+            takes += 1
+            let log = EventLog<RecorderEvent>()
+            // Each turn re-arms listening from its own event, so the command is applied on the
+            // very next period. The pipe source reads its FIFO as fast as it is written (about
+            // 16 times real time here), so the 0.8 s between a turn's end and the next phrase
+            // pass in some 50 ms: a re-arm from this thread, woken late on a loaded machine,
+            // came after the next phrase had begun (CI once got 2 turns of 3).
+            let rearm = Locked<Recorder?>(nil)
+            let recorder = try Recorder(device: .pulse(device: "mic\(takes)"), stream: stream, configuration: RecorderConfiguration()) { event in
+                log.append(event)
+                if case .turn = event { rearm.withLock { $0 }?.listen() }
+            }
+            rearm.withLock { $0 = recorder }
+            defer { rearm.withLock { $0 = nil } }
+            try microphone("mic\(takes)", playing: script)
+            recorder.listen()
+            try recorder.start()
+            _ = log.wait(timeout: 20) { events in
+                events.filter { if case .turn = $0.event { return true } else { return false } }.count >= phrases.count
+            }
+            recorder.stop()
+            return (log.snapshot().compactMap { entry -> RecordedTurn? in if case .turn(let t) = entry.event { return t } else { return nil } },
+                    recorder.deviceStatistics?.xruns)
         }
-        rearm.withLock { $0 = recorder }
-        defer { rearm.withLock { $0 = nil } }
-        try microphone("mic", playing: script)
-        recorder.listen()
-        try recorder.start()
-        _ = log.wait(timeout: 20) { events in
-            events.filter { if case .turn = $0.event { return true } else { return false } }.count >= phrases.count
-        }
-        recorder.stop()
-        let turns = log.snapshot().compactMap { entry -> RecordedTurn? in if case .turn(let t) = entry.event { return t } else { return nil } }
         XCTAssertEqual(turns.count, phrases.count, "one turn per phrase")
         let hangover = 700 * 24
         for (i, turn) in turns.prefix(utterances.count).enumerated() {
@@ -102,7 +110,7 @@ final class EnginePulseTests: PulseAudioTestCase {
             XCTAssertEqual(turn.endReason, .endOfSpeech)
             XCTAssertTrue(turn.holdsSpeech)
         }
-        XCTAssertEqual(recorder.deviceStatistics?.xruns, 0)
+        XCTAssertEqual(xruns, 0)
     }
 
     func testSilentMicrophoneYieldsNoTurnAndALongTurnIsCut() throws {
@@ -423,26 +431,30 @@ final class EnginePulseTests: PulseAudioTestCase {
     }
 
     func testStopMidReplyFadesOutWithinAPeriodAndDoesNotClick() throws {
-        let (monitor, capture, log, player) = try startPlayerOnTheKioskSink()
         let tone = TestSignals.sine(amplitude: 16_000, frequency: 200, count: 24_000 * 3)
-        player.beginReply()
-        player.enqueue(WAVBuilder.samples(tone))
-        player.endReply()
-        XCTAssertTrue(log.wait(timeout: 5) { $0.contains { if case .started = $0.event { return true } else { return false } } })
-        XCTAssertTrue(monitor.wait(timeout: 5) { $0.samples.filter { $0 != 0 }.count > 24_000 })  // 1 s heard
-        let handedAtStop = player.position
-        player.stop()
-        XCTAssertTrue(log.wait(timeout: 5) { $0.contains { if case .finished = $0.event { return true } else { return false } } })
-        let have = monitor.snapshot().samples.count
-        XCTAssertTrue(monitor.wait(timeout: 5) { $0.samples.count >= have + 4_800 })
-        player.shutdown()
-        capture.stop()
-        guard case .finished(let report) = log.snapshot().last!.event else { return XCTFail("no finished event") }
+        // A take PipeWire's graph stalled in is played again: the monitor's hole is a step of
+        // the server's making (7,939 against 920 on a two-core VM, 2026-11-29).
+        let (events, handedAtStop, heard) = try server.retryingGraphXruns { () throws -> ([(event: PlayerEvent, time: Date)], Double, [Int16]) in
+            let (monitor, capture, log, player) = try startPlayerOnTheKioskSink()
+            player.beginReply()
+            player.enqueue(WAVBuilder.samples(tone))
+            player.endReply()
+            XCTAssertTrue(log.wait(timeout: 5) { $0.contains { if case .started = $0.event { return true } else { return false } } })
+            XCTAssertTrue(monitor.wait(timeout: 5) { $0.samples.filter { $0 != 0 }.count > 24_000 })  // 1 s heard
+            let handedAtStop = player.position
+            player.stop()
+            XCTAssertTrue(log.wait(timeout: 5) { $0.contains { if case .finished = $0.event { return true } else { return false } } })
+            let have = monitor.snapshot().samples.count
+            XCTAssertTrue(monitor.wait(timeout: 5) { $0.samples.count >= have + 4_800 })
+            player.shutdown()
+            capture.stop()
+            return (log.snapshot(), handedAtStop, monitor.snapshot().samples)
+        }
+        guard case .finished(let report) = events.last?.event else { return XCTFail("no finished event") }
         XCTAssertTrue(report.interrupted)
         // At most one period plus the fade was handed to the device after stop.
         XCTAssertLessThanOrEqual(report.playedSeconds - handedAtStop, 0.010 + 0.020 + 0.0005)
         // No click: no step in what was heard larger than the tone's own steepest step.
-        let heard = monitor.snapshot().samples
         let steepest = zip(tone, tone.dropFirst()).map { abs(Int($1) - Int($0)) }.max()!
         let jumps = zip(heard, heard.dropFirst()).map { abs(Int($1) - Int($0)) }
         // PipeWire's resampler rings by a few per cent where the fade bends the tone; a click
