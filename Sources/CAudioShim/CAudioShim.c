@@ -71,3 +71,13 @@ int practiced_release_free_memory(void) {
     return 0;
 #endif
 }
+
+int practiced_fix_heap_thresholds(size_t mmap_threshold, size_t trim_threshold) {
+#if defined(__GLIBC__)
+    return mallopt(M_MMAP_THRESHOLD, (int)mmap_threshold) == 1 && mallopt(M_TRIM_THRESHOLD, (int)trim_threshold) == 1;
+#else
+    (void)mmap_threshold;
+    (void)trim_threshold;
+    return 0;
+#endif
+}

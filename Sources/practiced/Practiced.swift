@@ -42,6 +42,8 @@ struct Practiced {
             break
         }
 
+        // Before the daemon allocates anything large (the models' files): see HeapPolicy.
+        HeapPolicy.apply()
         signal(SIGPIPE, SIG_IGN)
         for number in [SIGTERM, SIGINT, SIGHUP] { signal(number, SIG_IGN) }  // handled by dispatch sources
         let daemon = PracticeDaemon(configuration: loaded.configuration)

@@ -36,4 +36,9 @@ int practiced_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid);
 /// module does not export; nothing elsewhere). Returns 1 if memory was released.
 int practiced_release_free_memory(void);
 
+/// Fixes glibc's mmap and trim thresholds (mallopt M_MMAP_THRESHOLD, M_TRIM_THRESHOLD),
+/// which also turns off their growth after a large block is freed. Returns 1 when both were
+/// set (0 where the C library has no such settings).
+int practiced_fix_heap_thresholds(size_t mmap_threshold, size_t trim_threshold);
+
 #endif
