@@ -221,37 +221,29 @@ final class ConversationTests: XCTestCase {
     ///
     /// On PulseAudio the words are checked sample for sample, once. PipeWire resamples the
     /// pipe microphone in a graph the machine can stall: under CI's parallel load one answer
-    /// measured 12 dB (2026-11-29). There a take below ``PulseAudioServer/minimumSNR`` is
-    /// answered again after the reply, twice at most, with the graph's xruns and the
-    /// feeder's holes printed; the last take is asserted, so a daemon that loses words every
-    /// time fails.
+    /// measured 12 dB (2026-11-29). There a take below ``PulseAudioServer/minimumSNR``, or
+    /// one the graph stalled in, is answered again after the reply
+    /// (``PulseAudioServer/retryingGraphXruns``, three takes at most, the feeder's holes
+    /// printed); the last take is asserted, so a daemon that loses words every time fails.
     func testAnAnswerBegunBeforeListenIsRecordedWhole() throws {
         rig = try KioskRig()
         let watcher = try rig.watcher(topics: ["session", "playback", "speech"])
         let control = try rig.daemon.client()
         _ = try control.request(Command.SessionStart.self, ["topic_id": "travel"])
         XCTAssertNotNil(watcher.waitForStage("ready"))
-        // The microphone rests while the greeting (later, a reply) plays.
-        XCTAssertNotNil(watcher.wait(for: Event.PlaybackFinished.self))
-        for attempt in 1...3 {
-            let mark = watcher.count
-            guard let (turn, words) = try answerBeforeListen(watcher, control) else { return }
-            let last = rig.pulse.passesPCM16Unchanged || attempt == 3
-            if !last {
-                let snr = PCMFidelity.passbandSNR(reference: words.signal, recording: turn, lag: words.lag)
-                if snr >= rig.pulse.minimumSNR {
-                    print("figures: attempt \(attempt): the answer begun before listen at \(String(format: "%.1f", snr)) dB on PipeWire")
-                    return
-                }
-                print("figures: attempt \(attempt): SNR \(String(format: "%.1f", snr)) dB on PipeWire (graph xruns: \(rig.pulse.graphXruns.count),"
-                      + " microphone feeder's holes: \(rig.microphone.holes.load(ordering: .relaxed))); another answer")
-                // The reply to this turn plays before the next answer, as the greeting did.
-                XCTAssertNotNil(watcher.wait(for: Event.PlaybackFinished.self, after: mark))
-                continue
-            }
-            rig.pulse.assertCarried(words.signal, in: turn, at: words.lag, "the answer begun before listen")
-            return
+        let pulse = rig.pulse, microphone = rig.microphone
+        var mark = 0
+        let take = try pulse.retryingGraphXruns(attempts: 3, spoiledOnPipeWire: { take in
+            take.map { turn, words in PCMFidelity.passbandSNR(reference: words.signal, recording: turn, lag: words.lag) }
+                .flatMap { $0 < pulse.minimumSNR ? String(format: "the words at %.1f dB, the microphone feeder's holes: %d", $0, microphone.holes.load(ordering: .relaxed)) : nil }
+        }) { () throws -> ([Int16], (signal: [Int16], lag: Int))? in
+            // The microphone rests while the greeting, or the last take's reply, plays.
+            XCTAssertNotNil(watcher.wait(for: Event.PlaybackFinished.self, after: mark))
+            mark = watcher.count
+            return try answerBeforeListen(watcher, control)
         }
+        guard let (turn, words) = take else { return }
+        pulse.assertCarried(words.signal, in: turn, at: words.lag, "the answer begun before listen")
     }
 
     /// One answer begun half a second after the microphone resumed, with the UI's listen a
