@@ -228,6 +228,7 @@ public final class PulseAudioServer: @unchecked Sendable {
                                       _ attempt: () throws -> T) rethrows -> T {
         var number = 1
         while true {
+            waitOutTheLogsLimiter()
             let before = graphXruns.count
             let result = try attempt()
             var stalls = Array(graphXruns.dropFirst(before))
@@ -239,12 +240,23 @@ public final class PulseAudioServer: @unchecked Sendable {
             }
             print("attempt \(number) discarded: PipeWire's graph stalled during it (\(stalls.joined(separator: "; ")))")
             number += 1
-            // PipeWire rate-limits that message per driver (one in 2 s): a stall early in
-            // the next attempt would go unlogged, and its xrun would count against the
-            // player. The next attempt starts once the limiter has reset; this is the
-            // limiter's window, not a wait for an event.
-            usleep(2_500_000)
         }
+    }
+
+    /// PipeWire logs one graph xrun in 2 s (a limiter per context): a stall early in an
+    /// attempt that began less than 2 s after a logged one (the graph's first cycles as the
+    /// server starts, a discarded attempt's) would go unlogged, and its hole would count
+    /// against the client. So an attempt starts once that window has passed since the last
+    /// stall logged; the log's times are CLOCK_MONOTONIC seconds. This waits out the
+    /// limiter's window, not an event.
+    private func waitOutTheLogsLimiter() {
+        guard let line = graphXruns.last, let open = line.firstIndex(of: "]"),
+              let close = line[line.index(after: open)...].firstIndex(of: "]"),
+              let logged = Double(line[line.index(open, offsetBy: 2)..<close]) else { return }
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let remaining = logged + 2.1 - (Double(now.tv_sec) + Double(now.tv_nsec) / 1e9)
+        if remaining > 0 { usleep(UInt32(remaining * 1e6)) }
     }
 
     private func logPath(_ name: String) -> String { directory.appendingPathComponent("\(name).log").path }
