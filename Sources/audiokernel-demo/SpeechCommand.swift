@@ -29,7 +29,7 @@ enum SpeechCommand {
                audiokernel-demo speech turn MODEL.onnx --features FEATURES.f32 [--dump DIR]
                audiokernel-demo speech features AUDIO.f32 OUTPUT.f32
                audiokernel-demo speech endpoint SILERO.onnx SMART_TURN.onnx INPUT.wav [--finished P] [--pause-ms N] [--kept-pause-ms N] [--lead-ms N] [--answer-ms N] [--trace]
-               (turn takes --threads 2: the model's products on two threads)
+               (turn takes --threads 2: the model in two lanes of rows on two threads)
         """
 
     nonisolated(unsafe) static var threads = 1

@@ -103,7 +103,7 @@ enum IntegerGEMM {
     /// `pmaddwd`).
     @inline(__always)
     private static func load8(_ p: UnsafePointer<Int16>) -> SIMD8<Int32> {
-        SIMD8<Int32>(truncatingIfNeeded: UnsafeRawPointer(p).loadUnaligned(as: SIMD8<Int16>.self))
+        SIMD8<Int32>(widening: UnsafeRawPointer(p).loadUnaligned(as: SIMD8<Int16>.self))
     }
 
     @inline(__always)

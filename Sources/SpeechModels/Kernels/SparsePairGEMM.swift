@@ -43,7 +43,7 @@ enum SparsePairGEMM {
                         let i = Int(active[k])
                         k &+= 1
                         let pair = row.load(fromByteOffset: 4 * i, as: SIMD2<Int16>.self)
-                        let w = SIMD8<Int32>(truncatingIfNeeded: SIMD8<Int16>(pair[0], pair[1], pair[0], pair[1], pair[0], pair[1], pair[0], pair[1]))
+                        let w = SIMD8<Int32>(widening: SIMD8<Int16>(pair[0], pair[1], pair[0], pair[1], pair[0], pair[1], pair[0], pair[1]))
                         let values = v + i * 2 * width + half * width
                         s0 &+= multiplyAdd(values, w); s1 &+= multiplyAdd(values + 8, w)
                         s2 &+= multiplyAdd(values + 16, w); s3 &+= multiplyAdd(values + 24, w)
@@ -68,7 +68,7 @@ enum SparsePairGEMM {
     /// lane pair summed: one `pmaddwd`.
     @inline(__always)
     private static func multiplyAdd(_ values: UnsafePointer<Int16>, _ w: SIMD8<Int32>) -> SIMD4<Int32> {
-        let x = SIMD8<Int32>(truncatingIfNeeded: UnsafeRawPointer(values).loadUnaligned(as: SIMD8<Int16>.self))
+        let x = SIMD8<Int32>(widening: UnsafeRawPointer(values).loadUnaligned(as: SIMD8<Int16>.self))
         let products = x &* w
         return products.evenHalf &+ products.oddHalf
     }

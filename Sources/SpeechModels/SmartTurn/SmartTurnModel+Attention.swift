@@ -1,29 +1,32 @@
 /// The attention of one transformer layer, per head as onnxruntime's QLinearMatMul,
 /// QLinearSoftmax and QLinearMatMul run it: the scores, their softmax, the weighted values,
 /// joined into [t][384] in `activations`. The queries, keys and values are the layer's, split
-/// into heads by ``run(_:index:last:)``. Each head's queries go in blocks of
-/// ``attentionBlock`` rows, so that the scores and probabilities are never held for all 400
-/// (a softmax is a row's own: blocks give the same bits).
+/// into heads by ``projections(_:rows:_:)``. Each head's queries go in blocks of
+/// ``attentionBlock`` rows of a lane's, so that the scores and probabilities are never held
+/// for all 400 (a softmax is a row's own: blocks give the same bits).
 extension SmartTurnModel {
-    func attend(_ layer: SmartTurnWeights.Layer) {
+    /// The attention of the query rows `rows`, every head (all keys and values are read).
+    func attend(_ layer: SmartTurnWeights.Layer, rows: Range<Int>, _ lane: SmartTurnLane) {
         layer.softmax.table.withUnsafeBufferPointer { table in
             for h in 0..<Self.heads {
-                for first in stride(from: 0, to: Self.positions, by: Self.attentionBlock) {
-                    attend(layer, head: h, rows: first, count: min(Self.attentionBlock, Self.positions - first), table: table)
+                for first in stride(from: rows.lowerBound, to: rows.upperBound, by: Self.attentionBlock) {
+                    attend(layer, head: h, rows: first, count: min(Self.attentionBlock, rows.upperBound - first), table: table, lane)
                 }
             }
         }
     }
 
     /// Head `h`'s attention for query rows `first..<first + count`.
-    private func attend(_ layer: SmartTurnWeights.Layer, head h: Int, rows first: Int, count: Int, table: UnsafeBufferPointer<Float>) {
+    private func attend(_ layer: SmartTurnWeights.Layer, head h: Int, rows first: Int, count: Int, table: UnsafeBufferPointer<Float>,
+                        _ lane: SmartTurnLane) {
+        let sums = lane.sums, attention = lane.probabilities
         let positions = Self.positions, dh = Self.headWidth, width = Self.width
         let scoreMultiplier = layer.scaledQuery.scale * layer.scaledKey.scale / layer.scores.scale
         let contextMultiplier = layer.probabilities.scale * layer.valueHeads.scale / layer.context.scale
         let scoreZero = layer.scores.zeroPoint, probabilityZero = layer.probabilities.zeroPoint
         precondition(count % 4 == 0, "blocks of whole fours of rows")
-        attentionProduct(queries + h * positions * dh + first * dh, rows: count, depth: dh,
-                         keys + h * positions * dh, columns: positions, into: sums)
+        IntegerGEMM.multiply(queries + h * positions * dh + first * dh, rows: count, depth: dh, strideA: dh,
+                             keys + h * positions * dh, columns: positions, strideB: dh, into: sums, strideC: positions)
         // Four rows at a time: each row's total is a sum in order, as onnxruntime's
         // kernel adds (so the same bits), but four rows' sums run side by side in the
         // lanes of one vector instead of one chain of dependent additions at a time.
@@ -74,7 +77,7 @@ extension SmartTurnModel {
             }
             t += 4
         }
-        weightedValues(attention, rows: count, keys: positions, values + h * positions * dh, into: sums)
+        SparsePairGEMM.multiply(attention, rows: count, keys: positions, pairedValues: values + h * positions * dh, into: sums)
         for t in 0..<count {
             var d = 0
             while d < dh {
