@@ -113,8 +113,8 @@ final class TurnTakingProofTests: XCTestCase {
                 o.discarded += discarded
                 o.nonSpeechSeconds += Double(samples.count) / 24_000
                 outcomes[rule, default: [:]]["non-speech", default: Outcome()] = o
-                if turns > 0 { print("turn-taking: \(rule): \(name): \(turns) false turns") }
-                if discarded > 0 { print("turn-taking: \(rule): \(name): \(discarded) recordings discarded as the room's speech") }
+                if turns > 0 { tell("\(rule): \(name): \(turns) false turns") }
+                if discarded > 0 { tell("\(rule): \(name): \(discarded) recordings discarded as the room's speech") }
             }
         }
         func percentile(_ values: [Double], _ p: Double) -> String {
@@ -124,16 +124,16 @@ final class TurnTakingProofTests: XCTestCase {
         }
         // The median end is fragile where about half the phrases end at once and the rest wait
         // for the ceiling: how many ended within a second says it plainly.
-        print("turn-taking: | rule | condition, pause | hesitations cut | end after the last word p50 / p95 | ended within 1 s | captured whole | turns after it |")
+        tell("| rule | condition, pause | hesitations cut | end after the last word p50 / p95 | ended within 1 s | captured whole | turns after it |")
         for rule in ["model", "hangover"] {
             for key in outcomes[rule, default: [:]].keys.sorted() where key != "non-speech" {
                 let o = outcomes[rule]![key]!
-                print("turn-taking: | \(rule) | \(key) | \(o.hesitations == 0 ? "–" : "\(o.cut) of \(o.hesitations)") | "
+                tell("| \(rule) | \(key) | \(o.hesitations == 0 ? "–" : "\(o.cut) of \(o.hesitations)") | "
                       + "\(percentile(o.delays, 0.5)) / \(percentile(o.delays, 0.95)) | \(o.delays.filter { $0 < 1 }.count) of \(o.delays.count) | "
                       + "\(o.whole) of \(o.phrases) | \(o.falseTurns) |")
             }
             let n = outcomes[rule]!["non-speech"]!
-            print("turn-taking: | \(rule) | non-speech (\(Int(n.nonSpeechSeconds)) s) | false turns \(n.falseTurns), "
+            tell("| \(rule) | non-speech (\(Int(n.nonSpeechSeconds)) s) | false turns \(n.falseTurns), "
                   + String(format: "%.1f", Double(n.falseTurns) / n.nonSpeechSeconds * 60) + " a minute; \(n.discarded) discarded as the room's speech | | | |")
         }
         let model = outcomes["model"]!, hangover = outcomes["hangover"]!
@@ -147,5 +147,12 @@ final class TurnTakingProofTests: XCTestCase {
         XCTAssertEqual(hangover[babble]?.whole, 0, "the level rule never ends a turn in babble")
         XCTAssertLessThan(Double(model["non-speech"]!.falseTurns), Double(hangover["non-speech"]!.falseTurns),
                           "Silero hears less non-speech as turns than the level rule")
+    }
+
+    /// A line of the proof's figures: printed, and kept in `.ci/proof`'s report (the report
+    /// of `bash .ci/proof turn-taking` was empty: these lines went to the console only).
+    private func tell(_ line: String) {
+        print("turn-taking: " + line)
+        ProofReport.append(line)
     }
 }
