@@ -222,9 +222,11 @@ public final class PulseAudioServer: @unchecked Sendable {
     /// did not (nil: nothing): its rate-limited log misses a stall early in a take, which
     /// pipewire-alsa's PCM then reports to the client as an xrun.
     ///
-    /// Five attempts: on a two-core AMD Zen 3 host under CI's parallel suites PipeWire's graph
-    /// stalled in two takes running and the third failed on a hole (2026-11-28).
-    public func retryingGraphXruns<T>(attempts: Int = 5, spoiledOnPipeWire: (T) -> String? = { _ in nil },
+    /// Ten attempts: on a two-core AMD Zen 3 host under CI's parallel suites PipeWire's graph
+    /// stalled in two takes running and the third failed on a hole (2026-11-28), and once
+    /// (2026-11-29) it logged a stall every 2.1 s, the limiter's rate, for 47 s, and four tests
+    /// used up five takes each. A take the server did not spoil ends the retries at once.
+    public func retryingGraphXruns<T>(attempts: Int = 10, spoiledOnPipeWire: (T) -> String? = { _ in nil },
                                       _ attempt: () throws -> T) rethrows -> T {
         var number = 1
         while true {
