@@ -82,11 +82,24 @@ final class NativeFormatALSATests: XCTestCase {
 final class NativeFormatPulseTests: PulseAudioTestCase {
     /// Plays one second of a reply on a null sink created at `sinkFormat`, recording the
     /// sink's monitor with Debian's `parec` at the same format; the recording must equal the
-    /// engine's conversion.
+    /// engine's conversion. A take during which PipeWire's graph stalled (a hole no client
+    /// is told of: CI read 43,807 of 47,520 frames equal in a stall storm) is played again
+    /// (``PulseAudioServer/retryingGraphXruns``); the last take is asserted.
     private func playReply(sink: String, pulseFormat: String, rate: Int, expected: StreamFormat) throws {
         _ = try server.pactl(["load-module", "module-null-sink", "sink_name=\(sink)", "format=\(pulseFormat)", "rate=\(rate)",
                               "channels=2", "norewinds=1"])
-        let recording = server.directory.appendingPathComponent("\(sink).raw").path
+        var take = 0
+        let (bytes, signal) = try server.retryingGraphXruns { () throws -> ([UInt8], [Int16]) in
+            take += 1
+            return try recordReply(sink: sink, pulseFormat: pulseFormat, rate: rate, expected: expected, take: take)
+        }
+        try ConvertedReference.assertEqual(recorded: bytes, signal: signal, device: expected,
+                                           periodFrames: stream.periodFrames(atRate: rate), minimumFrames: rate * 99 / 100)
+    }
+
+    /// One take: the reply played on `sink` and what `parec` recorded of its monitor.
+    private func recordReply(sink: String, pulseFormat: String, rate: Int, expected: StreamFormat, take: Int) throws -> ([UInt8], [Int16]) {
+        let recording = server.directory.appendingPathComponent("\(sink)-\(take).raw").path
         var environment = ProcessInfo.processInfo.environment
         environment["PULSE_SERVER"] = server.address
         let parec = try ChildProcess(executable: "/usr/bin/parec", arguments: [
@@ -102,9 +115,7 @@ final class NativeFormatPulseTests: PulseAudioTestCase {
             XCTAssertTrue(Poll.until(timeout: 10) { recordedBytes() >= have + rate * 3 / 10 * expected.bytesPerFrame })
         }
         _ = parec.terminate()
-        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: recording)))
-        try ConvertedReference.assertEqual(recorded: bytes, signal: signal, device: expected,
-                                           periodFrames: stream.periodFrames(atRate: rate), minimumFrames: rate * 99 / 100)
+        return ([UInt8](try Data(contentsOf: URL(fileURLWithPath: recording))), signal)
     }
 
     func testAFloat32StereoSinkAt48kHzRecordsTheEnginesConversion() throws {
