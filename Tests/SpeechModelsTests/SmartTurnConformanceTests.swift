@@ -61,9 +61,11 @@ final class SmartTurnConformanceTests: XCTestCase {
               + "\(itself.flips) decisions differ, mean |Δ| \(itself.mean), worst \(itself.worst)")
         XCTAssertGreaterThan(finished, 10, "the windows include finished turns")
         XCTAssertLessThan(finished, Self.windowCount - 10, "and unfinished ones")
-        XCTAssertGreaterThanOrEqual(swift.identical, Self.windowCount * 7 / 10, "bit for bit on most windows")
-        XCTAssertGreaterThanOrEqual(swift.close, Self.windowCount * 85 / 100, "within 0.01")
-        XCTAssertLessThanOrEqual(swift.flips, Self.windowCount / 50, "the same decision at 0.5")
+        // 173, 188 and 1 on the Zen 3 host (2026-11-30), since the layer norm is
+        // onnxruntime's to the bit (``LayerNormConformanceTests``); 154, 179 and 2 before.
+        XCTAssertGreaterThanOrEqual(swift.identical, Self.windowCount * 8 / 10, "bit for bit on most windows")
+        XCTAssertGreaterThanOrEqual(swift.close, Self.windowCount * 9 / 10, "within 0.01")
+        XCTAssertLessThanOrEqual(swift.flips, Self.windowCount / 100, "the same decision at 0.5")
         XCTAssertLessThan(swift.mean, itself.mean / 3, "closer to onnxruntime than onnxruntime is to itself")
 
         // On two threads (the daemon's default): the integer sums are exact whichever thread

@@ -19,6 +19,10 @@ ONNX files, fed as their upstream wrappers feed them.
                                               and p90 in microseconds), beside which
                                               SpeechModelBenchmarks runs the Swift models on the
                                               same recording
+  reference.py layer-norm WIDTH ROWS.f32      onnxruntime's LayerNormalization (opset 18, ε 1e-5,
+                                              the last axis) of float32 rows: the file holds
+                                              the weight (WIDTH), the bias (WIDTH), then the
+                                              rows; the outputs as float32 to stdout
 
 All with one thread unless told, as the benchmark measures it.
 """
@@ -110,5 +114,48 @@ def speed(silero_model, smart_turn_model, features_py, audio_path, threads="1"):
     print("pipecat features: median %.0f us, p90 %.0f us" % timed(lambda: module.compute_whisper_log_mel_features(audio, do_normalize=True), 20))
 
 
+def layer_norm_model(width):
+    """A one-node ONNX model, LayerNormalization over [N][width], written as protobuf bytes here:
+    the onnx package is not in the environment, and onnxruntime loads a model from bytes."""
+    def varint(n):
+        out = bytearray()
+        while True:
+            byte, n = n & 0x7F, n >> 7
+            out.append(byte | (0x80 if n else 0))
+            if not n:
+                return bytes(out)
+
+    def field(number, value):  # bytes: length-delimited; int: varint
+        if isinstance(value, int):
+            return varint(number << 3) + varint(value)
+        return varint(number << 3 | 2) + varint(len(value)) + value
+
+    def text(number, value):
+        return field(number, value.encode())
+
+    def tensor(name, dims):  # ValueInfoProto of a float tensor; a str dim is symbolic
+        shape = b"".join(field(1, text(2, d) if isinstance(d, str) else field(1, d)) for d in dims)
+        return text(1, name) + field(2, field(1, field(1, 1) + field(2, shape)))
+
+    epsilon = varint(2 << 3 | 5) + np.float32(1e-5).tobytes()  # AttributeProto.f, fixed32
+    node = (text(1, "x") + text(1, "scale") + text(1, "bias") + text(2, "y") + text(4, "LayerNormalization")
+            + field(5, text(1, "epsilon") + epsilon + field(20, 1)) + field(5, text(1, "axis") + field(3, 2**64 - 1) + field(20, 2)))
+    graph = (field(1, node) + text(2, "layer_norm") + field(11, tensor("x", ["N", width])) + field(11, tensor("scale", [width]))
+             + field(11, tensor("bias", [width])) + field(12, tensor("y", ["N", width])))
+    return field(1, 9) + field(7, graph) + field(8, text(1, "") + field(2, 18))
+
+
+def layer_norm(width, rows_path):
+    width = int(width)
+    data = np.fromfile(rows_path, dtype=np.float32)
+    scale, bias, rows = data[:width], data[width:2 * width], data[2 * width:].reshape(-1, width)
+    options = ort.SessionOptions()
+    options.inter_op_num_threads = 1
+    options.intra_op_num_threads = 1
+    s = ort.InferenceSession(layer_norm_model(width), sess_options=options, providers=["CPUExecutionProvider"])
+    sys.stdout.buffer.write(s.run(None, {"x": rows, "scale": scale, "bias": bias})[0].astype(np.float32).tobytes())
+
+
 if __name__ == "__main__":
-    {"silero": silero, "features": features, "smart-turn": smart_turn, "speed": speed}[sys.argv[1]](*sys.argv[2:])
+    {"silero": silero, "features": features, "smart-turn": smart_turn, "speed": speed,
+     "layer-norm": layer_norm}[sys.argv[1]](*sys.argv[2:])
