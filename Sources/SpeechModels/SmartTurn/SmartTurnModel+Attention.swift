@@ -5,6 +5,10 @@
 /// ``attentionBlock`` rows of a lane's, so that the scores and probabilities are never held
 /// for all 400 (a softmax is a row's own: blocks give the same bits).
 extension SmartTurnModel {
+    /// 1.5 · 2⁵²: added to and taken from a double below 2⁵¹, it rounds it to an integer,
+    /// ties to even (the float's ``Quantization/roundingMagic`` in double).
+    static let doubleRoundingMagic: Double = 6_755_399_441_055_744
+
     /// The attention of the query rows `rows`, every head (all keys and values are read).
     func attend(_ layer: SmartTurnWeights.Layer, rows: Range<Int>, _ lane: SmartTurnLane) {
         layer.softmax.table.withUnsafeBufferPointer { table in
@@ -57,20 +61,23 @@ extension SmartTurnModel {
             }
             for r in 0..<4 {
                 let s = sums + (t + r) * positions, shifted = shifts[r]
-                // Four lanes at a time: the same IEEE operations as one by one (divps
-                // divides each lane as divss does), a quarter of the divisions' time.
+                // Four lanes at a time: the same IEEE operations as one by one (divpd
+                // divides each lane as divsd does). The quotient in double, as onnxruntime
+                // divides (a float's product by the integer steps is exact there), rounded to
+                // even by the double's magic number: baseline x86-64 has no roundpd.
                 let probabilities = attention + (t + r) * positions
-                let total = SIMD4<Float>(repeating: totals[r]), steps = SIMD4<Float>(repeating: layer.softmax.outputSteps)
-                let magic = SIMD4<Float>(repeating: Quantization.roundingMagic)
+                let total = SIMD4<Double>(repeating: Double(totals[r])), steps = SIMD4<Double>(repeating: Double(layer.softmax.outputSteps))
+                let magic = SIMD4<Double>(repeating: Self.doubleRoundingMagic)
                 let zero = SIMD4<Float>(repeating: Float(probabilityZero)), ceiling = SIMD4<Float>(repeating: 255)
+                let floatMagic = SIMD4<Float>(repeating: Quantization.roundingMagic)
                 var j = 0
                 while j < positions {
-                    let e = SIMD4<Float>(table[shifted + Int(s[j])], table[shifted + Int(s[j + 1])],
-                                         table[shifted + Int(s[j + 2])], table[shifted + Int(s[j + 3])])
-                    let q = ((e * steps) / total + magic) - magic
+                    let e = SIMD4<Double>(Double(table[shifted + Int(s[j])]), Double(table[shifted + Int(s[j + 1])]),
+                                          Double(table[shifted + Int(s[j + 2])]), Double(table[shifted + Int(s[j + 3])]))
+                    let q = SIMD4<Float>(((e * steps) / total + magic) - magic)
                     let stepsUp = (q + zero).replacing(with: ceiling, where: q + zero .> ceiling)
                     // An integer already: its bits after adding 1.5 · 2²³ are the value.
-                    let centred = unsafeBitCast(stepsUp + magic, to: SIMD4<Int32>.self) &- (0x4B40_0000 + Int32(probabilityZero))
+                    let centred = unsafeBitCast(stepsUp + floatMagic, to: SIMD4<Int32>.self) &- (0x4B40_0000 + Int32(probabilityZero))
                     FloatKernels.store4(centred, probabilities + j)
                     j += 4
                 }
