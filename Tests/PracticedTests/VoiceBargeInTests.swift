@@ -71,9 +71,9 @@ final class VoiceBargeInTests: XCTestCase {
                     : String(format: "the turn's likeness to the learner's words %.2f, holes %d samples", $0.likeness, $0.slip) }
             }) { () throws -> BargeIn? in
                 take += 1
-                if take > 1 { retaken += 1 }
                 return try bargeIn(turn, watcher, control, tutorSpeaksAlone)
             }
+            retaken += take - 1
             guard let kept else { return }
             stopDelays.append(kept.delay)
             likeness.append(kept.likeness)

@@ -16,6 +16,9 @@ struct Quantization: Equatable {
     /// libm call baseline x86-64 needs for it (no SSE4.1 `roundss`).
     static let roundingMagic: Float = 12_582_912
 
+    /// The same for a double below 2⁵¹: 1.5 · 2⁵² (QLinearSoftmax divides in double).
+    static let doubleRoundingMagic: Double = 6_755_399_441_055_744
+
     /// QuantizeLinear as onnxruntime's kernel computes it: divide, clamp to the range the
     /// zero point leaves, round half to even.
     @inline(__always)

@@ -5,10 +5,6 @@
 /// ``attentionBlock`` rows of a lane's, so that the scores and probabilities are never held
 /// for all 400 (a softmax is a row's own: blocks give the same bits).
 extension SmartTurnModel {
-    /// 1.5 · 2⁵²: added to and taken from a double below 2⁵¹, it rounds it to an integer,
-    /// ties to even (the float's ``Quantization/roundingMagic`` in double).
-    static let doubleRoundingMagic: Double = 6_755_399_441_055_744
-
     /// The attention of the query rows `rows`, every head (all keys and values are read).
     func attend(_ layer: SmartTurnWeights.Layer, rows: Range<Int>, _ lane: SmartTurnLane) {
         layer.softmax.table.withUnsafeBufferPointer { table in
@@ -67,7 +63,7 @@ extension SmartTurnModel {
                 // even by the double's magic number: baseline x86-64 has no roundpd.
                 let probabilities = attention + (t + r) * positions
                 let total = SIMD4<Double>(repeating: Double(totals[r])), steps = SIMD4<Double>(repeating: Double(layer.softmax.outputSteps))
-                let magic = SIMD4<Double>(repeating: Self.doubleRoundingMagic)
+                let magic = SIMD4<Double>(repeating: Quantization.doubleRoundingMagic)
                 let zero = SIMD4<Float>(repeating: Float(probabilityZero)), ceiling = SIMD4<Float>(repeating: 255)
                 let floatMagic = SIMD4<Float>(repeating: Quantization.roundingMagic)
                 var j = 0
