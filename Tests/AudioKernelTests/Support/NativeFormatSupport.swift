@@ -72,13 +72,12 @@ enum ConvertedReference {
         return Array(bytes[(first / frameBytes * frameBytes)...])
     }
 
-    /// Checks that `recorded` (leading silence removed) begins with the reference for some
-    /// lead (the resampler's phase at the reply's first sample depends on the lead modulo the
-    /// reduced input rate): the bytes must be equal, over at least `minimumFrames` frames.
-    static func assertEqual(recorded raw: [UInt8], signal: [Int16], device: StreamFormat, periodFrames: Int,
-                            minimumFrames: Int, file: StaticString = #filePath, line: UInt = #line) throws {
+    /// How far `recorded` (leading silence removed) equals the reference, at the lead that
+    /// matches longest (the resampler's phase at the reply's first sample depends on the lead
+    /// modulo the reduced input rate): that lead and the number of equal frames.
+    static func closestMatch(recorded raw: [UInt8], signal: [Int16], device: StreamFormat,
+                             periodFrames: Int) throws -> (lead: Int, equalFrames: Int) {
         let recorded = stripLeadingSilence(raw, frameBytes: device.bytesPerFrame)
-        XCTAssertGreaterThanOrEqual(recorded.count, minimumFrames * device.bytesPerFrame, "the device got too little", file: file, line: line)
         var divisor = 24_000, other = device.sampleRate
         while other != 0 { (divisor, other) = (other, divisor % other) }
         let phases = 24_000 / divisor
@@ -92,6 +91,16 @@ enum ConvertedReference {
             if frames > closest.equalFrames { closest = (lead, frames) }
             if equal == n { break }
         }
+        return closest
+    }
+
+    /// Checks that `recorded` (leading silence removed) begins with the reference for some
+    /// lead: the bytes must be equal, over at least `minimumFrames` frames.
+    static func assertEqual(recorded raw: [UInt8], signal: [Int16], device: StreamFormat, periodFrames: Int,
+                            minimumFrames: Int, file: StaticString = #filePath, line: UInt = #line) throws {
+        let recorded = stripLeadingSilence(raw, frameBytes: device.bytesPerFrame)
+        XCTAssertGreaterThanOrEqual(recorded.count, minimumFrames * device.bytesPerFrame, "the device got too little", file: file, line: line)
+        let closest = try closestMatch(recorded: raw, signal: signal, device: device, periodFrames: periodFrames)
         XCTAssertGreaterThanOrEqual(closest.equalFrames, minimumFrames,
                                     "the device's bytes equal the engine's conversion for only \(closest.equalFrames) frames (best lead \(closest.lead))",
                                     file: file, line: line)
