@@ -74,50 +74,33 @@ final class ConversationTests: XCTestCase {
         let blockwise = rig.pulse.kind == .pipewire
         return try [spoken, Self.halfSampleLater(spoken)].map { reference -> Double in
             let lag = try XCTUnwrap(Self.bestLag(of: reference, in: turn.samples), "the learner's words are not in the turn")
-            guard blockwise else { return Self.snr(of: reference, 0..<reference.count, in: turn.samples, at: lag) }
+            let whole = PCMFidelity.snr(reference: reference, recording: turn.samples[lag...])
+            guard blockwise else { return whole }
             var blocks: [Double] = []
             for start in stride(from: 0, to: reference.count - 4_800, by: 4_800) {
                 let block = start..<(start + 4_800)
                 let power = reference[block].reduce(0.0) { $0 + Double($1) * Double($1) } / 4_800
                 guard power >= 300 * 300 else { continue }  // a quiet block's SNR says little
-                let shifted = Self.bestLag(of: reference, block, in: turn.samples, near: lag)
-                blocks.append(Self.snr(of: reference, block, in: turn.samples, at: shifted))
+                blocks.append(Self.blockSNR(of: reference, block, in: turn.samples, near: lag))
             }
             let median = blocks.sorted()[blocks.count / 2]
-            print("figures: the whole turn \(String(format: "%.1f", Self.snr(of: reference, 0..<reference.count, in: turn.samples, at: lag))) dB; \(blocks.count) blocks of 200 ms, SNR \(blocks.map { String(format: "%.0f", $0) }.joined(separator: " ")) dB, median \(String(format: "%.1f", median))")
+            print("figures: the whole turn \(String(format: "%.1f", whole)) dB; \(blocks.count) blocks of 200 ms, SNR \(blocks.map { String(format: "%.0f", $0) }.joined(separator: " ")) dB, median \(String(format: "%.1f", median))")
             return median
         }.max()!
     }
 
-    /// The SNR of `reference[range]` against `samples` at `lag`.
-    static func snr(of reference: [Int16], _ range: Range<Int>, in samples: [Int16], at lag: Int) -> Double {
-        var error = 0.0, signal = 0.0
-        for i in range where lag + i >= 0 && lag + i < samples.count {
-            let d = Double(samples[lag + i]) - Double(reference[i])
-            error += d * d
-            signal += Double(reference[i]) * Double(reference[i])
-        }
-        return 10 * log10(signal / max(error, 1))
-    }
-
-    /// The lag of `reference[range]` in `samples` within a few quanta of `lag` (a stall shifts
-    /// what follows it later): the least squared difference over the block's loudest 20 ms
-    /// (not the largest correlation, which a voice's pitch period repeats).
-    static func bestLag(of reference: [Int16], _ range: Range<Int>, in samples: [Int16], near lag: Int) -> Int {
-        let loudest = stride(from: range.lowerBound, to: range.upperBound - 480, by: 240).max { a, b in
+    /// Where `reference[block]` sits in `samples` within a few quanta of `lag` (a stall
+    /// shifts what follows it later), found on the block's loudest 20 ms; and its SNR there.
+    static func blockSNR(of reference: [Int16], _ block: Range<Int>, in samples: [Int16], near lag: Int) -> Double {
+        let loudest = stride(from: block.lowerBound, to: block.upperBound - 480, by: 240).max { a, b in
             reference[a..<(a + 480)].reduce(0) { $0 + abs(Int($1)) } < reference[b..<(b + 480)].reduce(0) { $0 + abs(Int($1)) }
-        } ?? range.lowerBound
-        let window = loudest..<(loudest + 480)
-        var best = (lag: lag, error: Double.infinity)
-        for candidate in (lag - 512)...(lag + 1_024) where candidate + window.lowerBound >= 0 && candidate + window.upperBound <= samples.count {
-            var error = 0.0
-            for i in window {
-                let d = Double(samples[candidate + i]) - Double(reference[i])
-                error += d * d
-            }
-            if error < best.error { best = (candidate, error) }
+        } ?? block.lowerBound
+        guard let match = PCMFidelity.bestMatch(of: reference[loudest..<(loudest + 480)], in: samples, near: lag + loudest + 256, window: 768) else {
+            return -.infinity
         }
-        return best.lag
+        let start = match.offset - loudest + block.lowerBound
+        guard start >= 0, start < samples.count else { return -.infinity }
+        return PCMFidelity.snr(reference: reference[block], recording: samples[start...])
     }
 
     /// A new session's push-to-talk turn with learner-2; its SNR.

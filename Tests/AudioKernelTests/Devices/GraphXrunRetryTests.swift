@@ -20,16 +20,19 @@ final class GraphXrunRetryTests: XCTestCase {
         let kept = try server.retryingGraphXruns(loggedStallsSpoil: loggedStallsSpoil,
                                                  spoiledOnPipeWire: { hole($0) ? "take \($0) measured a hole" : nil }) { () throws -> Int in
             takes += 1
-            if stalled(takes) {
-                let handle = try FileHandle(forWritingTo: log)
-                handle.seekToEndOfFile()
-                // The limiter's wait reads the time: 0 s is long past.
-                handle.write(Data("[I][0.000000] pw.node      | [     impl-node.c: 1058 dump_states()] (mic\(takes)-1) client too slow! rate:256/48000 pos:\(takes) status:triggered\n".utf8))
-                try handle.close()
-            }
+            if stalled(takes) { try logStall(take: takes) }
             return takes
         }
         return (kept, takes)
+    }
+
+    /// A stall in PipeWire's log, as 0.3.65 writes it; the limiter's wait reads the time,
+    /// and 0 s is long past.
+    private func logStall(take: Int) throws {
+        let handle = try FileHandle(forWritingTo: server.directory.appendingPathComponent("pipewire.log"))
+        handle.seekToEndOfFile()
+        handle.write(Data("[I][0.000000] pw.node      | [     impl-node.c: 1058 dump_states()] (mic\(take)-1) client too slow! rate:256/48000 pos:\(take) status:triggered\n".utf8))
+        try handle.close()
     }
 
     /// CI's PipeWire step on cc44f1d: a stall logged in all ten takes of a 30 s test, and the
@@ -54,15 +57,11 @@ final class GraphXrunRetryTests: XCTestCase {
     }
 
     func testWithoutAMeasurementTheLastLoggedTakeIsKept() throws {
-        let log = server.directory.appendingPathComponent("pipewire.log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: server.directory.appendingPathComponent("pipewire.log").path, contents: nil)
         var takes = 0
         let kept = try server.retryingGraphXruns { () throws -> Int in
             takes += 1
-            let handle = try FileHandle(forWritingTo: log)
-            handle.seekToEndOfFile()
-            handle.write(Data("[I][0.000000] pw.node      | [     impl-node.c: 1058 dump_states()] (x-1) client too slow! rate:256/48000 pos:0 status:triggered\n".utf8))
-            try handle.close()
+            try logStall(take: takes)
             return takes
         }
         XCTAssertEqual(kept, 10)
