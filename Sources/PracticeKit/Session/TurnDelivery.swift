@@ -4,11 +4,12 @@ import FoundationEssentials
 import Glibc
 import PracticeProtocol
 
-/// A recorded turn's way to the backend: into the spool (fsynced before anything is sent),
-/// out as an upload (``ReplyPlayback`` streams it and its reply), sent again with backoff
+/// A recorded turn's way to the backend: into the spool and at the same moment out as an
+/// upload from memory (``ReplyPlayback`` streams it and its reply), sent again with backoff
 /// while the backend cannot take it, and left in the spool, reported pending, when it
 /// never could. The spool's commands (`spool.list`, `spool.retry`, `spool.discard`) and the
-/// turns an earlier run left are here too. On the session's queue.
+/// turns an earlier run left are here too. On the session's queue; the spool's writes on a
+/// queue of their own (``write(_:wav:)``).
 final class TurnDelivery: @unchecked Sendable {
     /// A spooled turn on its way (with retries).
     struct Delivery {
@@ -29,10 +30,23 @@ final class TurnDelivery: @unchecked Sendable {
     private(set) var current: Delivery?
     /// Where an upload goes (``ReplyPlayback``, which streams it and plays its reply).
     private unowned let uploader: any TurnUploading
+    /// The spool's writes, off the session's queue: a turn's two fsyncs (file, then folder)
+    /// stood between the end of the learner's turn and its upload, and took up to 200 ms
+    /// under a neighbour writing to the same disk (CI once read 437 ms); an SD card's can
+    /// take longer. The upload goes out from memory while the disk syncs.
+    private let writer: DispatchQueue
+    /// Turns whose write is not yet told (`turn.spooled` or `turn.spool_failed`), with their
+    /// WAV's size; on the session's queue.
+    private var untold: [String: Int] = [:]
+    /// The writes that failed, until told; on ``writer`` only.
+    private var failures: [String: SpoolError] = [:]
 
-    init(context: any SessionContext, spoolDirectory: String, uploader: any TurnUploading) {
+    /// `writer`: the queue the spool is written on (a test holds it to stand for a slow disk).
+    init(context: any SessionContext, spoolDirectory: String, uploader: any TurnUploading,
+         writer: DispatchQueue = DispatchQueue(label: "practiced.spool-writer")) {
         self.context = context
         self.uploader = uploader
+        self.writer = writer
         do {
             spool = try TurnSpool(directory: spoolDirectory)
             spoolError = nil
@@ -68,26 +82,50 @@ final class TurnDelivery: @unchecked Sendable {
 
     // MARK: - A new turn
 
-    /// A turn with speech from the recorder: spooled, then sent (unless the daemon stops:
-    /// then it waits in the spool for the next start).
+    /// A turn with speech from the recorder: spooled and sent at once, the upload not
+    /// waiting for the disk (unless the daemon stops: then the turn waits in the spool for
+    /// the next start).
     func take(wav: [UInt8], duration: Double, of session: ActiveSession, endedAt: UInt64) {
         let spooled = SpooledTurn(sessionID: session.id, mode: session.mode, duration: duration, bytes: wav.count)
-        do {
-            guard let spool else { throw SpoolUnavailable(reason: spoolError ?? "no spool") }
-            try spool.store(spooled, wav: wav)
-            context.publish(Event.TurnSpooled(turnId: spooled.id, bytes: wav.count))
-        } catch {
-            // The disk failed us; the turn still goes out from memory.
-            context.logger.error("turn \(spooled.id) not spooled: \(error)")
-            context.publish(Event.TurnSpoolFailed(turnId: spooled.id, message: "\(error)"))
-        }
-        context.stateChanged()
+        write(spooled, wav: wav)
         if context.stopping {
+            tell(spooled.id)
             context.logger.notice("turn \(spooled.id) spooled at shutdown; it is reported at the next start")
             return
         }
         context.move(to: .uploading)
         send(Delivery(turn: spooled, wav: wav, recordedAt: endedAt))
+    }
+
+    /// Writes the turn to the spool on ``writer`` and tells the outcome when it is durable.
+    private func write(_ turn: SpooledTurn, wav: [UInt8]) {
+        untold[turn.id] = wav.count
+        guard let spool else { return tell(turn.id, unavailable: SpoolUnavailable(reason: spoolError ?? "no spool")) }
+        writer.async { [self] in
+            do throws(SpoolError) { try spool.store(turn, wav: wav) } catch { failures[turn.id] = error }
+            context.queue.async { self.tell(turn.id) }
+        }
+    }
+
+    /// Tells turn `id`'s write (`turn.spooled`, or `turn.spool_failed`: the turn still goes
+    /// out from memory), waiting for it when it is still under way; once. Called before
+    /// anything that needs the file or follows it in the events: the turn's acceptance,
+    /// refusal or pending, a retry, a discard, the session's end.
+    private func tell(_ id: String, unavailable: SpoolUnavailable? = nil) {
+        guard let bytes = untold.removeValue(forKey: id) else { return }
+        let failure: (any Error)? = unavailable ?? writer.sync { failures.removeValue(forKey: id) }
+        if let failure {
+            context.logger.error("turn \(id) not spooled: \(failure)")
+            context.publish(Event.TurnSpoolFailed(turnId: id, message: "\(failure)"))
+        } else {
+            context.publish(Event.TurnSpooled(turnId: id, bytes: bytes))
+        }
+        context.stateChanged()
+    }
+
+    /// Every write under way, told (the session ends, the daemon stops).
+    private func tellAll() {
+        for id in untold.keys.sorted() { tell(id) }
     }
 
     private func send(_ next: Delivery) {
@@ -114,6 +152,7 @@ final class TurnDelivery: @unchecked Sendable {
 
     /// The backend has the turn: it leaves the spool and is never sent again.
     func accepted(_ id: String) {
+        tell(id)
         do { try spool?.remove(id) } catch { context.logger.error("turn \(id) answered but not removed from the spool: \(error)") }
         context.publish(Event.TurnAccepted(turnId: id, attempt: current?.turn.id == id ? current?.attempt ?? 1 : 1))
         if current?.turn.id == id { current = nil }
@@ -129,6 +168,7 @@ final class TurnDelivery: @unchecked Sendable {
         failed.firstFailure = failed.firstFailure ?? now
         current = failed
         let id = failed.turn.id
+        tell(id)
         if error.isSessionGone {
             current = nil
             context.publish(Event.TurnPending(turnId: id, reason: .sessionGone, message: "\(error)"))
@@ -171,11 +211,13 @@ final class TurnDelivery: @unchecked Sendable {
 
     /// A stopped reply's upload never got through: the turn stays in the spool.
     func interrupted(_ id: String) {
+        tell(id)
         context.publish(Event.TurnPending(turnId: id, reason: .interrupted, message: "the learner spoke again before it was sent"))
     }
 
     /// The session closed or the daemon stops: the turn being sent stays in the spool.
     func abandon() {
+        tellAll()
         if context.stopping, let current { context.logger.notice("turn \(current.turn.id) stays in the spool for the next start") }
         current = nil
     }
@@ -185,6 +227,7 @@ final class TurnDelivery: @unchecked Sendable {
     /// `spool.retry`: sends a kept turn again (resuming its session from idle).
     func retry(_ id: String) throws(ControlError) {
         guard let spool else { throw ControlError(.fileError, "there is no spool") }
+        tell(id)
         let loaded: (turn: SpooledTurn, wav: Data)
         do { loaded = try spool.load(id) } catch {
             guard error.isDamaged else { throw ControlError(.badArguments, "\(error)") }
@@ -212,6 +255,7 @@ final class TurnDelivery: @unchecked Sendable {
     /// `spool.discard`: drops a kept turn (not the one being sent).
     func discard(_ id: String) throws(ControlError) {
         guard current?.turn.id != id else { throw ControlError(.invalidState, "turn \(id) is being sent now") }
+        tell(id)
         guard let spool, spool.contains(id) else { throw ControlError(.badArguments, "no turn \(id) in the spool") }
         do { try spool.remove(id) } catch { throw ControlError(.fileError, "\(error)") }
         context.logger.notice("spool: turn \(id) discarded by a client")

@@ -49,8 +49,10 @@ public struct SpooledTurn: Codable, Equatable, Sendable {
 /// whose header cannot be read, is set aside in `quarantine/` (``SpoolQuarantine``) at
 /// start or before it would be sent again: never sent, never deleted.
 ///
-/// Not thread-safe: the session's queue owns it.
-public final class TurnSpool {
+/// The session's queue owns it; ``store(_:wav:)`` alone also runs on the delivery's writer
+/// queue, beside the session's reads: it touches only its own turn's files and the fixed
+/// paths (``recover()``'s leftovers are read and cleared at start, before any turn).
+public final class TurnSpool: @unchecked Sendable {
     public let directory: String
     private var tmp: String { directory + "/tmp" }
     private var new: String { directory + "/new" }

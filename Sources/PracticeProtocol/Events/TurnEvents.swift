@@ -63,7 +63,7 @@ extension Event {
     public struct TurnSpooled: ProtocolEvent {
         public static let name = "turn.spooled"
         public static let topic = EventTopic.session
-        public static let summary = "The turn's WAV is on disk (fsynced) before it is sent."
+        public static let summary = "The turn's WAV is on disk (fsynced). Its upload does not wait for the disk: it goes out from memory at once, and this comes when the write is durable, before the turn's `turn.accepted`, `turn.rejected` or `turn.pending`."
         public var turnId: String
         public var bytes: Int
 
