@@ -58,6 +58,37 @@ final class KernelTests: XCTestCase {
         }
     }
 
+    /// The sparse row product by pair-interleaved Int8 weights is the dense scalar sum: a row
+    /// of zeros, a row with every value at the top step by the extreme weights, one value
+    /// alone (odd and even inputs), and rows 95 % zeros as the rectified GELU leaves them.
+    func testTheSparseRowProductEqualsTheDenseScalarSums() {
+        var generator = HumanSpeech.SplitMix(11)
+        for (depth, columns) in [(2, 32), (6, 64), (1536, 384)] {
+            let rows = 7
+            var a = [Int16](repeating: 0, count: rows * depth)
+            for k in 0..<depth { a[1 * depth + k] = k % 2 == 0 ? 255 : -255 }  // row 1: every input
+            a[2 * depth + depth - 1] = 3  // row 2: the last (odd) input alone
+            a[3 * depth] = -7  // row 3: the first (even) input alone
+            for m in 4..<rows {
+                for k in 0..<depth where generator.next() % 20 == 0 { a[m * depth + k] = Int16(generator.next() % 256) }
+            }
+            let w = (0..<(columns * depth)).map { i in
+                i % 89 == 0 ? Int8.min : i % 97 == 0 ? Int8.max : Int8(truncatingIfNeeded: Int(generator.next() % 256) - 128)
+            }  // [n][k]
+            var expected = [Int32](repeating: 0, count: rows * columns)
+            for m in 0..<rows { for n in 0..<columns { for k in 0..<depth { expected[m * columns + n] += Int32(a[m * depth + k]) * Int32(w[n * depth + k]) } } }
+            let paired = SparseRowGEMM.paired(w, outputs: columns, inputs: depth)
+            var got = [Int32](repeating: -1, count: rows * (columns + 4))  // a wider stride: the gap stays untouched
+            SparseRowGEMM.multiply(a, rows: rows, depth: depth, pairedWeights: paired, columns: columns, into: &got, strideC: columns + 4)
+            for m in 0..<rows {
+                XCTAssertEqual(Array(got[(m * (columns + 4))..<(m * (columns + 4) + columns)]), Array(expected[(m * columns)..<((m + 1) * columns)]),
+                               "\(depth)×\(columns), row \(m)")
+                XCTAssertEqual(Array(got[(m * (columns + 4) + columns)..<((m + 1) * (columns + 4))]), [-1, -1, -1, -1], "past the row")
+            }
+            XCTAssertEqual(Array(got[0..<columns]), [Int32](repeating: 0, count: columns), "a row of zeros sums to zero")
+        }
+    }
+
     func testTheMixedRadixDFTIsTheDirectOne() {
         let dft = MixedRadixDFT()
         var generator = HumanSpeech.SplitMix(7)

@@ -70,11 +70,23 @@ struct Quantization: Equatable {
     func roundTrip(_ x: Float) -> Float { Float(centred(x)) * scale }
 }
 
-/// A weight matrix of the QDQ graph: int8 values stored one row per output ([N][K]) with a
-/// scale per output (per-channel, zero points all 0 in this model), as the kernels read it.
+/// A weight matrix of the QDQ graph: int8 values with a scale per output (per-channel, zero
+/// points all 0 in this model), laid out as the kernel that reads it wants.
 struct QuantizedMatrix {
+    /// `.rows`: one row per output, [N][K] (``IntegerGEMM``); `.pairedInputs`: [K / 2][N][2]
+    /// (``SparseRowGEMM``).
+    enum Layout { case rows, pairedInputs }
+
     let values: [Int8]
     let scales: [Float]
     let outputs: Int
     let inputs: Int
+    var layout = Layout.rows
+
+    /// The same matrix laid out for ``SparseRowGEMM``, in place of this one (no second copy).
+    func pairedByInputs() -> QuantizedMatrix {
+        precondition(layout == .rows, "a matrix laid out in rows")
+        return QuantizedMatrix(values: SparseRowGEMM.paired(values, outputs: outputs, inputs: inputs), scales: scales,
+                               outputs: outputs, inputs: inputs, layout: .pairedInputs)
+    }
 }

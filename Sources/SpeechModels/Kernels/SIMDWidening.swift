@@ -10,3 +10,11 @@ extension SIMD8 where Scalar == Int32 {
         self.init(Int32(v[0]), Int32(v[1]), Int32(v[2]), Int32(v[3]), Int32(v[4]), Int32(v[5]), Int32(v[6]), Int32(v[7]))
     }
 }
+
+extension SIMD8 where Scalar == Int16 {
+    /// Eight Int8 lanes sign-extended, lane by lane, for the reason above.
+    @inline(__always)
+    init(widening v: SIMD8<Int8>) {
+        self.init(Int16(v[0]), Int16(v[1]), Int16(v[2]), Int16(v[3]), Int16(v[4]), Int16(v[5]), Int16(v[6]), Int16(v[7]))
+    }
+}

@@ -64,6 +64,12 @@ extension SmartTurnModel {
         let columns = columns ?? 0..<linear.matrix.outputs
         precondition(rows * columns.count <= SmartTurnLane.sumsCapacity, "a product that fits the sums")
         linear.matrix.values.withUnsafeBufferPointer { w in
+            if linear.matrix.layout == .pairedInputs {
+                precondition(strideA == nil && columns.count == linear.matrix.outputs, "a sparse product of whole rows")
+                SparseRowGEMM.multiply(input, rows: rows, depth: linear.matrix.inputs, pairedWeights: w.baseAddress!,
+                                       columns: columns.count, into: lane.sums, strideC: columns.count)
+                return
+            }
             IntegerGEMM.multiply(input, rows: rows, depth: linear.matrix.inputs, strideA: strideA ?? linear.matrix.inputs,
                                  w.baseAddress! + columns.lowerBound * linear.matrix.inputs, columns: columns.count,
                                  strideB: linear.matrix.inputs, into: lane.sums, strideC: columns.count, panel: lane.panel)

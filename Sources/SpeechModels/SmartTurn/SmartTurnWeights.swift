@@ -20,6 +20,11 @@ struct SmartTurnWeights {
         let multipliers: [Float]
         let bias: [Float]
         let integerBias: [Int32]?
+
+        /// The same product with its weights laid out for ``SparseRowGEMM``.
+        func pairedByInputs() -> Linear {
+            Linear(matrix: matrix.pairedByInputs(), output: output, multipliers: multipliers, bias: bias, integerBias: integerBias)
+        }
     }
 
     struct Layer {
@@ -153,7 +158,10 @@ extension GraphWalker {
         let gelu = try follow(try graph.consumer(of: try dequantized(fc1.outputs[0]), op: "Add").outputs[0], to: "Mul", skipping: ["Div", "Erf", "Add"])
         let geluQ = try quantization(after: gelu.outputs[0])
         let fc2 = try graph.consumer(of: geluQ.dequantized, op: "MatMul")
-        let contract = try linear(fc2, bias: prefix + "fc2.bias")
+        var contract = try linear(fc2, bias: prefix + "fc2.bias")
+        // A GELU quantized with zero point 0 rounds its whole negative side, and all below half
+        // a step, to 0: most hidden values are 0, and the contraction skips them.
+        if geluQ.quantization.zeroPoint == 0 { contract = contract.pairedByInputs() }
         for (name, linear) in [("q", queryLinear), ("k", keyLinear), ("v", valueLinear), ("out", outputLinear)]
         where linear.matrix.outputs != SmartTurnWeights.width || linear.matrix.inputs != SmartTurnWeights.width {
             throw .wrongShape("layer \(index)'s \(name) projection is \(linear.matrix.outputs)×\(linear.matrix.inputs)")
