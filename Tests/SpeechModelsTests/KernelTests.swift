@@ -79,7 +79,9 @@ final class KernelTests: XCTestCase {
             for m in 0..<rows { for n in 0..<columns { for k in 0..<depth { expected[m * columns + n] += Int32(a[m * depth + k]) * Int32(w[n * depth + k]) } } }
             let paired = SparseRowGEMM.paired(w, outputs: columns, inputs: depth)
             var got = [Int32](repeating: -1, count: rows * (columns + 4))  // a wider stride: the gap stays untouched
-            SparseRowGEMM.multiply(a, rows: rows, depth: depth, pairedWeights: paired, columns: columns, into: &got, strideC: columns + 4)
+            var active = [Int16](repeating: 0, count: depth / 2)
+            SparseRowGEMM.multiply(a, rows: rows, depth: depth, pairedWeights: paired, columns: columns, into: &got, strideC: columns + 4,
+                                   active: &active)
             for m in 0..<rows {
                 XCTAssertEqual(Array(got[(m * (columns + 4))..<(m * (columns + 4) + columns)]), Array(expected[(m * columns)..<((m + 1) * columns)]),
                                "\(depth)×\(columns), row \(m)")

@@ -33,13 +33,13 @@ enum SparseRowGEMM {
     static func index(input k: Int, output n: Int, outputs: Int) -> Int { (k >> 1) * 2 * outputs + 2 * n + (k & 1) }
 
     /// `rows` rows of centred `a` ([rows][depth], depth even) by the paired weights into `c`
-    /// (row m at `c + m · strideC`, `columns` Int32 sums).
+    /// (row m at `c + m · strideC`, `columns` Int32 sums). `active` is scratch for `depth / 2`
+    /// indices: the caller's, as a temporary allocation of more than 1 KiB would be a malloc.
     @inline(never)
     static func multiply(_ a: UnsafePointer<Int16>, rows: Int, depth: Int, pairedWeights w: UnsafePointer<Int8>,
-                         columns: Int, into c: UnsafeMutablePointer<Int32>, strideC: Int) {
-        precondition(depth % 2 == 0 && columns % chunk == 0, "inputs in pairs, outputs in chunks")
-        withUnsafeTemporaryAllocation(of: Int32.self, capacity: depth / 2) { active in
-            let active = active.baseAddress!
+                         columns: Int, into c: UnsafeMutablePointer<Int32>, strideC: Int, active: UnsafeMutablePointer<Int16>) {
+        precondition(depth % 2 == 0 && columns % chunk == 0 && depth / 2 <= Int(Int16.max), "inputs in pairs, outputs in chunks")
+        do {
             let weights = UnsafeRawPointer(w)
             for m in 0..<rows {
                 let row = UnsafeRawPointer(a + m * depth)
@@ -47,7 +47,7 @@ enum SparseRowGEMM {
                 // has its top bit set exactly when x is not zero).
                 var count = 0, i = 0
                 while i < depth / 2 {
-                    active[count] = Int32(truncatingIfNeeded: i)
+                    active[count] = Int16(truncatingIfNeeded: i)
                     let x = row.load(fromByteOffset: 4 &* i, as: UInt32.self)
                     count &+= Int((x | (0 &- x)) >> 31)
                     i &+= 1

@@ -8,7 +8,7 @@ struct SmartTurnLane {
     static let sumsCapacity = SmartTurnModel.feedForwardBlock * SmartTurnModel.expanded / 3
     /// One row of a product's result, dequantized (up to 1536).
     let row: UnsafeMutablePointer<Float>
-    /// Widened weights (``IntegerGEMM/panelCapacity``).
+    /// Widened weights (``IntegerGEMM/panelCapacity``), or a sparse product's list of pairs.
     let panel: UnsafeMutablePointer<Int16>
     /// One head's attention probabilities for ``SmartTurnModel/attentionBlock`` query rows.
     let probabilities: UnsafeMutablePointer<Int16>
@@ -65,9 +65,10 @@ extension SmartTurnModel {
         precondition(rows * columns.count <= SmartTurnLane.sumsCapacity, "a product that fits the sums")
         linear.matrix.values.withUnsafeBufferPointer { w in
             if linear.matrix.layout == .pairedInputs {
-                precondition(strideA == nil && columns.count == linear.matrix.outputs, "a sparse product of whole rows")
+                precondition(strideA == nil && columns.count == linear.matrix.outputs && linear.matrix.inputs / 2 <= IntegerGEMM.panelCapacity,
+                             "a sparse product of whole rows, its list of pairs in the panel")
                 SparseRowGEMM.multiply(input, rows: rows, depth: linear.matrix.inputs, pairedWeights: w.baseAddress!,
-                                       columns: columns.count, into: lane.sums, strideC: columns.count)
+                                       columns: columns.count, into: lane.sums, strideC: columns.count, active: lane.panel)
                 return
             }
             IntegerGEMM.multiply(input, rows: rows, depth: linear.matrix.inputs, strideA: strideA ?? linear.matrix.inputs,
