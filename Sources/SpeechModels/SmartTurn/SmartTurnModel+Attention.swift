@@ -47,11 +47,15 @@ extension SmartTurnModel {
                 shifts[r] = 255 - Int(max(max(top[0], top[1]), max(top[2], top[3])))
             }
             let s0 = sums + t * positions, s1 = s0 + positions, s2 = s1 + positions, s3 = s2 + positions
-            var totals = SIMD4<Float>(repeating: 0)
+            // The sums in a `let` afterwards: read with a row's index below, the loop's own
+            // variable lived on the stack, and each addition waited for the last one's store.
+            var running = SIMD4<Float>(repeating: 0)
+            let t0 = table.baseAddress! + shifts[0], t1 = table.baseAddress! + shifts[1]
+            let t2 = table.baseAddress! + shifts[2], t3 = table.baseAddress! + shifts[3]
             for j in 0..<positions {
-                totals += SIMD4(table[shifts[0] + Int(s0[j])], table[shifts[1] + Int(s1[j])],
-                                table[shifts[2] + Int(s2[j])], table[shifts[3] + Int(s3[j])])
+                running += SIMD4(t0[Int(s0[j])], t1[Int(s1[j])], t2[Int(s2[j])], t3[Int(s3[j])])
             }
+            let totals = running
             if h == 0 && first == 0 && t == 0, inspect != nil {
                 inspect?("scores_head0_row0", (0..<positions).map { UInt8(s0[$0]) })
             }
