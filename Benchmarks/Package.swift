@@ -18,11 +18,14 @@ let package = Package(
         // C compiler auto-vectorizes for the same baseline CPU (no -march=native). Run with
         // `-Xcc -O3` as docs/performance.md shows; SwiftPM's release default for C is -O2.
         .target(name: "CReference"),
+        // Short runs for CI's allocation gate (PRACTICED_BENCHMARK_GATE).
+        .target(name: "BenchmarkGate", dependencies: [.product(name: "Benchmark", package: "benchmark")]),
         .executableTarget(
             name: "KernelBenchmarks",
             dependencies: [
                 .product(name: "AudioKernel", package: "practiced"),
                 .product(name: "Benchmark", package: "benchmark"),
+                "BenchmarkGate",
                 "CReference",
             ],
             path: "Benchmarks/KernelBenchmarks",
@@ -33,6 +36,7 @@ let package = Package(
             dependencies: [
                 .product(name: "AudioKernel", package: "practiced"),
                 .product(name: "Benchmark", package: "benchmark"),
+                "BenchmarkGate",
             ],
             path: "Benchmarks/DeviceBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
@@ -42,6 +46,7 @@ let package = Package(
             dependencies: [
                 .product(name: "AudioKernel", package: "practiced"),
                 .product(name: "Benchmark", package: "benchmark"),
+                "BenchmarkGate",
             ],
             path: "Benchmarks/EngineBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
@@ -55,6 +60,7 @@ let package = Package(
                 .product(name: "AudioKernel", package: "practiced"),
                 .product(name: "AudioMeasurement", package: "practiced"),
                 .product(name: "Benchmark", package: "benchmark"),
+                "BenchmarkGate",
                 "CResamplers",
             ],
             path: "Benchmarks/ResamplerBenchmarks",
@@ -67,6 +73,7 @@ let package = Package(
             dependencies: [
                 .product(name: "AudioKernel", package: "practiced"),
                 .product(name: "Benchmark", package: "benchmark"),
+                "BenchmarkGate",
                 "CAVCodec",
             ],
             path: "Benchmarks/AACBenchmarks",
@@ -77,6 +84,7 @@ let package = Package(
             dependencies: [
                 .product(name: "SpeechModels", package: "practiced"),
                 .product(name: "Benchmark", package: "benchmark"),
+                "BenchmarkGate",
             ],
             path: "Benchmarks/SpeechModelBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
@@ -86,6 +94,7 @@ let package = Package(
             dependencies: [
                 .product(name: "PracticeNet", package: "practiced"),
                 .product(name: "Benchmark", package: "benchmark"),
+                "BenchmarkGate",
             ],
             path: "Benchmarks/SSEBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]

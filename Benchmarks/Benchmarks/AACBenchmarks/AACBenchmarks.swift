@@ -1,5 +1,6 @@
 import AudioKernel
 @preconcurrency import Benchmark
+import BenchmarkGate
 import CAVCodec
 import Foundation
 
@@ -174,4 +175,5 @@ let benchmarks: @Sendable () -> Void = {
         }
         benchmark.stopMeasurement()
     }
+    BenchmarkGate.capIfGating()
 }

@@ -1,5 +1,6 @@
 import AudioKernel
 @preconcurrency import Benchmark
+import BenchmarkGate
 import Dispatch
 import Foundation
 
@@ -123,4 +124,5 @@ let benchmarks: @Sendable () -> Void = {
             try measure(.playback, .pulse(device: "kiosk"), pulse, b)
         }
     }
+    BenchmarkGate.capIfGating()
 }

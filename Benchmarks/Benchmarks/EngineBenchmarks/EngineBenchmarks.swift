@@ -1,5 +1,6 @@
 import AudioKernel
 @preconcurrency import Benchmark
+import BenchmarkGate
 import Dispatch
 import Foundation
 
@@ -235,5 +236,6 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
+    BenchmarkGate.capIfGating()
 }
 

@@ -1,5 +1,6 @@
 import AudioKernel
 @preconcurrency import Benchmark
+import BenchmarkGate
 import CReference
 import Foundation
 
@@ -221,4 +222,5 @@ let benchmarks: @Sendable () -> Void = {
             }
         }
     }
+    BenchmarkGate.capIfGating()
 }

@@ -1,6 +1,7 @@
 import AudioKernel
 import AudioMeasurement
 @preconcurrency import Benchmark
+import BenchmarkGate
 import CResamplers
 import Foundation
 
@@ -169,4 +170,5 @@ let benchmarks: @Sendable () -> Void = {
             }
         }
     }
+    BenchmarkGate.capIfGating()
 }

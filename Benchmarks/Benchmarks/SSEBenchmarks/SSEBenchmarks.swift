@@ -1,4 +1,5 @@
 @preconcurrency import Benchmark
+import BenchmarkGate
 import Foundation
 import PracticeNet
 
@@ -71,4 +72,5 @@ let benchmarks: @Sendable () -> Void = {
             blackHole(out[0])
         }
     }
+    BenchmarkGate.capIfGating()
 }

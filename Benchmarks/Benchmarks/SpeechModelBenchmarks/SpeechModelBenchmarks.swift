@@ -1,4 +1,5 @@
 @preconcurrency import Benchmark
+import BenchmarkGate
 import Foundation
 import SpeechModels
 
@@ -104,4 +105,5 @@ let benchmarks: @Sendable () -> Void = {
             }
         }
     }
+    BenchmarkGate.capIfGating()
 }
