@@ -9,7 +9,7 @@
 /// pair's two values of eight dimensions' are one vector whose products with the pair's two
 /// probabilities sum lane by lane into four Int32 sums: `pmaddwd` (SSE2) or NEON's widening
 /// multiply-adds. A pair whose two probabilities are both zero is skipped; the pairs to visit
-/// are listed first, without a branch per pair.
+/// are listed first (``NonZeroPairs``).
 enum SparsePairGEMM {
     /// Rows `P` (`rows` × `keys` centred probabilities, `keys` even) by `V` (`keys` × 64,
     /// pair-interleaved) into `c` (`rows` × 64 Int32).
@@ -19,20 +19,11 @@ enum SparsePairGEMM {
     static func multiply(_ p: UnsafePointer<Int16>, rows: Int, keys: Int, pairedValues v: UnsafePointer<Int16>,
                          into c: UnsafeMutablePointer<Int32>) {
         precondition(keys % 2 == 0, "keys in pairs")
-        withUnsafeTemporaryAllocation(of: Int32.self, capacity: keys / 2) { active in
+        withUnsafeTemporaryAllocation(of: Int16.self, capacity: keys / 2) { active in
             let active = active.baseAddress!
             for m in 0..<rows {
                 let row = UnsafeRawPointer(p + m * keys)
-                // The pairs with a probability that is not zero, listed without a branch.
-                // (`x | -x` has its top bit set exactly when x is not zero: a ternary here was
-                // compiled to a branch, mispredicted on every other pair.)
-                var count = 0, i = 0
-                while i < keys / 2 {
-                    active[count] = Int32(truncatingIfNeeded: i)
-                    let x = row.load(fromByteOffset: 4 &* i, as: UInt32.self)
-                    count &+= Int((x | (0 &- x)) >> 31)
-                    i &+= 1
-                }
+                let count = NonZeroPairs.list(row, pairs: keys / 2, into: active)
                 // Two halves of 32 dimensions: eight accumulators, the pair's probabilities and
                 // a product fit the sixteen vector registers of x86-64.
                 for half in 0..<2 {
@@ -42,23 +33,14 @@ enum SparsePairGEMM {
                     while k < count {
                         let i = Int(active[k])
                         k &+= 1
-                        let pair = row.load(fromByteOffset: 4 * i, as: SIMD2<Int16>.self)
-                        let w = SIMD8<Int32>(widening: SIMD8<Int16>(pair[0], pair[1], pair[0], pair[1], pair[0], pair[1], pair[0], pair[1]))
+                        let w = NonZeroPairs.broadcast(row, pair: i)
                         let values = v + i * 2 * width + half * width
                         s0 &+= multiplyAdd(values, w); s1 &+= multiplyAdd(values + 8, w)
                         s2 &+= multiplyAdd(values + 16, w); s3 &+= multiplyAdd(values + 24, w)
                         s4 &+= multiplyAdd(values + 32, w); s5 &+= multiplyAdd(values + 40, w)
                         s6 &+= multiplyAdd(values + 48, w); s7 &+= multiplyAdd(values + 56, w)
                     }
-                    let out = UnsafeMutableRawPointer(c + m * width + half * 32)
-                    out.storeBytes(of: s0, toByteOffset: 0, as: SIMD4<Int32>.self)
-                    out.storeBytes(of: s1, toByteOffset: 16, as: SIMD4<Int32>.self)
-                    out.storeBytes(of: s2, toByteOffset: 32, as: SIMD4<Int32>.self)
-                    out.storeBytes(of: s3, toByteOffset: 48, as: SIMD4<Int32>.self)
-                    out.storeBytes(of: s4, toByteOffset: 64, as: SIMD4<Int32>.self)
-                    out.storeBytes(of: s5, toByteOffset: 80, as: SIMD4<Int32>.self)
-                    out.storeBytes(of: s6, toByteOffset: 96, as: SIMD4<Int32>.self)
-                    out.storeBytes(of: s7, toByteOffset: 112, as: SIMD4<Int32>.self)
+                    NonZeroPairs.store(s0, s1, s2, s3, s4, s5, s6, s7, to: UnsafeMutableRawPointer(c + m * width + half * 32))
                 }
             }
         }

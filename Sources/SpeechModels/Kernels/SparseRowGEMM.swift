@@ -10,7 +10,7 @@
 /// one pair of inputs (k = 2i, 2i + 1) by four outputs is eight consecutive bytes, widened
 /// and multiplied by the pair's two activations into four Int32 sums: `pmaddwd` (SSE2) or
 /// NEON's widening multiply-adds. A row's pairs with a value that is not zero are listed
-/// first, without a branch per pair, then visited for each 32 outputs at a time (eight
+/// first (``NonZeroPairs``), then visited for each 32 outputs at a time (eight
 /// accumulators, the pair and a product fit x86-64's sixteen vector registers). A pair is
 /// skipped only when both its values are zero: at 95 % zeros about one pair in nine is
 /// visited. A row with no zeros costs about 1.5 times the dense product's multiply-adds.
@@ -38,47 +38,28 @@ enum SparseRowGEMM {
     @inline(never)
     static func multiply(_ a: UnsafePointer<Int16>, rows: Int, depth: Int, pairedWeights w: UnsafePointer<Int8>,
                          columns: Int, into c: UnsafeMutablePointer<Int32>, strideC: Int, active: UnsafeMutablePointer<Int16>) {
-        precondition(depth % 2 == 0 && columns % chunk == 0 && depth / 2 <= Int(Int16.max), "inputs in pairs, outputs in chunks")
-        do {
-            let weights = UnsafeRawPointer(w)
-            for m in 0..<rows {
-                let row = UnsafeRawPointer(a + m * depth)
-                // The pairs with a value that is not zero, listed without a branch (`x | -x`
-                // has its top bit set exactly when x is not zero).
-                var count = 0, i = 0
-                while i < depth / 2 {
-                    active[count] = Int16(truncatingIfNeeded: i)
-                    let x = row.load(fromByteOffset: 4 &* i, as: UInt32.self)
-                    count &+= Int((x | (0 &- x)) >> 31)
-                    i &+= 1
+        precondition(depth % 2 == 0 && columns % chunk == 0, "inputs in pairs, outputs in chunks")
+        let weights = UnsafeRawPointer(w)
+        for m in 0..<rows {
+            let row = UnsafeRawPointer(a + m * depth)
+            let count = NonZeroPairs.list(row, pairs: depth / 2, into: active)
+            var n = 0
+            while n < columns {
+                var s0 = SIMD4<Int32>(), s1 = SIMD4<Int32>(), s2 = SIMD4<Int32>(), s3 = SIMD4<Int32>()
+                var s4 = SIMD4<Int32>(), s5 = SIMD4<Int32>(), s6 = SIMD4<Int32>(), s7 = SIMD4<Int32>()
+                var k = 0
+                while k < count {
+                    let i = Int(active[k])
+                    k &+= 1
+                    let p = NonZeroPairs.broadcast(row, pair: i)
+                    let base = 2 &* (i &* columns &+ n)
+                    s0 &+= multiplyAdd(weights, base, p); s1 &+= multiplyAdd(weights, base &+ 8, p)
+                    s2 &+= multiplyAdd(weights, base &+ 16, p); s3 &+= multiplyAdd(weights, base &+ 24, p)
+                    s4 &+= multiplyAdd(weights, base &+ 32, p); s5 &+= multiplyAdd(weights, base &+ 40, p)
+                    s6 &+= multiplyAdd(weights, base &+ 48, p); s7 &+= multiplyAdd(weights, base &+ 56, p)
                 }
-                var n = 0
-                while n < columns {
-                    var s0 = SIMD4<Int32>(), s1 = SIMD4<Int32>(), s2 = SIMD4<Int32>(), s3 = SIMD4<Int32>()
-                    var s4 = SIMD4<Int32>(), s5 = SIMD4<Int32>(), s6 = SIMD4<Int32>(), s7 = SIMD4<Int32>()
-                    var k = 0
-                    while k < count {
-                        let i = Int(active[k])
-                        k &+= 1
-                        let pair = row.load(fromByteOffset: 4 &* i, as: SIMD2<Int16>.self)
-                        let p = SIMD8<Int32>(widening: SIMD8<Int16>(pair[0], pair[1], pair[0], pair[1], pair[0], pair[1], pair[0], pair[1]))
-                        let base = 2 &* (i &* columns &+ n)
-                        s0 &+= multiplyAdd(weights, base, p); s1 &+= multiplyAdd(weights, base &+ 8, p)
-                        s2 &+= multiplyAdd(weights, base &+ 16, p); s3 &+= multiplyAdd(weights, base &+ 24, p)
-                        s4 &+= multiplyAdd(weights, base &+ 32, p); s5 &+= multiplyAdd(weights, base &+ 40, p)
-                        s6 &+= multiplyAdd(weights, base &+ 48, p); s7 &+= multiplyAdd(weights, base &+ 56, p)
-                    }
-                    let out = UnsafeMutableRawPointer(c + m * strideC + n)
-                    out.storeBytes(of: s0, toByteOffset: 0, as: SIMD4<Int32>.self)
-                    out.storeBytes(of: s1, toByteOffset: 16, as: SIMD4<Int32>.self)
-                    out.storeBytes(of: s2, toByteOffset: 32, as: SIMD4<Int32>.self)
-                    out.storeBytes(of: s3, toByteOffset: 48, as: SIMD4<Int32>.self)
-                    out.storeBytes(of: s4, toByteOffset: 64, as: SIMD4<Int32>.self)
-                    out.storeBytes(of: s5, toByteOffset: 80, as: SIMD4<Int32>.self)
-                    out.storeBytes(of: s6, toByteOffset: 96, as: SIMD4<Int32>.self)
-                    out.storeBytes(of: s7, toByteOffset: 112, as: SIMD4<Int32>.self)
-                    n &+= chunk
-                }
+                NonZeroPairs.store(s0, s1, s2, s3, s4, s5, s6, s7, to: UnsafeMutableRawPointer(c + m * strideC + n))
+                n &+= chunk
             }
         }
     }
