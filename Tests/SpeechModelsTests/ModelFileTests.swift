@@ -50,6 +50,54 @@ final class ModelFileTests: XCTestCase {
         }
     }
 
+    /// A well-formed file whose feed-forward contraction has an odd depth (layer 2's [1536][384]
+    /// weight given again as [1535][384], with its data: the graph keeps the last initializer of
+    /// a name) is refused as the wrong shape before its weights are laid out for the sparse
+    /// product, which takes inputs in pairs.
+    func testAFeedForwardOfTheWrongDepthIsRefusedNotLaidOut() throws {
+        let name = Array("val_234_quantized".utf8)
+        var tensor: [UInt8] = [0x08] + Self.varint(1535) + [0x08] + Self.varint(384) + [0x10, 0x03, 0x42, UInt8(name.count)] + name
+        tensor += [0x4A] + Self.varint(1535 * 384) + [UInt8](repeating: 1, count: 1535 * 384)  // raw_data
+        let extra = [0x2A] + Self.varint(tensor.count) + tensor  // the graph's initializer field
+        let bytes = try Self.appendingToGraph(ONNXReference.bytes(ONNXReference.smartTurn), extra)
+        XCTAssertThrowsError(try SmartTurnModel(onnx: bytes)) { error in
+            guard case .wrongShape(let what) = error as? ModelError else { return XCTFail("\(error)") }
+            XCTAssertTrue(what.contains("layer 2"), what)
+        }
+    }
+
+    static func varint(_ value: Int) -> [UInt8] {
+        var v = UInt64(value), out: [UInt8] = []
+        repeat {
+            out.append(UInt8(v & 0x7F) | (v >= 0x80 ? 0x80 : 0))
+            v >>= 7
+        } while v > 0
+        return out
+    }
+
+    /// The model's bytes with `extra` appended to its graph (ModelProto's field 7), every other
+    /// top-level field as it was.
+    static func appendingToGraph(_ model: [UInt8], _ extra: [UInt8]) throws -> [UInt8] {
+        try model.withUnsafeBytes { buffer in
+            var reader = ProtobufReader(buffer[...])
+            var out: [UInt8] = []
+            while !reader.atEnd {
+                let field = try reader.next()
+                out += varint(field.number << 3 | Int(field.wireType.rawValue))
+                switch field.wireType {
+                case .varint: out += varint(Int(field.varint))
+                case .fixed32, .fixed64, .lengthDelimited:
+                    if field.wireType == .lengthDelimited {
+                        out += varint(field.bytes.count + (field.number == 7 ? extra.count : 0))
+                    }
+                    out += Array(field.bytes)
+                    if field.number == 7 { out += extra }
+                }
+            }
+            return out
+        }
+    }
+
     func testATensorOfTheWrongShapeIsNamed() throws {
         // The LSTM's input weight, [512, 128] float, as its TensorProto begins: dims 512 and
         // 128 (field 1), data type 1 (field 2), then its name (field 8). 512 becomes 511 in

@@ -159,16 +159,18 @@ extension GraphWalker {
         let geluQ = try quantization(after: gelu.outputs[0])
         let fc2 = try graph.consumer(of: geluQ.dequantized, op: "MatMul")
         var contract = try linear(fc2, bias: prefix + "fc2.bias")
-        // A GELU quantized with zero point 0 rounds its whole negative side, and all below half
-        // a step, to 0: most hidden values are 0, and the contraction skips them.
-        if geluQ.quantization.zeroPoint == 0 { contract = contract.pairedByInputs() }
         for (name, linear) in [("q", queryLinear), ("k", keyLinear), ("v", valueLinear), ("out", outputLinear)]
         where linear.matrix.outputs != SmartTurnWeights.width || linear.matrix.inputs != SmartTurnWeights.width {
             throw .wrongShape("layer \(index)'s \(name) projection is \(linear.matrix.outputs)×\(linear.matrix.inputs)")
         }
-        guard expand.matrix.outputs == SmartTurnWeights.expanded, contract.matrix.inputs == SmartTurnWeights.expanded else {
+        guard expand.matrix.inputs == SmartTurnWeights.width, expand.matrix.outputs == SmartTurnWeights.expanded,
+              contract.matrix.inputs == SmartTurnWeights.expanded, contract.matrix.outputs == SmartTurnWeights.width else {
             throw .wrongShape("layer \(index)'s feed-forward is not 384→1536→384")
         }
+        // A GELU quantized with zero point 0 rounds its whole negative side, and all below half
+        // a step, to 0: most hidden values are 0, and the contraction skips them. Laid out only
+        // once its shape is known to be the model's (the sparse product takes inputs in pairs).
+        if geluQ.quantization.zeroPoint == 0 { contract = contract.pairedByInputs() }
         return SmartTurnWeights.Layer(
             attentionNorm: try norm(prefix + "self_attn_layer_norm"), attentionInput: input1.quantization,
             query: queryLinear, key: keyLinear, value: valueLinear, headScale: headScale,
