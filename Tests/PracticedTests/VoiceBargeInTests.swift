@@ -89,7 +89,7 @@ final class VoiceBargeInTests: XCTestCase {
             "turn vs learner's words: correlation \(likeness.map { String(format: "%.2f", $0) }.joined(separator: ", ")),",
             "their start \(preRolls.map(String.init).joined(separator: ", ")) ms into the turn, holes in the stream \(slips.map(String.init).joined(separator: ", ")) samples;",
             "loudest residue of the tutor's voice per reply (dBFS): \(residues.map { String(format: "%.1f", $0) }.joined(separator: ", ")),",
-            "barge-in threshold RMS 1200 (\(String(format: "%.1f", 20 * log10(1_200 / 32_768.0))) dBFS)",
+            "barge-in level: RMS 1200 (\(String(format: "%.1f", 20 * log10(1_200 / 32_768.0))) dBFS), or 12 dB under the tutor's loudest 20 ms of the last half second if higher",
         ].joined(separator: " "))
         XCTAssertEqual(tutorAlone, replies + retaken)
         XCTAssertEqual(stopDelays.count, learnerTurns)

@@ -5,8 +5,9 @@ import SpeechModels
 extension Recorder {
     /// The learned rule: smart-turn's answer if one came, then Silero on the period's frames.
     /// While the kiosk speaks half-duplex no speech may start (its frames count as quiet);
-    /// over an echo-cancelled input only speech above the barge-in level may.
-    func processLearned(_ period: UnsafeBufferPointer<Int16>, stream: VoiceActivityStream, playing: Bool) {
+    /// over an echo-cancelled input only speech above the barge-in level may, which is set
+    /// against `kioskLevel` (``SpeechDetectorConfiguration/bargeInLevel(kioskLevel:)``).
+    func processLearned(_ period: UnsafeBufferPointer<Int16>, stream: VoiceActivityStream, playing: Bool, kioskLevel: Double) {
         if let answer = endpointing?.worker.takeAnswer(), answer.token == question {
             lastFinishedProbability = answer.probability
             lastAnswerSeconds = Double(answer.nanoseconds) / 1e9
@@ -15,6 +16,7 @@ extension Recorder {
             apply(endpointer.answer(answer.probability))
         }
         var minimumSpeech: Int?
+        let bargeInLevel = configuration.detector.bargeInLevel(kioskLevel: kioskLevel)
         if playing && inputIsEchoCancelled {
             // Barge-in: above its level, for as long as the level rule asks (300 ms).
             minimumSpeech = max(configuration.detector.bargeInMinimumSpeechMilliseconds, endpointer.configuration.minimumSpeechMilliseconds)
@@ -26,7 +28,7 @@ extension Recorder {
             // While the kiosk speaks half-duplex no speech may start (its frames count as
             // masked, level 0); over an echo-cancelled input only speech above the barge-in level.
             let frameLevel = !playing ? rms
-                : inputIsEchoCancelled ? (rms >= configuration.detector.bargeInThreshold ? rms : 0)
+                : inputIsEchoCancelled ? (rms >= bargeInLevel ? rms : 0)
                 : endpointer.inSpeech ? rms : 0
             apply(endpointer.frame(probability: probability, end: end, level: frameLevel, minimumSpeechMilliseconds: minimumSpeech))
         }

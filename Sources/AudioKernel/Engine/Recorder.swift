@@ -248,12 +248,13 @@ public final class Recorder: @unchecked Sendable {
         }
 
         let playing = kioskIsPlaying
-        let decision = detector.process(level, speaker: !playing ? .silent : inputIsEchoCancelled ? .overEchoCancelledInput : .halfDuplex)
+        let kiosk = playing && inputIsEchoCancelled ? kioskLevel : 0
+        let decision = detector.process(level, speaker: !playing ? .silent : inputIsEchoCancelled ? .overEchoCancelledInput(kioskLevel: kiosk) : .halfDuplex)
         if case .recording = mode {
             appendToTurn(period, level: level)
         }
         if let vadStream {
-            processLearned(period, stream: vadStream, playing: playing)
+            processLearned(period, stream: vadStream, playing: playing, kioskLevel: kiosk)
         } else {
             apply(decision)
         }
@@ -303,6 +304,10 @@ public final class Recorder: @unchecked Sendable {
     var kioskIsPlaying: Bool {
         playbackActive.load(ordering: .relaxed) || inbox.withLock { $0.player?.isActive ?? false }
     }
+
+    /// How loud the followed player has been in the last half second (0 without one), what a
+    /// barge-in is weighed against (read on the capture thread).
+    private var kioskLevel: Double { inbox.withLock { $0.player?.outputLevel ?? 0 } }
 
     private func apply(_ command: Command) {
         switch (command, mode) {

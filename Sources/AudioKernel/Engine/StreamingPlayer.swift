@@ -55,6 +55,8 @@ public final class StreamingPlayer: @unchecked Sendable {
     private var volumeRamp: VolumeRamp
 
     private(set) var mix: MixLayer!
+    /// How loud the kiosk has been in the last half second (``outputLevel``).
+    private let envelope: OutputEnvelope
     private let drainFallbackSamples: Int
 
     /// A player on a playback device; call ``start()`` to open it.
@@ -86,6 +88,7 @@ public final class StreamingPlayer: @unchecked Sendable {
         fadeSamples = max(1, configuration.fadeMilliseconds * perMillisecond)
         volumeRamp = VolumeRamp(length: configuration.volumeRampMilliseconds * perMillisecond)
         drainFallbackSamples = drainFallback * format.channels
+        envelope = OutputEnvelope(samplesPerSecond: 1000 * perMillisecond)
         reply = PlaybackLayer(capacity: configuration.capacitySeconds * 1000 * perMillisecond)
         intake = ReplyIntake(ring: reply.ring, samplesPerSecond: 1000 * perMillisecond, clock: clock)
         mix = MixLayer(capacity: 8 * 1000 * perMillisecond, fadeSamples: fadeSamples, samplesPerSecond: 1000 * perMillisecond,
@@ -156,6 +159,11 @@ public final class StreamingPlayer: @unchecked Sendable {
 
     /// Whether a reply or a mixed clip is playing (started and not yet finished): what a
     /// half-duplex microphone rests for.
+    /// The loudest 20 ms the player handed its device in the last half second, in PCM16 RMS units
+    /// (after the volume, the mixed clip included): what the recorder weighs a barge-in
+    /// against (``OutputEnvelope``).
+    public var outputLevel: Double { envelope.level }
+
     public var isActive: Bool { reply.active.load(ordering: .relaxed) || mix.layer.active.load(ordering: .relaxed) }
 
     /// Whether a reply is playing (a mixed clip aside): what voice barge-in listens over.
@@ -254,6 +262,7 @@ public final class StreamingPlayer: @unchecked Sendable {
         renderReply(into: buffer)
         mix.render(over: buffer)
         volumeRamp.apply(Float(bitPattern: volumeBits.load(ordering: .acquiring)), to: buffer)
+        envelope.add(UnsafeBufferPointer(buffer))
     }
 
     private func renderReply(into buffer: UnsafeMutableBufferPointer<Float>) {

@@ -47,6 +47,9 @@ public struct DaemonConfiguration: Equatable, Sendable {
     /// While the kiosk speaks over an echo-cancelled input, speech must pass this RMS to
     /// interrupt it (voice barge-in).
     public var bargeInThreshold = 1_200.0
+    /// ...and come within this many dB of the tutor's own level (the Geigel double-talk
+    /// rule: ``SpeechDetectorConfiguration/bargeInEchoLossDecibels``).
+    public var bargeInEchoLossDecibels = 12.0
     /// Whether the microphone is echo-cancelled (voice barge-in): nil asks the sound server
     /// (its echo-cancel source is recognised), true declares it (a speakerphone cancelling
     /// in hardware), false keeps the half-duplex rule.
@@ -156,6 +159,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
         var recorder = RecorderConfiguration()
         recorder.detector.gateThreshold = speechThreshold
         recorder.detector.bargeInThreshold = bargeInThreshold
+        recorder.detector.bargeInEchoLossDecibels = bargeInEchoLossDecibels
         recorder.echoCancelledInput = captureEchoCancelled
         recorder.detector.hangoverMilliseconds = speechHangoverMilliseconds
         recorder.detector.minimumSpeechMilliseconds = minimumSpeechMilliseconds
@@ -317,6 +321,14 @@ struct ConfigurationKey: Sendable {
                  help: "devices unused this long (no session, no sound, no level watcher) are closed; 0 keeps them open", \.deviceIdleCloseSeconds),
         .level("speech.threshold", help: "the speech gate (the iOS client's 300)", \.speechThreshold),
         .level("speech.barge_in_threshold", help: "what speech must pass to interrupt the tutor over an echo-cancelled microphone", \.bargeInThreshold),
+        ConfigurationKey(name: "speech.barge_in_echo_loss_db", allowed: "decibels from 0 to 60",
+                         help: "over an echo-cancelled microphone, speech that interrupts the tutor must also come within this many dB of the tutor's own level "
+                             + "(the least the speaker is attenuated on its way to the microphone, before the canceller)",
+                         apply: { configuration, text in
+                             guard let value = Double(text), value >= 0, value <= 60 else { return false }
+                             configuration.bargeInEchoLossDecibels = value
+                             return true
+                         }, current: { String.printf("%g", $0.bargeInEchoLossDecibels) }),
         .integer("speech.hangover_ms", 100...10_000, unit: "milliseconds", help: "silence that ends a turn", \.speechHangoverMilliseconds),
         .integer("speech.min_speech_ms", 0...5_000, unit: "milliseconds", help: "speech shorter than this is noise", \.minimumSpeechMilliseconds),
         ConfigurationKey(name: "speech.endpoint", allowed: "model or hangover",

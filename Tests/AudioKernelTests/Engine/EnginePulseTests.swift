@@ -457,24 +457,36 @@ final class EnginePulseTests: PulseAudioTestCase {
         XCTAssertTrue(first.holdsSpeech)
         XCTAssertTrue(holds(first, answer), "the turn is the learner's answer")
 
-        // Push-to-talk while the tutor speaks: the microphone wakes and records.
-        player.beginReply()
-        player.enqueue(WAVBuilder.samples(Loopback.signal(count: 72_000)))
-        player.endReply()
-        XCTAssertTrue(Poll.until(timeout: 5) { recorder.deviceStatistics?.parks == 2 }, "the second reply rests the microphone")
-        let periodsBeforeTalk = capturePeriods()
-        let spokenBefore = feeder.spoken.value
-        recorder.beginTurn()
-        feeder.say(answer)
-        XCTAssertTrue(Poll.until(timeout: 2) { capturePeriods() >= periodsBeforeTalk + 50 }, "push-to-talk wakes the microphone")
-        XCTAssertTrue(player.isActive, "the reply still plays")
-        XCTAssertTrue(feeder.spoken.wait(timeout: 10) { $0 >= spokenBefore + answer.count })
-        recorder.endTurn()
-        XCTAssertTrue(turns.wait(timeout: 5) { $0.filter { if case .turn = $0.event { return true } else { return false } }.count == 2 })
-        let second = try XCTUnwrap(turns.snapshot().compactMap { entry -> RecordedTurn? in if case .turn(let t) = entry.event { return t } else { return nil } }.last)
-        XCTAssertTrue(second.holdsSpeech)
-        XCTAssertTrue(holds(second, answer), "the push-to-talk turn holds the learner's words")
-        XCTAssertTrue(Poll.until(timeout: 10) { finishedReplies() == 2 })
+        // Push-to-talk while the tutor speaks: the microphone wakes and records. On PipeWire a
+        // take whose words the graph damaged is played again (CI's PipeWire step on cc7b763
+        // failed here once, its suites run four at a time on two cores); the last is asserted.
+        var take = 0
+        let second = try server.retryingGraphXruns(loggedStallsSpoil: false, spoiledOnPipeWire: { (turn: RecordedTurn?) in
+            turn.map { self.holds($0, answer) ? nil : "the push-to-talk turn does not hold the learner's words" } ?? nil
+        }) { () throws -> RecordedTurn? in
+            take += 1
+            let parks = recorder.deviceStatistics?.parks ?? 0
+            let turnsBefore = turns.snapshot().filter { if case .turn = $0.event { return true } else { return false } }.count
+            let repliesBefore = finishedReplies()
+            player.beginReply()
+            player.enqueue(WAVBuilder.samples(Loopback.signal(count: 72_000)))
+            player.endReply()
+            XCTAssertTrue(Poll.until(timeout: 5) { recorder.deviceStatistics?.parks == parks + 1 }, "the reply rests the microphone")
+            let periodsBeforeTalk = capturePeriods()
+            let spokenBefore = feeder.spoken.value
+            recorder.beginTurn()
+            feeder.say(answer)
+            XCTAssertTrue(Poll.until(timeout: 2) { capturePeriods() >= periodsBeforeTalk + 50 }, "push-to-talk wakes the microphone")
+            XCTAssertTrue(player.isActive, "the reply still plays")
+            XCTAssertTrue(feeder.spoken.wait(timeout: 10) { $0 >= spokenBefore + answer.count })
+            recorder.endTurn()
+            XCTAssertTrue(turns.wait(timeout: 5) { $0.filter { if case .turn = $0.event { return true } else { return false } }.count == turnsBefore + 1 })
+            XCTAssertTrue(Poll.until(timeout: 10) { finishedReplies() == repliesBefore + 1 })
+            return turns.snapshot().compactMap { entry -> RecordedTurn? in if case .turn(let t) = entry.event { return t } else { return nil } }.last
+        }
+        let pushed = try XCTUnwrap(second, "take \(take): no push-to-talk turn")
+        XCTAssertTrue(pushed.holdsSpeech)
+        XCTAssertTrue(holds(pushed, answer), "the push-to-talk turn holds the learner's words")
         XCTAssertEqual(recorder.deviceStatistics?.xruns, 0, "a rest is not an overrun")
     }
 
