@@ -11,7 +11,7 @@ import Synchronization
 /// room's echo and the capture's latency; a shorter window would let the echo of a loud word
 /// arrive after its level had left the window, and a longer one holds the kiosk's loudest
 /// word over its quieter ones, where the learner speaking up should be heard (a second
-/// missed 6 of 30 phrases recorded over the tutor at 10 dB, half a second 2).
+/// missed 6 of 30 espeak-ng phrases spoken over the tutor at 10 dB, half a second 2).
 ///
 /// Written on the device thread (``add(_:)``), read from any thread (``level``); nothing
 /// allocates after the initializer.

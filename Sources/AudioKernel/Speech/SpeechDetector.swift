@@ -44,8 +44,9 @@ public struct SpeechDetectorConfiguration: Hashable, Sendable {
     /// about that echo at most, also when it has lost track of it (PipeWire's graph stalled on
     /// a loaded two-core CI host, and 300 ms of the tutor's own voice over 1,200 RMS stopped
     /// its reply). The Geigel double-talk rule, with the kiosk's own level as the far end.
-    /// 12 dB, in the tests' room (the echo 13 dB down): the learner's recorded phrases still
-    /// interrupt within 0.5 s at the median, and an echo 5 dB over the raw one does not.
+    /// 12 dB, in the tests' room (the echo 13 dB down): the learner still interrupts within
+    /// 0.5 s at the median, on espeak-ng's phrases and on recorded human voices, and an echo a
+    /// few dB over the raw one does not (docs/audio.md has the figures).
     public var bargeInEchoLossDecibels: Double = 12
 
     /// What speech must pass to interrupt the kiosk while it plays at `kioskLevel` (PCM16

@@ -90,7 +90,7 @@ final class RecorderEchoGateTests: XCTestCase {
         XCTAssertEqual(configuration.detector.bargeInLevel(kioskLevel: player.outputLevel), 9_000 / pow(10, 0.6), accuracy: 100)
     }
 
-    /// The learned rule (Silero VAD) on recorded voices: the tutor's raw echo (13 dB down,
+    /// The learned rule (Silero VAD) on practice-sim's espeak-ng voices: the tutor's raw echo (13 dB down,
     /// 40 ms late, what a canceller that lost track passes) is speech to the VAD and louder
     /// than 1,200 RMS, but not within 12 dB of the tutor: no barge-in in the whole reply. The
     /// learner speaking over the next reply's echo interrupts it.
