@@ -23,19 +23,22 @@ final class RecorderEchoGateTests: XCTestCase {
 
     /// Plays `reply` on `player` and feeds `microphone` to `recorder` period by period, the
     /// player rendering as the device would in step with the capture, until `done`.
+    /// Returns how many microphone samples were fed.
+    @discardableResult
     private func play(_ reply: [Int16], on player: StreamingPlayer, hearing microphone: [Int16], into recorder: Recorder,
-                      until done: () -> Bool = { false }) {
+                      until done: () -> Bool = { false }) -> Int {
         player.beginReply()
         player.enqueue(WAVBuilder.samples(reply))
         player.endReply()
         var rendered = [Float](repeating: 0, count: 240)
-        microphone.withUnsafeBufferPointer { mic in
+        return microphone.withUnsafeBufferPointer { mic in
             var i = 0
             while i < mic.count, !done() {
                 rendered.withUnsafeMutableBufferPointer { player.render(into: $0) }
                 recorder.process(UnsafeBufferPointer(rebasing: mic[i..<min(mic.count, i + 240)]))
                 i += 240
             }
+            return min(i, mic.count)
         }
     }
 
@@ -118,7 +121,51 @@ final class RecorderEchoGateTests: XCTestCase {
             microphone[7_200 + i] = Int16(clamping: Int(microphone[7_200 + i]) + Int(sample))
         }
         // Until the barge-in: smart-turn, asked at the learner's pauses, is not this test's.
-        play(next, on: player, hearing: microphone, into: recorder) { speechStarts(log) > 0 }
+        let fed = play(next, on: player, hearing: microphone, into: recorder) { speechStarts(log) > 0 }
         XCTAssertEqual(speechStarts(log), 1, "the learner speaking over the tutor did not interrupt it")
+        XCTAssertTrue(player.isActive, "heard only after the tutor's reply")
+        XCTAssertLessThan(fed - 7_200, 36_000, "heard \((fed - 7_200) / 24) ms after the learner began")
+    }
+
+    /// The same on recorded human voices (Debian's asterisk-core-sounds): Allison as the
+    /// tutor, her raw echo 13 dB down and 40 ms late, does not interrupt her; Carlo, a man,
+    /// speaking at her level over the next prompt's echo, does, while she speaks and within a
+    /// second of his first word.
+    func testTheLearnedRuleOnHumanVoices() throws {
+        /// A prompt at 24 kHz, its speech (32 ms frames above a twentieth of the loudest) at −21 dBFS.
+        func voice(_ reader: String, _ name: String) throws -> [Int16] {
+            let samples = try HumanSpeech.prompt(reader, name, sampleRate: 24_000)
+            let frames = stride(from: 0, to: samples.count - 767, by: 768).map { start in
+                (samples[start..<(start + 768)].map { Double($0 * $0) }.reduce(0, +) / 768).squareRoot()
+            }
+            let loud = frames.filter { $0 > (frames.max() ?? 0) / 20 }
+            let level = (loud.map { $0 * $0 }.reduce(0, +) / Double(max(loud.count, 1))).squareRoot()
+            let gain = 32_768 * pow(10, -21 / 20) / max(level, 1e-9)
+            return samples.map { Int16(clamping: Int((Double($0) * gain).rounded())) }
+        }
+        let vad = try SileroVAD(onnx: [UInt8](Data(contentsOf: URL(fileURLWithPath: Self.models + "/silero_vad_op18_ifless.onnx"))))
+        let endpointing = LearnedEndpointing(vad: vad, worker: try TurnCompletionWorker { _, _ in 0 })
+        var configuration = RecorderConfiguration()
+        configuration.echoCancelledInput = true
+        let log = EventLog<RecorderEvent>()
+        let recorder = Recorder(configuration: configuration, endpointing: endpointing) { log.append($0) }
+        let player = StreamingPlayer { _ in }
+        recorder.follow(player)
+        func echo(of reply: [Int16]) -> [Int16] { [Int16](repeating: 0, count: 960) + scaled(reply, -13) }
+        recorder.listen()
+        let tutor = try voice("en_US_f_Allison", "agent-alreadyon")
+        play(tutor, on: player, hearing: echo(of: tutor), into: recorder)
+        XCTAssertEqual(speechStarts(log), 0, "Allison's own echo interrupted her")
+
+        let next = try voice("en_US_f_Allison", "agent-incorrect"), learner = try voice("it_IT_m_Carlo", "agent-alreadyon")
+        var microphone = echo(of: next)
+        for (i, sample) in learner.enumerated() where 7_200 + i < microphone.count {
+            microphone[7_200 + i] = Int16(clamping: Int(microphone[7_200 + i]) + Int(sample))
+        }
+        let fed = play(next, on: player, hearing: microphone, into: recorder) { speechStarts(log) > 0 }
+        XCTAssertEqual(speechStarts(log), 1, "Carlo speaking over the tutor did not interrupt her")
+        // While she speaks, within a second of his first word: not once her prompt has ended.
+        XCTAssertTrue(player.isActive, "heard only after the tutor's prompt")
+        XCTAssertLessThan(fed - 7_200, 24_000, "heard \((fed - 7_200) / 24) ms after he began")
     }
 }
