@@ -42,6 +42,32 @@ final class RecorderEchoGateTests: XCTestCase {
         }
     }
 
+    /// A recorder on the learned rule over an echo-cancelled input, following a player, and
+    /// listening. smart-turn is not asked before a barge-in: a stand-in answers (the debug
+    /// build's model would take most of a minute to load).
+    private func learnedRoom() throws -> (Recorder, StreamingPlayer, EventLog<RecorderEvent>) {
+        let vad = try SileroVAD(onnx: [UInt8](Data(contentsOf: URL(fileURLWithPath: Self.models + "/silero_vad_op18_ifless.onnx"))))
+        let endpointing = LearnedEndpointing(vad: vad, worker: try TurnCompletionWorker { _, _ in 0 })
+        var configuration = RecorderConfiguration()
+        configuration.echoCancelledInput = true
+        let log = EventLog<RecorderEvent>()
+        let recorder = Recorder(configuration: configuration, endpointing: endpointing) { log.append($0) }
+        let player = StreamingPlayer { _ in }
+        recorder.follow(player)
+        recorder.listen()
+        return (recorder, player, log)
+    }
+
+    /// The raw echo of `reply`: 13 dB down and 40 ms late, what a canceller that lost track
+    /// passes; with `learner` speaking over it from `start`.
+    private func echo(of reply: [Int16], with learner: [Int16] = [], from start: Int = 0) -> [Int16] {
+        var microphone = [Int16](repeating: 0, count: 960) + scaled(reply, -13)
+        for (i, sample) in learner.enumerated() where start + i < microphone.count {
+            microphone[start + i] = Int16(clamping: Int(microphone[start + i]) + Int(sample))
+        }
+        return microphone
+    }
+
     private func speechStarts(_ log: EventLog<RecorderEvent>) -> Int {
         log.snapshot().filter { if case .speechStarted = $0.event { return true } else { return false } }.count
     }
@@ -98,28 +124,14 @@ final class RecorderEchoGateTests: XCTestCase {
     /// than 1,200 RMS, but not within 12 dB of the tutor: no barge-in in the whole reply. The
     /// learner speaking over the next reply's echo interrupts it.
     func testTheLearnedRuleDoesNotTakeTheTutorsRawEchoForTheLearner() throws {
-        let vad = try SileroVAD(onnx: [UInt8](Data(contentsOf: URL(fileURLWithPath: Self.models + "/silero_vad_op18_ifless.onnx"))))
-        // smart-turn is not asked before the barge-in; the debug build's model would take most
-        // of a minute to load.
-        let endpointing = LearnedEndpointing(vad: vad, worker: try TurnCompletionWorker { _, _ in 0 })
-        var configuration = RecorderConfiguration()
-        configuration.echoCancelledInput = true
-        let log = EventLog<RecorderEvent>()
-        let recorder = Recorder(configuration: configuration, endpointing: endpointing) { log.append($0) }
-        let player = StreamingPlayer { _ in }
-        recorder.follow(player)
-        func echo(of reply: [Int16]) -> [Int16] { [Int16](repeating: 0, count: 960) + scaled(reply, -13) }
-        recorder.listen()
+        let (recorder, player, log) = try learnedRoom()
         // Three seconds of each reply: Silero in a debug build is slow.
         let reply = try Array(voice("reply-1").prefix(72_000))
         play(reply, on: player, hearing: echo(of: reply), into: recorder)
         XCTAssertEqual(speechStarts(log), 0, "the tutor's own echo interrupted it")
 
         let next = try voice("reply-2"), learner = try voice("learner-1")
-        var microphone = echo(of: next)
-        for (i, sample) in learner.enumerated() where 7_200 + i < microphone.count {
-            microphone[7_200 + i] = Int16(clamping: Int(microphone[7_200 + i]) + Int(sample))
-        }
+        let microphone = echo(of: next, with: learner, from: 7_200)
         // Until the barge-in: smart-turn, asked at the learner's pauses, is not this test's.
         let fed = play(next, on: player, hearing: microphone, into: recorder) { speechStarts(log) > 0 }
         XCTAssertEqual(speechStarts(log), 1, "the learner speaking over the tutor did not interrupt it")
@@ -143,25 +155,13 @@ final class RecorderEchoGateTests: XCTestCase {
             let gain = 32_768 * pow(10, -21 / 20) / max(level, 1e-9)
             return samples.map { Int16(clamping: Int((Double($0) * gain).rounded())) }
         }
-        let vad = try SileroVAD(onnx: [UInt8](Data(contentsOf: URL(fileURLWithPath: Self.models + "/silero_vad_op18_ifless.onnx"))))
-        let endpointing = LearnedEndpointing(vad: vad, worker: try TurnCompletionWorker { _, _ in 0 })
-        var configuration = RecorderConfiguration()
-        configuration.echoCancelledInput = true
-        let log = EventLog<RecorderEvent>()
-        let recorder = Recorder(configuration: configuration, endpointing: endpointing) { log.append($0) }
-        let player = StreamingPlayer { _ in }
-        recorder.follow(player)
-        func echo(of reply: [Int16]) -> [Int16] { [Int16](repeating: 0, count: 960) + scaled(reply, -13) }
-        recorder.listen()
+        let (recorder, player, log) = try learnedRoom()
         let tutor = try voice("en_US_f_Allison", "agent-alreadyon")
         play(tutor, on: player, hearing: echo(of: tutor), into: recorder)
         XCTAssertEqual(speechStarts(log), 0, "Allison's own echo interrupted her")
 
         let next = try voice("en_US_f_Allison", "agent-incorrect"), learner = try voice("it_IT_m_Carlo", "agent-alreadyon")
-        var microphone = echo(of: next)
-        for (i, sample) in learner.enumerated() where 7_200 + i < microphone.count {
-            microphone[7_200 + i] = Int16(clamping: Int(microphone[7_200 + i]) + Int(sample))
-        }
+        let microphone = echo(of: next, with: learner, from: 7_200)
         let fed = play(next, on: player, hearing: microphone, into: recorder) { speechStarts(log) > 0 }
         XCTAssertEqual(speechStarts(log), 1, "Carlo speaking over the tutor did not interrupt her")
         // While she speaks, within a second of his first word: not once her prompt has ended.
