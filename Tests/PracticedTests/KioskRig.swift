@@ -60,7 +60,7 @@ final class KioskRig {
     private static let certificates = try! TestCertificates()
 
     init(arguments: [String] = [], hardware: Hardware = .speech, tls: Bool = false, chatterbox: ChatterboxHarness? = nil,
-         _ configure: (inout SimulatorConfiguration) -> Void = { _ in }) throws {
+         tutor: SpeechLibrary = SimulatorHarness.speech, _ configure: (inout SimulatorConfiguration) -> Void = { _ in }) throws {
         cues = chatterbox
         ProtocolConformance.install()
         self.hardware = hardware
@@ -68,7 +68,7 @@ final class KioskRig {
         try pulse.start()
         try Self.plugSpeaker(pulse, hardware)
         microphone = try Self.plugMicrophone(pulse, hardware)
-        sim = try SimulatorHarness(configure)
+        sim = try SimulatorHarness(speech: tutor, configure)
         if tls { tunnel = try TLSTunnel(to: UInt16(sim.baseURL.port!), certificates: Self.certificates) }
         directory = DaemonHarness.makeDirectory()
         var stream = AudioStreamConfiguration()

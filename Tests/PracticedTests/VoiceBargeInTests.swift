@@ -8,9 +8,11 @@ import XCTest
 
 /// Voice barge-in over a real echo canceller: the kiosk's speaker is heard by its microphone
 /// (a loopback 40 ms late and 13 dB down, ``EchoCancellingRoom``), the sound server's WebRTC
-/// canceller (`module-echo-cancel`) stands between them, and the learner's espeak-ng speech
-/// is played into the room over the tutor. The daemon finds the canceller by itself
-/// (`capture.echo_cancelled` is `auto`).
+/// canceller (`module-echo-cancel`) stands between them, and the learner's speech is played
+/// into the room over the tutor. Both are recorded human voices (``HumanTutor``: Allison
+/// speaks practice-sim's replies, Carlo and June speak up over her), not espeak-ng, whose
+/// even level and pitch would prove nothing about a person's echo or a person's barge-in.
+/// The daemon finds the canceller by itself (`capture.echo_cancelled` is `auto`).
 final class VoiceBargeInTests: XCTestCase {
     private var rig: KioskRig!
 
@@ -25,7 +27,7 @@ final class VoiceBargeInTests: XCTestCase {
     /// and the turn recorded is the learner's words. CI's short form: 10 replies alone and
     /// 3 barge-ins; `bash .ci/proof barge-in 20` the long one (20 and 5).
     func testTheTutorNeverInterruptsItselfAndTheLearnerAlwaysDoes() throws {
-        rig = try KioskRig(hardware: .echoCancellingRoom) { $0.pace = 1 }
+        rig = try KioskRig(hardware: .echoCancellingRoom, tutor: HumanTutor.library) { $0.pace = 1 }
         let watcher = try rig.watcher(topics: ["session", "playback", "speech", "level"])
         let control = try rig.daemon.client()
         _ = try control.request(Command.SessionStart.self, ["topic_id": "travel"])
@@ -84,7 +86,7 @@ final class VoiceBargeInTests: XCTestCase {
             preRolls.append(kept.preRoll)
         }
         ProofRun.report([
-            "voice barge-in: \(tutorAlone) replies of the tutor alone, none interrupted; \(learnerTurns) of \(learnerTurns) barge-ins;",
+            "voice barge-in (recorded voices: Allison the tutor, Carlo and June the learners): \(tutorAlone) replies of the tutor alone, none interrupted; \(learnerTurns) of \(learnerTurns) barge-ins;",
             "speech heard → reply stopped \(stopDelays.map { String(format: "%.0f", $0) }.joined(separator: ", ")) ms;",
             "turn vs learner's words: correlation \(likeness.map { String(format: "%.2f", $0) }.joined(separator: ", ")),",
             "their start \(preRolls.map(String.init).joined(separator: ", ")) ms into the turn, holes in the stream \(slips.map(String.init).joined(separator: ", ")) samples;",
@@ -122,7 +124,8 @@ final class VoiceBargeInTests: XCTestCase {
         // The tutor has spoken for a while when the learner speaks up.
         let heard = rig.heard.value.total
         XCTAssertTrue(rig.heard.wait(timeout: 10) { $0.total >= heard + 19_200 })
-        rig.learnerSays(KioskRig.learner)
+        let learner = HumanTutor.learners[(turn - 1) % HumanTutor.learners.count]
+        rig.learnerSays(learner)
         guard let started = watcher.wait(for: Event.TurnStarted.self, after: mark, timeout: 10) else { return nil }
         XCTAssertEqual(started["data"]?["mode"], "voice_barge_in")
         guard let speech = watcher.wait(for: Event.SpeechStarted.self, after: mark),
@@ -136,10 +139,10 @@ final class VoiceBargeInTests: XCTestCase {
         mark = watcher.count
         XCTAssertNotNil(watcher.wait(for: Event.Transcript.self, after: mark, timeout: 15))
         let upload = try WAVDecoder.decode(XCTUnwrap(rig.sim.simulator.lastTurnAudio))
-        let match = try XCTUnwrap(PCMFidelity.correlation(of: KioskRig.learner, in: upload.samples), "the learner's words are not in the turn")
+        let match = try XCTUnwrap(PCMFidelity.correlation(of: learner, in: upload.samples), "the learner's words are not in the turn")
         // Followed piece by piece: the room's streams may carry a few milliseconds of
         // zeros (every word still there, later); one lag read that as another sound.
-        let followed = PCMFidelity.followedCorrelation(of: KioskRig.learner, in: upload.samples, from: match.offset)
+        let followed = PCMFidelity.followedCorrelation(of: learner, in: upload.samples, from: match.offset)
         // The turn begins with its pre-roll: the words start after it, not cut.
         XCTAssertGreaterThan(match.offset, 2_400, "the turn has no pre-roll before the learner's words")
         tutorSpeaksAlone(mark, "the answer to turn \(turn)")
@@ -150,14 +153,16 @@ final class VoiceBargeInTests: XCTestCase {
     /// speaking over the greeting neither stops it nor starts a turn, and the microphone
     /// rests while the tutor speaks.
     func testWithEchoCancellationDeclaredAbsentTheKioskStaysHalfDuplex() throws {
-        rig = try KioskRig(arguments: ["--capture-echo-cancelled", "false"], hardware: .echoCancellingRoom) { $0.pace = 1 }
+        rig = try KioskRig(arguments: ["--capture-echo-cancelled", "false"], hardware: .echoCancellingRoom, tutor: HumanTutor.library) {
+            $0.pace = 1
+        }
         let watcher = try rig.watcher(topics: ["session", "playback", "speech"])
         let control = try rig.daemon.client()
         _ = try control.request(Command.SessionStart.self, ["topic_id": "travel"])
         XCTAssertNotNil(watcher.wait(for: Event.ReplyAudioStarted.self))
         let heard = rig.heard.value.total
         XCTAssertTrue(rig.heard.wait(timeout: 10) { $0.total >= heard + 12_000 })
-        rig.learnerSays(KioskRig.learner2)
+        rig.learnerSays(HumanTutor.learners[1])
         guard let finished = watcher.wait(for: Event.ReplyFinished.self, timeout: 30) else { return }
         XCTAssertEqual(finished["data"]?["interrupted"], false, "speech over the tutor stopped it on a half-duplex kiosk")
         XCTAssertTrue(watcher.all(Event.TurnStarted.self).isEmpty)

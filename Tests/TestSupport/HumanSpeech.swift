@@ -17,6 +17,28 @@ public enum HumanSpeech {
         try decode(["-f", "g722", "-i", "\(asteriskSounds)/\(reader)/\(name).g722"], sampleRate: sampleRate)
     }
 
+    /// A prompt as PCM16 at `sampleRate`, its speech (32 ms frames above a twentieth of the
+    /// loudest) at `speechLevel` dBFS, the way practice-sim's voices are set (about −20 dBFS);
+    /// `trimmed` cuts the prompt's leading and trailing quiet to 100 ms.
+    public static func voice(_ reader: String, _ name: String, sampleRate: Int = 24_000, speechLevel: Double = -20,
+                             trimmed: Bool = false) throws -> [Int16] {
+        let samples = try prompt(reader, name, sampleRate: sampleRate)
+        let frame = sampleRate * 32 / 1000
+        let frames = stride(from: 0, to: samples.count - frame + 1, by: frame).map { start in
+            (samples[start..<(start + frame)].map { Double($0 * $0) }.reduce(0, +) / Double(frame)).squareRoot()
+        }
+        let loudest = frames.max() ?? 0
+        let loud = frames.filter { $0 > loudest / 20 }
+        let level = (loud.map { $0 * $0 }.reduce(0, +) / Double(max(loud.count, 1))).squareRoot()
+        let gain = 32_768 * pow(10, speechLevel / 20) / max(level, 1e-9)
+        var range = samples.indices
+        if trimmed, let first = frames.firstIndex(where: { $0 > loudest / 20 }), let last = frames.lastIndex(where: { $0 > loudest / 20 }) {
+            let margin = sampleRate / 10
+            range = max(0, first * frame - margin)..<min(samples.count, (last + 1) * frame + margin)
+        }
+        return samples[range].map { Int16(clamping: Int((Double($0) * gain).rounded())) }
+    }
+
     /// The pyannote conversation (30 s, two speakers) at `sampleRate`.
     public static func conversation(sampleRate: Int = 16_000) throws -> [Float] {
         try decode(["-i", pyannoteSample], sampleRate: sampleRate)

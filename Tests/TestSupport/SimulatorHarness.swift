@@ -24,7 +24,8 @@ public final class SimulatorHarness {
 
     public static let speech: SpeechLibrary = try! SpeechLibrary.load(directory: samplesDirectory)
 
-    public init(_ configure: (inout SimulatorConfiguration) -> Void = { _ in }) throws {
+    /// `speech`: the voice practice-sim speaks with (its espeak-ng phrases unless told).
+    public init(speech: SpeechLibrary = SimulatorHarness.speech, _ configure: (inout SimulatorConfiguration) -> Void = { _ in }) throws {
         var configuration = SimulatorConfiguration()
         configuration.pace = 0
         configuration.connectingMs = 0
@@ -32,7 +33,7 @@ public final class SimulatorHarness {
         configuration.startTimeoutMs = 300
         configuration.upstreamIdleMs = 300
         configure(&configuration)
-        simulator = PracticeSimulator(configuration: configuration, speech: Self.speech)
+        simulator = PracticeSimulator(configuration: configuration, speech: speech)
         let simulator = simulator, arrived = arrived
         server = HTTPServer { request, writer in
             arrived.update { $0 += 1 }

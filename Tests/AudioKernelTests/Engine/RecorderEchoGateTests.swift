@@ -144,17 +144,8 @@ final class RecorderEchoGateTests: XCTestCase {
     /// speaking at her level over the next prompt's echo, does, while she speaks and within a
     /// second of his first word.
     func testTheLearnedRuleOnHumanVoices() throws {
-        /// A prompt at 24 kHz, its speech (32 ms frames above a twentieth of the loudest) at −21 dBFS.
-        func voice(_ reader: String, _ name: String) throws -> [Int16] {
-            let samples = try HumanSpeech.prompt(reader, name, sampleRate: 24_000)
-            let frames = stride(from: 0, to: samples.count - 767, by: 768).map { start in
-                (samples[start..<(start + 768)].map { Double($0 * $0) }.reduce(0, +) / 768).squareRoot()
-            }
-            let loud = frames.filter { $0 > (frames.max() ?? 0) / 20 }
-            let level = (loud.map { $0 * $0 }.reduce(0, +) / Double(max(loud.count, 1))).squareRoot()
-            let gain = 32_768 * pow(10, -21 / 20) / max(level, 1e-9)
-            return samples.map { Int16(clamping: Int((Double($0) * gain).rounded())) }
-        }
+        /// A prompt at 24 kHz, its speech at −21 dBFS.
+        func voice(_ reader: String, _ name: String) throws -> [Int16] { try HumanSpeech.voice(reader, name, speechLevel: -21) }
         let (recorder, player, log) = try learnedRoom()
         let tutor = try voice("en_US_f_Allison", "agent-alreadyon")
         play(tutor, on: player, hearing: echo(of: tutor), into: recorder)
