@@ -150,20 +150,10 @@ final class VoiceBargeInTests: XCTestCase {
         // under double talk and the onset comes late. With espeak-ng's learners the words came
         // 284–310 ms in; with Carlo, whose prompt starts loud on its first sample, a loaded CI
         // host read 73 ms (2026-11-30; 240–290 ms idle). docs/audio.md has why.
-        let words = match.offset + Self.wordsStart(learner)
+        let words = match.offset + HumanSpeech.wordsStart(learner)
         XCTAssertGreaterThan(words, 480, "the turn has no pre-roll before the learner's words")
         tutorSpeaksAlone(mark, "the answer to turn \(turn)")
         return BargeIn(delay: delay, likeness: followed.coefficient, slip: followed.slip, preRoll: words / 24)
-    }
-
-    /// Where the words begin in `clip`: its first 10 ms block above a twentieth of its loudest
-    /// 32 ms frame (the level ``HumanSpeech/voice`` trims the prompts' quiet ends at).
-    static func wordsStart(_ clip: [Int16]) -> Int {
-        func rms(_ range: Range<Int>) -> Double {
-            (clip[range].reduce(0.0) { $0 + Double($1) * Double($1) } / Double(range.count)).squareRoot()
-        }
-        let loudest = stride(from: 0, to: clip.count - 767, by: 768).map { rms($0..<($0 + 768)) }.max() ?? 0
-        return stride(from: 0, to: clip.count - 239, by: 240).first { rms($0..<($0 + 240)) > loudest / 20 } ?? 0
     }
 
     /// The same room with `capture.echo_cancelled` false: the half-duplex rule. The learner

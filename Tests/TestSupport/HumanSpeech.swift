@@ -28,15 +28,31 @@ public enum HumanSpeech {
             (samples[start..<(start + frame)].map { Double($0 * $0) }.reduce(0, +) / Double(frame)).squareRoot()
         }
         let loudest = frames.max() ?? 0
-        let loud = frames.filter { $0 > loudest / 20 }
+        let loud = frames.filter { $0 > loudest / speechFloor }
         let level = (loud.map { $0 * $0 }.reduce(0, +) / Double(max(loud.count, 1))).squareRoot()
         let gain = 32_768 * pow(10, speechLevel / 20) / max(level, 1e-9)
         var range = samples.indices
-        if trimmed, let first = frames.firstIndex(where: { $0 > loudest / 20 }), let last = frames.lastIndex(where: { $0 > loudest / 20 }) {
+        if trimmed, let first = frames.firstIndex(where: { $0 > loudest / speechFloor }),
+           let last = frames.lastIndex(where: { $0 > loudest / speechFloor }) {
             let margin = sampleRate / 10
             range = max(0, first * frame - margin)..<min(samples.count, (last + 1) * frame + margin)
         }
         return samples[range].map { Int16(clamping: Int((Double($0) * gain).rounded())) }
+    }
+
+    /// Speech is what is louder than the loudest 32 ms frame divided by this (26 dB down).
+    static let speechFloor = 20.0
+
+    /// Where the words begin in `clip` (PCM16 at `sampleRate`): its first 10 ms block above
+    /// the speech floor of its loudest 32 ms frame, as ``voice(_:_:sampleRate:speechLevel:trimmed:)``
+    /// measures speech; a prompt's quiet lead is not words.
+    public static func wordsStart(_ clip: [Int16], sampleRate: Int = 24_000) -> Int {
+        func rms(_ range: Range<Int>) -> Double {
+            (clip[range].reduce(0.0) { $0 + Double($1) * Double($1) } / Double(range.count)).squareRoot()
+        }
+        let frame = sampleRate * 32 / 1000, block = sampleRate / 100
+        let loudest = stride(from: 0, to: clip.count - frame + 1, by: frame).map { rms($0..<($0 + frame)) }.max() ?? 0
+        return stride(from: 0, to: clip.count - block + 1, by: block).first { rms($0..<($0 + block)) > loudest / speechFloor } ?? 0
     }
 
     /// The pyannote conversation (30 s, two speakers) at `sampleRate`.

@@ -19,11 +19,11 @@ public enum HumanTutor {
     public static let library: SpeechLibrary = {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("human-tutor-\(getpid())")
         try! FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
         for (phrase, prompt) in prompts {
             let samples = try! HumanSpeech.voice("en_US_f_Allison", prompt, trimmed: true)
             try! SimulatorHarness.wav(samples: samples).write(to: directory.appendingPathComponent("\(phrase).wav"))
         }
-        defer { try? FileManager.default.removeItem(at: directory) }
         return try! SpeechLibrary.load(directory: directory.path)
     }()
 
