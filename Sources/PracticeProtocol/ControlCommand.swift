@@ -19,11 +19,15 @@ public protocol ControlCommand: Sendable {
     /// Whether it needs the microphone and the speaker: devices closed while idle are
     /// opened (a few tens of milliseconds) before it runs.
     static var needsDevices: Bool { get }
+    /// Whether it starts hearing the learner (a session, a turn, an answer): the speech models
+    /// are loaded beside it, if they are not yet.
+    static var hearsLearner: Bool { get }
 }
 
 extension ControlCommand {
     public static var stages: Set<SessionStage>? { nil }
     public static var needsDevices: Bool { false }
+    public static var hearsLearner: Bool { false }
 
     /// Whether it may run in `stage`.
     public static func isAccepted(in stage: SessionStage) -> Bool { stages?.contains(stage) ?? true }

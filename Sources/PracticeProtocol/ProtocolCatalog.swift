@@ -40,7 +40,7 @@ public enum ProtocolCatalog {
         Event.ReviewProgress.self, Event.ReviewReady.self, Event.ReviewFailed.self, Event.ReviewFinishFailed.self,
         Event.CorrectionAdded.self, Event.CorrectionFailed.self,
         // Audio.
-        Event.Level.self, Event.SpeechStarted.self, Event.SpeechStopped.self, Event.SpeechPaused.self, Event.PlaybackStarted.self, Event.PlaybackUnderrun.self,
+        Event.Level.self, Event.SpeechStarted.self, Event.SpeechStopped.self, Event.SpeechPaused.self, Event.SpeechModels.self, Event.PlaybackStarted.self, Event.PlaybackUnderrun.self,
         Event.PlaybackFinished.self, Event.PlaybackFailed.self, Event.VolumeChanged.self, Event.DeviceState.self, Event.DeviceXrun.self, Event.DeviceLost.self, Event.DeviceRestored.self,
         // Daemon.
         Event.ConfigReloaded.self, Event.ConfigReloadFailed.self,

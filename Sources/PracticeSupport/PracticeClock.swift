@@ -7,9 +7,7 @@ import Dispatch
 /// streams: Dispatch's in the daemon (``DispatchClock``); a test holds one whose time it
 /// moves itself, so that a minute of retries, ten minutes of polls or a 120 s deadline run
 /// in milliseconds, in the order the test decides.
-package protocol PracticeClock: Sendable {
-    /// Monotonic nanoseconds.
-    var now: UInt64 { get }
+package protocol PracticeClock: MonotonicClock {
     /// Runs `body` on `queue` once `delay` seconds have passed.
     func after(_ delay: Double, on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void)
     /// A timer that runs `handler` on `queue` once its deadline passes (none until scheduled).
@@ -27,7 +25,7 @@ package protocol PracticeTimer: AnyObject, Sendable {
 package struct DispatchClock: PracticeClock {
     package init() {}
 
-    package var now: UInt64 { DispatchTime.now().uptimeNanoseconds }
+    package var now: UInt64 { UptimeClock().now }
 
     package func after(_ delay: Double, on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) {
         queue.asyncAfter(deadline: .now() + delay, execute: body)

@@ -108,6 +108,14 @@ final class DaemonHarness {
 
     var log: String { Self.read(stderrPath) }
 
+    /// Waits until the speech models are loaded (`status.speech.models` is `ready`): they load
+    /// beside a session's start, 0.3 s in a release build and most of a minute in a debug one,
+    /// and a hands-free turn begun before ends by the hangover rule.
+    func waitForModels(timeout: Double = 120) -> Bool {
+        guard let client = try? client() else { return false }
+        return Poll.until(timeout: timeout) { (try? client.request(Command.Status.self))?["speech"]?["models"] == "ready" }
+    }
+
     /// Waits until the daemon's log holds `text` (re-reading the file; no event tells us).
     func waitForLog(_ text: String, timeout: Double = 5) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)

@@ -306,6 +306,7 @@ class KioskUITests: XCTestCase {
         let watcher = try rig.watcher(topics: ["session", "speech"])
         try browser.click("[data-topic='travel']")
         try waitForStage("ready")
+        XCTAssertTrue(rig.daemon.waitForModels(), "the models were not loaded for the session")
         try browser.click("#hands-free")
         try waitForStage("listening")
         let mark = watcher.count

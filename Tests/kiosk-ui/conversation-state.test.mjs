@@ -106,3 +106,16 @@ test("still listening: shown while the recorder waits through a pause, gone when
   step = reduce(step.state, { event: "session.stage", data: { stage: "uploading", session_id: "s", mode: "conversation" } });
   assert.equal(step.state.stillListening, false);
 });
+
+test("how the daemon hears comes with the snapshot and follows speech.models", () => {
+  const failed = { endpoint: "hangover", configured: "model", models: "failed", error: "missing" };
+  let { state, changed } = reduce(initialState(), { event: "snapshot", data: { session: { stage: "idle" }, speech: failed } });
+  assert.deepEqual(state.hearing, failed);
+  assert.deepEqual(changed, ["screen"]);
+  ({ state, changed } = reduce(state, { event: "speech.models", data: { hearing: { endpoint: "model", configured: "model", models: "ready" } } }));
+  assert.equal(state.hearing.models, "ready");
+  assert.deepEqual(changed, ["stage"]);
+  // An older daemon's snapshot says nothing of it.
+  ({ state } = reduce(state, { event: "snapshot", data: { session: { stage: "idle" } } }));
+  assert.equal(state.hearing, null);
+});

@@ -3,6 +3,45 @@ import SpeechModels
 /// The learned end-of-turn rule in the recorder (``TurnEndpointer``): Silero VAD on each
 /// period, smart-turn's answers from its worker, and what their decisions do to the turn.
 extension Recorder {
+    /// Models built for this recorder off the capture thread (its Silero stream and
+    /// endpointer allocate), installed on it without allocating.
+    struct Adoption: @unchecked Sendable {
+        let endpointing: LearnedEndpointing
+        let stream: VoiceActivityStream
+        let endpointer: TurnEndpointer
+    }
+
+    /// Learned endpointing for a recorder opened without it (the daemon opens the microphone
+    /// at once and loads the models beside it): from its next period outside a turn, hands-free
+    /// turns end by the models; a turn being recorded ends by the rule it began with. For a
+    /// recorder made without models, once. The caller keeps `endpointing` alive and stops
+    /// its worker once the recorder is gone. A recorder whose format the models cannot take
+    /// (not mono) keeps the level rule; the answer says whether they were taken.
+    @discardableResult
+    public func adopt(_ endpointing: LearnedEndpointing) -> Bool {
+        guard format.channels == 1,
+              let stream = try? VoiceActivityStream(model: endpointing.vad, inputRate: format.sampleRate) else { return false }
+        post(Adoption(endpointing: endpointing, stream: stream,
+                      endpointer: TurnEndpointer(configuration: endpointing.configuration, sampleRate: format.sampleRate)))
+        return true
+    }
+
+    /// On the capture thread: the adopted models take over between turns (a turn being
+    /// recorded ends by the rule it began with) and, while listening, outside speech (the
+    /// speech the level rule is hearing may still become the turn, and ends by that rule).
+    func installAdoptedModels() {
+        guard let adoption = pendingAdoption else { return }
+        switch mode {
+        case .recording: return
+        case .listening: if detector.inSpeech { return }
+        case .idle: break
+        }
+        pendingAdoption = nil
+        endpointing = adoption.endpointing
+        vadStream = adoption.stream
+        endpointer = adoption.endpointer
+    }
+
     /// The learned rule: smart-turn's answer if one came, then Silero on the period's frames.
     /// While the kiosk speaks half-duplex no speech may start (its frames count as quiet);
     /// over an echo-cancelled input only speech above the barge-in level may, which is set

@@ -31,15 +31,20 @@ public final class Recorder: @unchecked Sendable {
     private struct Inbox {
         var commands: [Command] = []
         var player: StreamingPlayer?
+        /// Models handed over after the recorder opened without them (``adopt(_:)``).
+        var adoption: Adoption?
     }
     private let inbox = Locked(Inbox())
     private let playbackActive = Atomic<Bool>(false)
 
     // Capture-thread state.
     var detector: SpeechDetector
-    /// Learned endpointing (nil: the level rule, ``SpeechDetector``'s hangover).
-    let endpointing: LearnedEndpointing?
-    let vadStream: VoiceActivityStream?
+    /// Learned endpointing (nil: the level rule, ``SpeechDetector``'s hangover). Set at
+    /// init, or later between turns by ``adopt(_:)``.
+    var endpointing: LearnedEndpointing?
+    var vadStream: VoiceActivityStream?
+    /// Adopted models waiting for the turn in progress to end (capture thread).
+    var pendingAdoption: Adoption?
     var endpointer: TurnEndpointer
     /// The number of the last question put to smart-turn (a late answer carries an older one).
     var question = 0
@@ -228,6 +233,13 @@ public final class Recorder: @unchecked Sendable {
         device?.wakeFromRest()
     }
 
+    /// Hands over `adoption` to the capture thread, which installs it at its next period
+    /// outside a turn.
+    func post(_ adoption: Adoption) {
+        inbox.withLock { $0.adoption = adoption }
+        device?.wakeFromRest()
+    }
+
     // MARK: Audio (capture thread)
 
     /// Processes one period of captured samples.
@@ -235,7 +247,12 @@ public final class Recorder: @unchecked Sendable {
         inbox.withLock { inbox in
             pending.append(contentsOf: inbox.commands)
             inbox.commands.removeAll(keepingCapacity: true)
+            if let adoption = inbox.adoption {
+                pendingAdoption = adoption
+                inbox.adoption = nil
+            }
         }
+        if pendingAdoption != nil { installAdoptedModels() }
         for command in pending { apply(command) }
         pending.removeAll(keepingCapacity: true)
 

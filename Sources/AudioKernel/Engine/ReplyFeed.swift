@@ -21,8 +21,14 @@ public final class ReplyFeed: @unchecked Sendable {
     private var reply: SpeakerReply?
     /// The backend's queue's own: whether a chunk has come (its time is the first audio's).
     private var sawAudio = false
+    /// The clock the first chunk's time is read on: the daemon's one clock, whose base must be
+    /// the player's sound timestamps' (Dispatch's uptime).
+    private let clock: any MonotonicClock
 
-    public init(audio: any ReplySpeakerProvider) { self.audio = audio }
+    public init(audio: any ReplySpeakerProvider, clock: any MonotonicClock = UptimeClock()) {
+        self.audio = audio
+        self.clock = clock
+    }
 
     /// Queues a chunk; for the reply's first chunk, the time it came (uptime ns: Dispatch's
     /// time, the base of the player's sound timestamps it is compared with; docs/architecture.md).
@@ -30,7 +36,7 @@ public final class ReplyFeed: @unchecked Sendable {
         // Taken before the chunk is queued: a speaker without a clock (a file) starts the
         // sound on its own thread the moment the chunk lands, so a time taken after
         // `enqueue` could be later than the sound's `started`.
-        let arrived = sawAudio ? 0 : DispatchTime.now().uptimeNanoseconds
+        let arrived = sawAudio ? 0 : clock.now
         let seen = state.load(ordering: .acquiring)
         guard seen & (Self.stopped | Self.ended) == 0 else { return nil }
         if seen & Self.begun != 0, let reply {

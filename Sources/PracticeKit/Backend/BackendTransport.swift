@@ -33,7 +33,7 @@ final class BackendTransport: StreamTransport, @unchecked Sendable {
     init(caFile: String? = nil, clock: any PracticeClock) {
         self.clock = clock
         queue = DispatchQueue(label: "practiced.backend")
-        http = HTTPClient(queue: queue, caFile: caFile)
+        http = HTTPClient(queue: queue, caFile: caFile, clock: clock)
     }
 
     /// Starts a task; the handler gets its callbacks until it completes. Nil once the

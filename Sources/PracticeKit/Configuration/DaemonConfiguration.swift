@@ -59,6 +59,10 @@ public struct DaemonConfiguration: Equatable, Sendable {
     /// they end the turn: a learner's hesitation is waited through) or `hangover` (a fixed
     /// silence after the last loud block, for boards that cannot afford the models).
     public var speechEndpoint = SpeechEndpoint.model
+    /// Whether `speech.endpoint` was set (file, environment or flag) rather than left at its
+    /// default: `model` asked for by name refuses to start without its files; the default
+    /// starts on the hangover rule and says why.
+    public var speechEndpointExplicit = false
     /// `model`: a pause this long is put to smart-turn...
     public var speechPauseMilliseconds = 150
     /// ...and one this long ends the turn whatever it said.
@@ -336,6 +340,7 @@ struct ConfigurationKey: Sendable {
                          apply: { configuration, text in
                              guard let value = SpeechEndpoint(rawValue: text.lowercased()) else { return false }
                              configuration.speechEndpoint = value
+                             configuration.speechEndpointExplicit = true
                              return true
                          }, current: { $0.speechEndpoint.rawValue }),
         .integer("speech.pause_ms", 100...2_000, unit: "milliseconds", help: "speech.endpoint = model: a pause this long is put to smart-turn",

@@ -68,8 +68,11 @@ final class DeviceKeeper: @unchecked Sendable {
 
     init(queue: DispatchQueue, clock: any PracticeClock, audio: KioskAudio, logger: Logger,
          settings: @escaping @Sendable () -> (configuration: DaemonConfiguration, volume: Double),
-         needed: @escaping @Sendable () -> Bool, handlers: Handlers) {
+         needed: @escaping @Sendable () -> Bool, hearingNeeded: @escaping @Sendable () -> Bool, models: SpeechModelKeeper,
+         handlers: Handlers) {
         self.queue = queue
+        self.hearingNeeded = hearingNeeded
+        self.models = models
         self.clock = clock
         lastNeeded = clock.now
         self.audio = audio
@@ -79,14 +82,11 @@ final class DeviceKeeper: @unchecked Sendable {
         self.handlers = handlers
     }
 
-    /// Loads the learned endpointing's models for a recorder (`speech.endpoint = model`: set at
-    /// start, once a first load checked them; read on `queue`). They are loaded when the
-    /// capture opens and let go when it closes: an idle kiosk, its devices closed, does not
-    /// keep 21 MB of models it is not using.
-    nonisolated(unsafe) var loadEndpointing: (@Sendable (TurnEndpointerConfiguration) throws -> LearnedEndpointing)?
-    /// On `queue`: the open recorder's models, and whether models were let go since the last check.
-    private var endpointing: LearnedEndpointing?
-    private var trimsLeft = 0
+    /// The speech models the open recorder is given while a session needs it (``provideModels()``).
+    let models: SpeechModelKeeper
+    /// Whether the practice flow is under way (a session in any stage, an answer recording):
+    /// what the models are loaded for. A sound or a level watcher alone does not load them.
+    private let hearingNeeded: @Sendable () -> Bool
 
     var recorder: Recorder? { lock.withLock { openRecorder } }
     var player: StreamingPlayer? { lock.withLock { openPlayer } }
@@ -112,15 +112,7 @@ final class DeviceKeeper: @unchecked Sendable {
         audio.attach(player: nil)
         recorder?.stop()
         player?.shutdown()
-        if let endpointing {
-            // smart-turn's threads end now; the memory is handed back at the next checks,
-            // once the recorder holding the models is gone too (it goes on its own time: a
-            // trim right after the close, or at the next check only, left 12 MB resident in
-            // some runs).
-            self.endpointing = nil
-            endpointing.worker.stop()
-            trimsLeft = 3
-        }
+        models.letGo()
         setState(capture: state, playback: state)
     }
 
@@ -136,11 +128,17 @@ final class DeviceKeeper: @unchecked Sendable {
     /// Stops the checks; the devices stay as they are.
     func cancel() { lock.withLock { checks }?.cancel() }
 
+    /// On `queue`: the open recorder gets the speech models if the flow is under way, or
+    /// `asked` by a command that hears the learner (the flow may not have started yet).
+    /// Called for such commands and at every check.
+    func provideModels(asked: Bool = false) {
+        guard let recorder, asked || hearingNeeded() else { return }
+        models.provide(for: recorder, settings().configuration)
+    }
+
     private func keep() {
-        if trimsLeft > 0 {
-            trimsLeft -= 1
-            SpeechModelFiles.returnFreedMemory()
-        }
+        models.trim()
+        provideModels()
         let closeAfter = settings().configuration.deviceIdleCloseSeconds
         let now = clock.now
         if closeAfter == 0 || needed() { lastNeeded = now }
@@ -157,26 +155,16 @@ final class DeviceKeeper: @unchecked Sendable {
     private func openCapture(_ configuration: DaemonConfiguration) {
         let handlers = handlers
         do {
-            // `speech.endpoint` may change at a reload: `model` needs the models checked at start.
-            var learned: LearnedEndpointing?
-            if configuration.speechEndpoint == .model, let load = loadEndpointing {
-                do {
-                    learned = try endpointing ?? load(configuration.endpointer)
-                    learned?.configuration = configuration.endpointer
-                    endpointing = learned
-                } catch {
-                    // Changed on disk since the start (checked then): the learner is still
-                    // heard, by the level rule, and the operator told.
-                    logger.error("learned endpointing: \(error); this capture ends turns by the level rule (speech.hangover_ms)")
-                }
-            }
+            // Opened without the speech models: they are loaded beside it when a session
+            // needs them (``provideModels()``), and the recorder takes them between turns.
             let recorder = try Recorder(device: configuration.captureDevice.name, stream: configuration.stream(for: configuration.captureDevice),
-                                        configuration: configuration.recorder, endpointing: learned) { event in handlers.recorder(event) }
+                                        configuration: configuration.recorder) { event in handlers.recorder(event) }
             try recorder.start { event in handlers.device(event, .capture) }
             lock.withLock { openRecorder = recorder }
             audio.attach(recorder: recorder)
             recorder.follow(player)
             setState(capture: .running)
+            if hearingNeeded() { models.provide(for: recorder, configuration) }
         } catch {
             setState(capture: .failed(error.description))
         }

@@ -59,6 +59,8 @@ extension Metric {
     static let turnModel = Metric("practiced_turn_model_seconds", .histogram, help: "How long smart-turn took to answer at a pause.")
     static let turnModelAnswers = Metric("practiced_turn_model_answers_total", .counter, label: "decision",
                                          help: "smart-turn's answers at pauses, by what the recorder did.")
+    static let speechEndpointDegraded = Metric("practiced_speech_endpoint_degraded", .gauge,
+                                               help: "1 while hands-free turns end by the hangover rule because the speech models are missing or damaged.")
 
     // Devices.
     static let playbackUnderruns = Metric("practiced_playback_underruns_total", .counter, help: "Replies that ran dry before their end.")
@@ -79,7 +81,7 @@ extension Metric {
     /// Every series, in the order docs/operations.md lists them.
     public static let all: [Metric] = [
         sessions, turns, turnsRecovered, voiceBargeIns, repliesIncomplete, turnEndToUpload, firstAudio, firstAudioToSound,
-        turnRoundTrip, reply, cueAnswers, spoolSetAside, turnModel, turnModelAnswers, playbackUnderruns, xruns, deviceLosses,
+        turnRoundTrip, reply, cueAnswers, spoolSetAside, turnModel, turnModelAnswers, speechEndpointDegraded, playbackUnderruns, xruns, deviceLosses,
         devicePeriods, deviceParks, controlRequests, controlErrors, slowClientsDropped, clients, uptime, backendProbe,
     ]
 }

@@ -13,7 +13,7 @@ extension PracticeDaemon {
     public func snapshot() -> DaemonSnapshot {
         let (capture, playback) = devices.states
         return DaemonSnapshot(version: Self.version, capture: capture.wire, playback: playback.wire, playing: player?.isActive ?? false,
-                              session: flow?.sessionSnapshot ?? .idle)
+                              session: flow?.sessionSnapshot ?? .idle, speech: devices.models.hearing)
     }
 
     /// Routes a request through the command table (the other flow's commands are refused
@@ -30,9 +30,12 @@ extension PracticeDaemon {
             return audioQueue.async { [self] in
                 devices.open()
                 commandTable.run(entry, request, client: client, reply)
+                if entry.command.hearsLearner { audioQueue.async { [self] in devices.provideModels(asked: true) } }
             }
         }
         commandTable.run(entry, request, client: client, reply)
+        // The speech models are loaded beside the session's start (its greeting plays meanwhile).
+        if entry.command.hearsLearner, !entry.refuses { audioQueue.async { [self] in devices.provideModels(asked: true) } }
     }
 
     /// The daemon's own commands.
@@ -146,6 +149,7 @@ extension PracticeDaemon {
             devices: .init(capture: device(configuration.captureDevice, capture, recorder?.deviceFormat, recorder?.deviceStatistics,
                                            echoCancelled: recorder.flatMap { $0.deviceFormat == nil ? nil : $0.inputIsEchoCancelled }),
                            playback: device(configuration.playbackDevice, playback, player?.deviceFormat, player?.deviceStatistics)),
+            speech: devices.models.hearing,
             playback: .init(active: player?.isActive ?? false, positionS: ((player?.position ?? 0) * 1000).rounded() / 1000),
             session: flow?.sessionSnapshot ?? .idle,
             learner: flow?.learnerSnapshot,

@@ -17,6 +17,12 @@ extension PracticeDaemon {
         flow?.needsDevices == true || player?.isActive == true || server?.hasSubscribers(to: .level) == true
     }
 
+    /// The speech models were loaded, let go or failed: told to clients and the metrics.
+    func hearingChanged(_ hearing: SpeechHearing) {
+        metrics.set(.speechEndpointDegraded, to: hearing.models == .failed ? 1 : 0)
+        server?.publish(Event.SpeechModels(hearing: hearing))
+    }
+
     func deviceStateChanged(_ direction: AudioDirection, _ state: DeviceKeeper.State) {
         let device = lock.withLock { direction == .capture ? configuration.captureDevice : configuration.playbackDevice }
         switch state {

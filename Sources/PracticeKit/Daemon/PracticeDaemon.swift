@@ -88,10 +88,11 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         self.notifier = notifier
         startTime = clock.now
         self.backend = BackendClient(configuration: configuration.backend, logger: logger.named("backend"), clock: clock)
+        let models = SpeechModelKeeper(queue: audioQueue, clock: clock, logger: logger) { [weak self] hearing in self?.hearingChanged(hearing) }
         devices = DeviceKeeper(
             queue: audioQueue, clock: clock, audio: audio, logger: logger,
             settings: { [unowned self] in lock.withLock { (self.configuration, volume) } },
-            needed: { [unowned self] in devicesNeeded },
+            needed: { [unowned self] in devicesNeeded }, hearingNeeded: { [unowned self] in flow?.needsDevices == true }, models: models,
             handlers: .init(recorder: { [weak self] event in self?.recorderEvent(event) },
                             player: { [weak self] event in self?.playerEvent(event) },
                             device: { [weak self] event, direction in self?.deviceEvent(event, direction: direction) },
@@ -124,25 +125,23 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
                                          allowed: "a directory practiced can create and write (\(error)); spool.required = false runs without one")
             }
         }
-        if configuration.speechEndpoint == .model {
-            // Before the socket, like the spool: a daemon told to hear with models it cannot
-            // load does not start, and says which file is wrong.
-            do {
-                let directory = configuration.speechModelsDirectory, threads = configuration.speechModelThreads
-                let load: @Sendable (TurnEndpointerConfiguration) throws -> LearnedEndpointing = { endpointer in
-                    try SpeechModelFiles.load(directory: directory, threads: threads, configuration: endpointer)
-                }
-                // Loaded once to check them whole (digests, shapes, the graph), then let go
-                // until the capture opens.
-                try load(configuration.endpointer).worker.stop()
-                SpeechModelFiles.returnFreedMemory()
-                devices.loadEndpointing = load
-                logger.info("learned endpointing: Silero VAD and smart-turn v3.2 from \(configuration.speechModelsDirectory) (sha256 checked)")
-            } catch {
-                throw ConfigurationError(key: "speech.models_dir", value: configuration.speechModelsDirectory, source: "configuration",
-                                         allowed: "a directory holding the model files (\(error))")
+        // Before the socket, like the spool, and as quick in any build: the model files' digests
+        // only. Their layout waits for the first session, beside the running daemon
+        // (``SpeechModelKeeper``). Missing or damaged files stop the start only when
+        // `speech.endpoint = model` was asked for by name; by default the daemon hears by the
+        // hangover rule and says so.
+        do {
+            let directory = configuration.speechModelsDirectory, threads = configuration.speechModelThreads
+            try devices.models.configure(endpoint: configuration.speechEndpoint, explicit: configuration.speechEndpointExplicit,
+                                         directory: directory) { endpointer in
+                try SpeechModelFiles.load(directory: directory, threads: threads, configuration: endpointer)
             }
+        } catch {
+            throw ConfigurationError(key: "speech.models_dir", value: configuration.speechModelsDirectory, source: "configuration",
+                                     allowed: "a directory holding the model files (\(error)), as speech.endpoint = model asks; "
+                                         + "without speech.endpoint in the configuration the daemon starts on the hangover rule instead")
         }
+        metrics.set(.speechEndpointDegraded, to: devices.models.isDegraded ? 1 : 0)
         let listener = try UnixListener.activated() ?? UnixListener.bind(path: configuration.socketPath, group: group)
         self.listener = listener
         let server = ControlServer(listener: listener, serverVersion: Self.version, capabilities: ["events", "play", "level", "metrics", "devices", "session", "spool"],

@@ -61,6 +61,13 @@ public enum SpeechModelFiles {
         return String(decoding: digest.flatMap { [hex[Int($0 >> 4)], hex[Int($0 & 15)]] }, as: UTF8.self)
     }
 
+    /// Checks both files by their digests only (a few milliseconds in any build: OpenSSL
+    /// hashes them), without parsing them: what the daemon does before its socket listens.
+    public static func verify(directory: String) throws(Failure) {
+        _ = try contents(directory, silero)
+        _ = try contents(directory, smartTurn)
+    }
+
     /// Both models, checked and loaded, with smart-turn's worker thread started.
     public static func load(directory: String, threads: Int, configuration: TurnEndpointerConfiguration) throws(Failure) -> LearnedEndpointing {
         let endpointing = try loadFiles(directory: directory, threads: threads, configuration: configuration)

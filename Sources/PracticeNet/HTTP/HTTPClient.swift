@@ -39,9 +39,13 @@ package final class HTTPClient: HTTPConnectionOwner, @unchecked Sendable {
     /// a failure is not kept, so a CA file put right is read at the next request.
     private var tlsContext: TLSContext?
 
-    package init(queue: DispatchQueue, caFile: String? = nil) {
+    /// The backend client's clock (the daemon's one), for the pool's age limit.
+    let clock: any MonotonicClock
+
+    package init(queue: DispatchQueue, caFile: String? = nil, clock: any MonotonicClock = UptimeClock()) {
         self.queue = queue
         self.caFile = caFile
+        self.clock = clock
     }
 
     /// The shared TLS context (on the queue).
@@ -89,7 +93,7 @@ package final class HTTPClient: HTTPConnectionOwner, @unchecked Sendable {
     /// A kept connection to the endpoint, newest first, or nil.
     func takeIdle(_ key: String) -> HTTPConnection? {
         while let connection = idle[key]?.popLast() {
-            if DispatchTime.now().uptimeNanoseconds - connection.idleSince.uptimeNanoseconds < Self.idleLifetime, !connection.isClosed {
+            if clock.now - connection.idleSince < Self.idleLifetime, !connection.isClosed {
                 return connection
             }
             connection.close()
@@ -101,7 +105,7 @@ package final class HTTPClient: HTTPConnectionOwner, @unchecked Sendable {
     func keep(_ connection: HTTPConnection) {
         guard !invalidated, (idle[connection.key]?.count ?? 0) < Self.idlePerHost else { return connection.close() }
         connection.owner = self
-        connection.idleSince = .now()
+        connection.idleSince = clock.now
         idle[connection.key, default: []].append(connection)
     }
 

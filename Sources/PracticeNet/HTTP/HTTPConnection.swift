@@ -31,16 +31,17 @@ final class HTTPConnection {
     private var writable: (() -> Void)?
     private(set) var isClosed = false
     weak var owner: HTTPConnectionOwner?
-    /// When it last finished a response (for the pool's age limit).
-    var idleSince = DispatchTime.now()
+    /// When it last finished a response, on the client's clock (for the pool's age limit).
+    var idleSince: UInt64
     /// The connection's TLS once its handshake is done (`https://`): reads and writes go
     /// through it.
     var tls: TLSSession?
 
-    init(fd: Int32, key: String, queue: DispatchQueue) {
+    init(fd: Int32, key: String, queue: DispatchQueue, since now: UInt64) {
         self.fd = fd
         self.key = key
         self.queue = queue
+        idleSince = now
     }
 
     private var descriptorWatch: DescriptorWatch {

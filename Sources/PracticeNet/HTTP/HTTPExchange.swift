@@ -123,7 +123,7 @@ final class HTTPExchange: TransportTask, HTTPConnectionOwner, @unchecked Sendabl
         var one: Int32 = 1
         // Small writes (a request head, then its body) must not wait for Nagle's timer.
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        let connection = HTTPConnection(fd: fd, key: endpoint.key, queue: queue)
+        let connection = HTTPConnection(fd: fd, key: endpoint.key, queue: queue, since: client.clock.now)
         connection.owner = self
         self.connection = connection
         let status = withUnsafePointer(to: &address.storage) {

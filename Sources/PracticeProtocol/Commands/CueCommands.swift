@@ -157,6 +157,7 @@ extension Command {
         public static let name = "cue.record"
         public static let route = CommandRoute.cue
         public static let needsDevices = true
+        public static let hearsLearner = true
         public static let summary = "Records an answer to a cue: push-to-talk (end with `cue.stop`) or hands-free (`hands_free`: ends on silence)."
         public struct Arguments: Codable, Sendable {
             public var cueId: Int

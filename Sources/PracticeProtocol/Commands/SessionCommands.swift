@@ -9,6 +9,7 @@ extension Command {
         public static let route = CommandRoute.session
         public static let stages: Set<SessionStage>? = [.idle, .completed, .failed]
         public static let needsDevices = true
+        public static let hearsLearner = true
         public static let summary = "Starts a session (closing one in progress); answers when the backend created it, and the greeting follows."
         public struct Arguments: Codable, Sendable {
             /// `conversation` (the default) or `review`.
@@ -72,6 +73,7 @@ extension Command {
         public static let route = CommandRoute.session
         public static let stages: Set<SessionStage>? = [.ready, .greeting, .replying]
         public static let needsDevices = true
+        public static let hearsLearner = true
         public static let summary = "Push-to-talk: starts recording a turn (stopping a reply that plays)."
         public typealias Arguments = NoArguments
         public typealias Result = StageResult
@@ -82,6 +84,7 @@ extension Command {
         public static let route = CommandRoute.session
         public static let stages: Set<SessionStage>? = [.ready, .greeting, .replying]
         public static let needsDevices = true
+        public static let hearsLearner = true
         public static let summary = "Hands-free: the recorder waits for speech and ends the turn on silence."
         public typealias Arguments = NoArguments
         public typealias Result = StageResult

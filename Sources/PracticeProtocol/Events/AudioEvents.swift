@@ -28,6 +28,15 @@ extension Event {
         public init() {}
     }
 
+    public struct SpeechModels: ProtocolEvent {
+        public static let name = "speech.models"
+        public static let topic = EventTopic.speech
+        public static let summary = "The speech models were loaded, let go or failed: how hands-free turns end now (`endpoint`), and why the models failed (`error`)."
+        public var hearing: SpeechHearing
+
+        public init(hearing: SpeechHearing) { self.hearing = hearing }
+    }
+
     public struct SpeechStopped: ProtocolEvent {
         public static let name = "speech.stopped"
         public static let topic = EventTopic.speech

@@ -9,6 +9,8 @@ public struct DaemonStatus: Codable, Sendable {
     public var userId: String
     public var backend: Backend
     public var devices: Devices
+    /// How hands-free turns end now, and where the speech models stand.
+    public var speech: SpeechHearing
     public var playback: Playback
     public var session: SessionState
     /// Cue practice's learner (backend.kind = chatterbox); null for TalkCo.
@@ -103,7 +105,7 @@ public struct DaemonStatus: Codable, Sendable {
         }
     }
 
-    public init(version: String, `protocol`: String, pid: Int, uptimeS: Double, userId: String, backend: Backend, devices: Devices, playback: Playback, session: SessionState, learner: LearnerState? = nil, clients: Int, counters: Counters) {
+    public init(version: String, `protocol`: String, pid: Int, uptimeS: Double, userId: String, backend: Backend, devices: Devices, speech: SpeechHearing, playback: Playback, session: SessionState, learner: LearnerState? = nil, clients: Int, counters: Counters) {
         self.version = version
         self.`protocol` = `protocol`
         self.pid = pid
@@ -111,6 +113,7 @@ public struct DaemonStatus: Codable, Sendable {
         self.userId = userId
         self.backend = backend
         self.devices = devices
+        self.speech = speech
         self.playback = playback
         self.session = session
         self.learner = learner
@@ -130,12 +133,15 @@ public struct DaemonSnapshot: ProtocolEvent {
     public var playback: DeviceRunState
     public var playing: Bool
     public var session: SessionState
+    /// How hands-free turns end now (a UI may say so when the models failed).
+    public var speech: SpeechHearing?
 
-    public init(version: String, capture: DeviceRunState, playback: DeviceRunState, playing: Bool, session: SessionState) {
+    public init(version: String, capture: DeviceRunState, playback: DeviceRunState, playing: Bool, session: SessionState, speech: SpeechHearing? = nil) {
         self.version = version
         self.capture = capture
         self.playback = playback
         self.playing = playing
         self.session = session
+        self.speech = speech
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PracticeSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,6 +24,8 @@ public final class HTTPServer: @unchecked Sendable {
     public var maximumConnections = 256
 
     private let handler: Handler
+    /// The server's time (a wait for a peer's close): Dispatch's unless it is handed one.
+    private let clock: any PracticeClock
     private let lock = NSLock()
     private var listenFD: Int32 = -1
     private var connections: [Int32: Bool] = [:]
@@ -30,9 +33,14 @@ public final class HTTPServer: @unchecked Sendable {
     private var acceptThread: Thread?
     private let allClosed = NSCondition()
 
-    public init(host: String = "127.0.0.1", port: UInt16 = 0, handler: @escaping Handler) {
+    public convenience init(host: String = "127.0.0.1", port: UInt16 = 0, handler: @escaping Handler) {
+        self.init(host: host, port: port, clock: DispatchClock(), handler: handler)
+    }
+
+    package init(host: String = "127.0.0.1", port: UInt16 = 0, clock: any PracticeClock, handler: @escaping Handler) {
         self.host = host
         self.port = port
+        self.clock = clock
         self.handler = handler
     }
 
@@ -100,6 +108,9 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// The number of open connections.
     public var connectionCount: Int { lock.withLock { connections.count } }
+    /// Connections admitted since the start (open or closed since).
+    public var connectionsAdmitted: Int { lock.withLock { admittedTotal } }
+    private var admittedTotal = 0
 
     private func acceptLoop(_ fd: Int32) {
         while true {
@@ -118,10 +129,11 @@ public final class HTTPServer: @unchecked Sendable {
             let admitted: Bool = lock.withLock {
                 if stopped || connections.count >= maximumConnections { return false }
                 connections[client] = true
+                admittedTotal += 1
                 return true
             }
             guard admitted else {
-                let writer = HTTPResponseWriter(fd: client, keepAlive: false)
+                let writer = HTTPResponseWriter(fd: client, keepAlive: false, clock: clock)
                 writer.respond(status: 503, contentType: "text/plain", body: Array("too many connections\n".utf8))
                 close(client)
                 continue
@@ -155,12 +167,12 @@ public final class HTTPServer: @unchecked Sendable {
             do {
                 requests = try parser.feed(Array(buffer[0..<n]))
             } catch {
-                let writer = HTTPResponseWriter(fd: fd, keepAlive: false)
+                let writer = HTTPResponseWriter(fd: fd, keepAlive: false, clock: clock)
                 writer.respond(status: error.status, contentType: "text/plain", body: Array("\(error.reason)\n".utf8))
                 return
             }
             for request in requests {
-                let writer = HTTPResponseWriter(fd: fd, keepAlive: request.keepAlive)
+                let writer = HTTPResponseWriter(fd: fd, keepAlive: request.keepAlive, clock: clock)
                 handler(request, writer)
                 if !writer.hasResponded {
                     writer.respond(status: 500, contentType: "text/plain", body: Array("Internal Server Error".utf8))
@@ -195,10 +207,12 @@ public final class HTTPResponseWriter: @unchecked Sendable {
     /// A write failed: the client has gone (hung up the stream).
     public private(set) var peerGone = false
     private var chunked = false
+    private let clock: any PracticeClock
 
-    init(fd: Int32, keepAlive: Bool) {
+    init(fd: Int32, keepAlive: Bool, clock: any PracticeClock) {
         self.fd = fd
         self.keepAlive = keepAlive
+        self.clock = clock
     }
 
     /// A complete response with a body.
@@ -262,9 +276,9 @@ public final class HTTPResponseWriter: @unchecked Sendable {
     /// the server keeps open (a replayed trace that the recording client hung up). Returns
     /// whether the client hung up.
     public func waitForPeerClose(timeout: Double) -> Bool {
-        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(max(0, timeout) * 1e9)
+        let deadline = clock.now + UInt64(max(0, timeout) * 1e9)
         while !peerGone {
-            let now = DispatchTime.now().uptimeNanoseconds
+            let now = clock.now
             guard now < deadline else { return false }
             var entry = pollfd(fd: fd, events: Int16(POLLIN) | Self.pollReadHangUp, revents: 0)
             let ready = poll(&entry, 1, Int32(min(1_000, (deadline - now) / 1_000_000 + 1)))

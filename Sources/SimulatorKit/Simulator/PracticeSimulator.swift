@@ -2,6 +2,7 @@ import AudioKernel
 import Foundation
 import PracticeKit
 import PracticeNet
+import PracticeSupport
 
 /// practice-sim's backend: the whole HTTP contract of `shared/docs/backend-contract.md`,
 /// including the real server's oddities, plus fault injection and a test-only control API
@@ -26,13 +27,19 @@ public final class PracticeSimulator: @unchecked Sendable {
     var segmentCounter = 0
     var markCounter = 0
     var correctionCounter = 0
-    let clock = SimulatedClock()
+    let clock: SimulatedClock
     /// Whether the `/_sim/` control routes answer (on by default: practice-sim is a test tool).
     public var controlRoutesEnabled = true
     /// One line per request, for the executable's log; nil to stay quiet.
     public var logLine: (@Sendable (String) -> Void)?
 
-    public init(configuration: SimulatorConfiguration, speech: SpeechLibrary) {
+    public convenience init(configuration: SimulatorConfiguration, speech: SpeechLibrary) {
+        self.init(configuration: configuration, speech: speech, clock: DispatchClock())
+    }
+
+    /// On `clock`: a test's, so that its waits and deadlines run on the test's time.
+    package init(configuration: SimulatorConfiguration, speech: SpeechLibrary, clock: any PracticeClock) {
+        self.clock = SimulatedClock(time: clock)
         self.configuration = configuration
         self.speech = speech
         self.random = SeededRandom(seed: configuration.seed)
@@ -175,7 +182,7 @@ public final class PracticeSimulator: @unchecked Sendable {
             let id = uuid()
             let connecting = UInt64(configuration.connectingMs) * 1_000_000
             let session = SimulatedSession(id: id, userID: body.user_id, userName: body.user_name, topicID: body.topic_id, mode: mode,
-                                           createdAt: Timestamp.now(), connectedAt: DispatchTime(uptimeNanoseconds: DispatchTime.now().uptimeNanoseconds + connecting))
+                                           createdAt: Timestamp.now(), connectedAt: clock.now + connecting)
             sessions[id] = session
             // The name is kept only when this call creates the profile (trace 29's README note).
             if profiles[body.user_id] == nil {
@@ -196,7 +203,7 @@ public final class PracticeSimulator: @unchecked Sendable {
             return respondDetail(writer, 504, "Session connection timed out", request)
         }
         // The server waits for its upstream connection before it answers.
-        clock.wait(until: session.connectedAt.uptimeNanoseconds)
+        clock.wait(until: session.connectedAt)
         let (again, events): (Bool, [ReplyEvent]) = lock.withLock {
             if session.started { return (true, []) }
             session.started = true
@@ -248,7 +255,7 @@ public final class PracticeSimulator: @unchecked Sendable {
         guard let body = decode(Body.self, request, writer, fields: [("text", .string, true)]) else { return }
         let text = body.text.trimmingCharacters(in: .whitespacesAndNewlines)
         // Before the upstream is up the answer is 503, blank text or not (README of the traces).
-        if DispatchTime.now() < session.connectedAt { return respondDetail(writer, 503, "Session still connecting, try again shortly", request) }
+        if clock.now < session.connectedAt { return respondDetail(writer, 503, "Session still connecting, try again shortly", request) }
         guard !text.isEmpty else { return respondDetail(writer, 400, "Empty text", request) }
         streamReply(session, request, writer, spoken: false, transcript: { _ in text }, uploadBytes: nil, heardSpeech: nil)
     }
@@ -261,7 +268,7 @@ public final class PracticeSimulator: @unchecked Sendable {
     /// and a reply is saved as a segment.
     func streamReply(_ session: SimulatedSession, _ request: HTTPRequest, _ writer: HTTPResponseWriter, spoken: Bool,
                              transcript makeTranscript: (inout SeededRandom) -> String?, uploadBytes: Int?, heardSpeech: Bool?) {
-        let notConnected = DispatchTime.now() < session.connectedAt
+        let notConnected = clock.now < session.connectedAt
         if notConnected { return respondDetail(writer, 503, "Session still connecting, try again shortly", request) }
         let status = lock.withLock { session.status }
         guard status == "active" else {

@@ -77,7 +77,7 @@ struct ReplyStreamer {
     /// the two threads are scheduled.
     func write(_ events: [ReplyEvent], to writer: HTTPResponseWriter, beforeEnding: () -> Void = {}) -> ReplyStreamEnd {
         writer.beginChunked(contentType: "text/event-stream; charset=utf-8")
-        let start = DispatchTime.now().uptimeNanoseconds
+        let start = clock.now
         var audioSent = 0.0
         var audioEvents = 0
         var jitter = SeededRandom(seed: configuration.seed &+ UInt64(events.count))

@@ -14,7 +14,8 @@ final class SimulatedSession {
     let mode: String
     let createdAt: String
     /// When the upstream connection is up (before it, `/chat` answers 503).
-    let connectedAt: DispatchTime
+    /// When its upstream is up, on the simulator's clock.
+    let connectedAt: UInt64
 
     var status = "active"
     var started = false
@@ -48,7 +49,7 @@ final class SimulatedSession {
         }
     }
 
-    init(id: String, userID: String, userName: String?, topicID: String?, mode: String, createdAt: String, connectedAt: DispatchTime) {
+    init(id: String, userID: String, userName: String?, topicID: String?, mode: String, createdAt: String, connectedAt: UInt64) {
         self.id = id
         self.userID = userID
         self.userName = userName

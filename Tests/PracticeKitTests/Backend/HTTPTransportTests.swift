@@ -2,7 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import PracticeKit
+@testable import PracticeKit
 import SimulatorKit
 import TestSupport
 import XCTest
@@ -39,6 +39,24 @@ final class HTTPTransportTests: XCTestCase {
         }
         XCTAssertEqual(count.value, 3)
         XCTAssertEqual(server.connectionCount, 1, "keep-alive: one connection carried all three calls")
+    }
+
+    /// The pool's age limit (50 s) runs on the client's clock, the daemon's one: a connection
+    /// kept idle past it by the clock the test holds is closed and a fresh one made, though
+    /// no real second passed. (The pool read Dispatch's own time, which no test could move.)
+    func testAKeptConnectionIdlePastItsLifetimeOnTheClientsClockIsNotReused() async throws {
+        let (server, count) = try server { _, writer in writer.respond(status: 200, body: Self.topicsBody) }
+        let clock = TestClock()
+        clock.manual()
+        let client = BackendClient(configuration: SimulatorHarness.configuration(URL(string: "http://127.0.0.1:\(server.port)")!) { $0.retry = .none },
+                                   clock: clock)
+        _ = try await client.topics()
+        _ = try await client.topics()
+        XCTAssertEqual(server.connectionsAdmitted, 1, "kept and reused within its lifetime")
+        clock.advance(by: 51)
+        _ = try await client.topics()
+        XCTAssertEqual(count.value, 3)
+        XCTAssertEqual(server.connectionsAdmitted, 2, "a connection idle for 51 s of the client's clock was reused")
     }
 
     func testARequestOnAKeptConnectionTheServerClosesIsSentAgainOnAFreshOne() async throws {

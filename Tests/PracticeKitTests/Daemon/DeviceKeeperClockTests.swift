@@ -23,7 +23,8 @@ final class DeviceKeeperClockTests: XCTestCase {
         let needed = needed
         return DeviceKeeper(
             queue: queue, clock: clock, audio: KioskAudio(), logger: Logger(category: "test", sink: DiscardLogSink()),
-            settings: { (configuration, 1.0) }, needed: { needed.withLock { $0 } },
+            settings: { (configuration, 1.0) }, needed: { needed.withLock { $0 } }, hearingNeeded: { false },
+            models: SpeechModelKeeper(queue: queue, clock: clock, logger: Logger(category: "test", sink: DiscardLogSink())) { _ in },
             handlers: .init(recorder: { _ in }, player: { _ in }, device: { _, _ in },
                             state: { direction, state in states.update { $0.append((direction, state)) } }))
     }

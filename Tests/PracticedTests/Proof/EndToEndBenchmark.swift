@@ -55,6 +55,7 @@ final class EndToEndBenchmark: XCTestCase {
             let mark = watcher.count
             _ = try control.request(Command.SessionStart.self, ["topic_id": "travel"])
             XCTAssertNotNil(watcher.waitForStage("ready", after: mark, timeout: 30))
+            if !learned.isEmpty { XCTAssertTrue(rig.daemon.waitForModels(), "the models were not loaded for the session") }
             for _ in 0..<min(perSession, turns - done) {
                 let turnMark = watcher.count
                 guard let id = try rig.speakHandsFree(ProofRun.speech(seconds: 1, variant: done), control: control, watcher: watcher) else { break }

@@ -1,4 +1,5 @@
 import Foundation
+import PracticeSupport
 @testable import SimulatorKit
 import XCTest
 
@@ -39,7 +40,7 @@ final class ReplyStreamerTests: XCTestCase {
         let (server, client) = socketPair()
         defer { close(server); close(client) }
         var seenAtSave: String?
-        let end = streamer().write(events, to: HTTPResponseWriter(fd: server, keepAlive: true)) {
+        let end = streamer().write(events, to: HTTPResponseWriter(fd: server, keepAlive: true, clock: DispatchClock())) {
             seenAtSave = readable(client)
         }
         XCTAssertEqual(end, .finished)
@@ -53,7 +54,7 @@ final class ReplyStreamerTests: XCTestCase {
         let (server, client) = socketPair()
         defer { close(server); close(client) }
         var peerOpenAtSave: Bool?
-        let end = streamer { $0.faults.dropAfterEvents = 1 }.write(events, to: HTTPResponseWriter(fd: server, keepAlive: true)) {
+        let end = streamer { $0.faults.dropAfterEvents = 1 }.write(events, to: HTTPResponseWriter(fd: server, keepAlive: true, clock: DispatchClock())) {
             _ = readable(client)
             // Still connected: a read finds nothing (EAGAIN), not the end of the stream.
             var byte: UInt8 = 0

@@ -232,7 +232,7 @@ class App {
     const store = this.store;
     return {
       session: store.session, lines: store.lines, notices: store.notices, level: store.level, speaking: store.speaking,
-      stillListening: store.stillListening, handsFree: store.handsFree, linked: store.link.state === "open", topics: store.topics,
+      stillListening: store.stillListening, simpleHearing: store.state.hearing?.models === "failed", handsFree: store.handsFree, linked: store.link.state === "open", topics: store.topics,
       talkButton: this.talkButton, sayInput: this.sayInput,
     };
   }

@@ -21,6 +21,8 @@ export function initialState() {
     speaking: false,
     /** The recorder waits through the learner's pause (`speech.paused`, waiting). */
     stillListening: false,
+    /** How the daemon hears the end of a hands-free turn (`status.speech`): null until told. */
+    hearing: null,
     review: null,         // the review object (segments, summary)
     reviewProgress: null,
     summary: null,        // {summary, note}
@@ -85,7 +87,9 @@ export function reduce(state, event) {
   const told = (kind, key, detail = null, turnId = null) => ({ state: withNotice(state, kind, key, detail, turnId), changed: ["notices"] });
   switch (event.event) {
     case Event.DaemonSnapshot:
-      return { state: withSession(state, data.session), changed: ["screen"] };
+      return { state: { ...withSession(state, data.session), hearing: data.speech ?? null }, changed: ["screen"] };
+    // The speech models loaded, were let go or failed.
+    case Event.SpeechModels: return { state: { ...state, hearing: data.hearing ?? null }, changed: ["stage"] };
     case Event.SessionStage: {
       let next = withSession(state, data);
       // A pause is waited through only while recording.

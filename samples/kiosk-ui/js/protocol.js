@@ -103,6 +103,7 @@ export const Event = Object.freeze({
   SpeechStarted: "speech.started", // speech
   SpeechStopped: "speech.stopped", // speech
   SpeechPaused: "speech.paused", // speech
+  SpeechModels: "speech.models", // speech
   PlaybackStarted: "playback.started", // playback
   PlaybackUnderrun: "playback.underrun", // playback
   PlaybackFinished: "playback.finished", // playback

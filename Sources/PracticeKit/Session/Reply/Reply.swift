@@ -57,15 +57,17 @@ final class Reply: @unchecked Sendable {
     var outcome: ReplyOutcome?
     var unansweredPublished = false
     var drainStartedAt: UInt64?
-    let requestedAt = DispatchTime.now().uptimeNanoseconds
+    /// When it was asked for, on the session's clock.
+    let requestedAt: UInt64
     var firstAudioAt: UInt64?
     var soundAt: UInt64?
     var streamEndedAt: UInt64?
     var playbackEndedAt: UInt64?
 
-    init(kind: ReplyKind, feed: ReplyFeed) {
+    init(kind: ReplyKind, feed: ReplyFeed, requestedAt: UInt64) {
         self.kind = kind
         self.feed = feed
+        self.requestedAt = requestedAt
     }
 
     var turnID: String? { if case .turn(let upload) = kind { return upload.id } else { return nil } }

@@ -47,8 +47,8 @@ final class ReplyPlayback: TurnUploading, @unchecked Sendable {
     func start(_ kind: ReplyKind) {
         guard let session = context.active else { return }
         if let draining { return waitForDrain(of: draining, then: kind) }
-        let feed = ReplyFeed(audio: audio)
-        let reply = Reply(kind: kind, feed: feed)
+        let feed = ReplyFeed(audio: audio, clock: context.scheduler)
+        let reply = Reply(kind: kind, feed: feed, requestedAt: context.now)
         current = reply
         // Weak: the reply holds its stream, which holds this handler until it ends.
         let handler: ReplyStream.EventHandler = { [weak self, weak reply, weak context, feed] event in

@@ -52,7 +52,7 @@ export function dressTalkButton(button, view) {
   return button;
 }
 
-/** `view`: { session, lines, notices, level, speaking, stillListening, handsFree, linked, topics,
+/** `view`: { session, lines, notices, level, speaking, stillListening, handsFree, linked, topics, simpleHearing,
  *  and the page's own talkButton and sayInput elements, kept across renders }; `actions`:
  *  { act(command, args), dismiss(noticeId), setHandsFree(on), say() }. */
 export function renderConversation(view, actions) {
@@ -76,6 +76,10 @@ export function renderConversation(view, actions) {
     el("input", { id: "hands-free", attrs: { type: "checkbox", checked: view.handsFree }, on: { change: (event) => actions.setHandsFree(event.target.checked) } }),
     el("span", { text: t("handsFree") }),
   ]);
+  // The speech models failed (the operator is told): hands-free turns end at the first
+  // pause, so the learner is told once, quietly, how to finish.
+  const hearingNote = view.handsFree && view.simpleHearing
+    ? [el("p", { class: "hint", id: "hearing-note", text: t("hearingSimple") })] : [];
   const controls = stage === "failed"
     ? [el("button", { class: "primary", id: "home", text: t("done"), on: { click: () => actions.act(Command.SessionClose) } })]
     : [
@@ -86,6 +90,7 @@ export function renderConversation(view, actions) {
         : []),
       el("div", { class: "row" }, [
         handsFree,
+        ...hearingNote,
         el("button", { class: "secondary", id: "stop", text: t("stop"), attrs: { disabled: !canStop }, on: { click: () => actions.act(Command.PlaybackStop) } }),
         el("button", { class: "end", id: "end", text: reviewMode ? t("endReview") : t("endConversation"), attrs: { disabled: !ready }, on: { click: () => actions.act(Command.SessionEnd) } }),
       ]),
