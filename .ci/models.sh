@@ -16,7 +16,7 @@ pipecat_ai-1.14.0-py3-none-any.whl pipecat/audio/turn/smart_turn/_whisper_featur
 practiced_models_present() {
   echo "$practiced_model_files" | while read -r wheel member name digest; do
     [ -n "$wheel" ] || continue
-    echo "$digest  $1/$name" | sha256sum -c --status - || exit 1
+    echo "$digest  $1/$name" | sha256sum -c --status - 2>/dev/null || exit 1
   done
 }
 
@@ -37,3 +37,17 @@ practiced_models_fetch() {
   done || return 1
   rm -rf "$work"
 }
+
+# Run, not sourced: `bash .ci/models.sh DIR` takes the models out of their wheels into DIR
+# (for a daemon run from a source checkout: `practiced --speech-models-dir DIR`).
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  set -euo pipefail
+  target=${1:?usage: bash .ci/models.sh DIR (the directory practiced --speech-models-dir will read)}
+  mkdir -p "$target"
+  if practiced_models_present "$target"; then
+    echo "models: already in $target (sha256 checked)"
+  else
+    practiced_models_fetch "$target"
+    echo "models: Silero VAD and smart-turn v3.2 in $target (each wheel and file checked by sha256)"
+  fi
+fi

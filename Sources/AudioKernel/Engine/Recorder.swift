@@ -39,8 +39,7 @@ public final class Recorder: @unchecked Sendable {
 
     // Capture-thread state.
     var detector: SpeechDetector
-    /// Learned endpointing (nil: the level rule, ``SpeechDetector``'s hangover). Set at
-    /// init, or later between turns by ``adopt(_:)``.
+    /// Learned endpointing (nil: the level rule, ``SpeechDetector``'s hangover), or ``adopt(_:)``'s.
     var endpointing: LearnedEndpointing?
     var vadStream: VoiceActivityStream?
     /// Adopted models waiting for the turn in progress to end (capture thread).
@@ -233,8 +232,7 @@ public final class Recorder: @unchecked Sendable {
         device?.wakeFromRest()
     }
 
-    /// Hands over `adoption` to the capture thread, which installs it at its next period
-    /// outside a turn.
+    /// Hands `adoption` to the capture thread, which installs it between turns.
     func post(_ adoption: Adoption) {
         inbox.withLock { $0.adoption = adoption }
         device?.wakeFromRest()
