@@ -327,6 +327,36 @@ class KioskUITests: XCTestCase {
         XCTAssertFalse(try browser.run("return window.practicedKiosk.store.stillListening").boolValue ?? true)
     }
 
+    /// The speech models failed to load (a file damaged after the start, as a partial upgrade
+    /// leaves it): the operator is told by the metric and `status`; a learner going
+    /// hands-free is told, quietly, to pause when they finish, since turns now end at the first
+    /// pause. Nothing is said while hands-free is off, nor when the models work.
+    func testHandsFreeSaysToPauseWhenTheSpeechModelsFailed() throws {
+        let directory = DaemonHarness.makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        for name in ["silero_vad_op18_ifless.onnx", "smart-turn-v3.2-cpu.onnx"] {
+            try FileManager.default.copyItem(atPath: "\(LearnedEndpointingTests.models)/\(name)", toPath: "\(directory)/\(name)")
+        }
+        try start(arguments: ["--speech-endpoint", "model", "--speech-models-dir", directory])
+        try Data("not a model".utf8).write(to: URL(fileURLWithPath: "\(directory)/smart-turn-v3.2-cpu.onnx"))
+        try browser.click("[data-topic='travel']")
+        try waitForStage("ready")
+        let client = try rig.daemon.client()
+        XCTAssertTrue(Poll.until(timeout: 60) { (try? client.request(Command.Status.self))?["speech"]?["models"] == "failed" })
+        XCTAssertTrue(try browser.wait(until: "return window.practicedKiosk.store.state.hearing?.models === 'failed'", timeout: 10), "the page was not told")
+        XCTAssertNil(try browser.find("#hearing-note"), "said with hands-free off")
+        try browser.click("#hands-free")
+        let note = try XCTUnwrap(try browser.wait(for: "#hearing-note"), "hands-free said nothing of the simpler rule")
+        XCTAssertEqual(try browser.text(note), "說完請稍停一下")
+        for (w, h) in browser.kioskSizes {
+            try browser.resize(width: w, height: h)
+            XCTAssertEqual(try browser.layoutProblems(), [], "the note at \(w)x\(h)")
+            try browser.screenshot(to: "\(screenshots)/conversation-hearing-note-\(w)x\(h).png")
+        }
+        try browser.click("#language")
+        XCTAssertEqual(try browser.text(try XCTUnwrap(try browser.wait(for: "#hearing-note"))), "Pause briefly when you finish")
+    }
+
     func testReviewModeEndsAtHomeAndTheEnglishToggle() throws {
         try start(width: 800, height: 480)
         XCTAssertNotNil(try browser.wait(for: "#review-mode"))

@@ -81,6 +81,30 @@ final class AACQualityTests: XCTestCase {
         return files
     }
 
+    /// Voices the encoder was never tuned on, telephone-band (8 kHz, nothing above 4 kHz: the
+    /// old recordings and band-limited microphones a kiosk also hears), from other Debian
+    /// packages: asterisk-prompt-fr-armelle (Armelle Desjardins, a woman, French, GSM),
+    /// asterisk-prompt-es-co (Colombian Spanish, GSM), asterisk-prompt-it-menardi-wav (Menardi,
+    /// a woman, Italian, 8 kHz PCM); and asterisk-core-sounds-es-g722 (Allison reading
+    /// Mexican Spanish, 16 kHz). Three prompts each, the first 10 s.
+    private func heldOutVoices() throws -> [String] {
+        let sets: [(String, [String])] = [
+            ("armelle", ["fr/conf-adminmenu.gsm", "fr/priv-callee-options.gsm", "fr/vm-options.gsm"]),
+            ("es-co", ["es/conf-usermenu.gsm", "es/vm-options.gsm", "es/dir-intro.gsm"]),
+            ("menardi", ["it_IT_f_Menardi/demo-instruct.wav", "it_IT_f_Menardi/demo-thanks.wav", "it_IT_f_Menardi/priv-callee-options.wav"]),
+            ("allison-es", ["es_MX_f_Allison/demo-instruct.g722", "es_MX_f_Allison/demo-congrats.g722", "es_MX_f_Allison/vm-intro.g722"]),
+        ]
+        return try sets.map { name, prompts in
+            let wav = path("held-out-\(name).wav")
+            let inputs = prompts.flatMap { prompt in (prompt.hasSuffix(".g722") ? ["-f", "g722"] : []) + ["-i", "\(Self.asteriskSounds)/\(prompt)"] }
+            try runTool("ffmpeg", ["-v", "error", "-y"] + inputs + [
+                "-filter_complex", "[0][1][2]concat=n=3:v=0:a=1,aresample=24000:resampler=soxr:precision=28,atrim=0:10,asetpts=N/SR/TB",
+                "-ac", "1", "-c:a", "pcm_s16le", wav,
+            ])
+            return wav
+        }
+    }
+
     static let asteriskSounds = "/usr/share/asterisk/sounds"
     static let pyannoteSample = "/opt/practiced-ci/voices/pyannote-sample.wav"
 
@@ -142,6 +166,11 @@ final class AACQualityTests: XCTestCase {
     /// Recorded human voices (``humanVoices()``): four readers and a conversation.
     func testHumanVoicesScoreAtLeastFFmpegsAt24And32And48Kbits() throws {
         try compareWithFFmpeg(try humanVoices(), "recorded human voices")
+    }
+
+    /// Voices from packages the encoder's tuning never heard (``heldOutVoices()``), telephone-band.
+    func testHeldOutTelephoneBandVoicesScoreAtLeastFFmpegsAt24And32And48Kbits() throws {
+        try compareWithFFmpeg(try heldOutVoices(), "held-out telephone-band voices")
     }
 
     func testSpeechScoresAtLeastFFmpegsAt24And32And48Kbits() throws {
