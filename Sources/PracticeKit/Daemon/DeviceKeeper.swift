@@ -164,7 +164,7 @@ final class DeviceKeeper: @unchecked Sendable {
             audio.attach(recorder: recorder)
             recorder.follow(player)
             setState(capture: .running)
-            if hearingNeeded() { models.provide(for: recorder, configuration) }
+            provideModels()
         } catch {
             setState(capture: .failed(error.description))
         }

@@ -30,7 +30,7 @@ extension PracticeDaemon {
             return audioQueue.async { [self] in
                 devices.open()
                 commandTable.run(entry, request, client: client, reply)
-                if entry.command.hearsLearner { audioQueue.async { [self] in devices.provideModels(asked: true) } }
+                if entry.command.hearsLearner { devices.provideModels(asked: true) }
             }
         }
         commandTable.run(entry, request, client: client, reply)
