@@ -239,11 +239,17 @@ public final class PulseAudioServer: @unchecked Sendable {
     /// every measurement failed: CI's PipeWire step on cc44f1d logged a stall in all ten
     /// takes of the hands-free turns (30 s each) and asserted the tenth, the one whose words
     /// a stall had actually reached (27.4 dB), though earlier takes may have been whole.
-    public func retryingGraphXruns<T>(attempts: Int = 10, loggedStallsSpoil: Bool = true,
+    ///
+    /// And `seconds` in all (240 unless told): once the takes have run that long, the take that
+    /// ends past it is the last. Ten takes of the 72 s barge-in room, or of a 36 s hands-free
+    /// test, are 6 to 12 minutes a test on a host whose graph stalls in every take; four such
+    /// tests on CI's loaded PipeWire step (556667c) held it past CI's 90 minutes.
+    public func retryingGraphXruns<T>(attempts: Int = 10, seconds: Double = 240, loggedStallsSpoil: Bool = true,
                                       spoiledOnPipeWire: (T) -> String? = { _ in nil },
                                       _ attempt: () throws -> T) rethrows -> T {
         var number = 1
         var measuredWhole: (number: Int, result: T)?
+        let started = Date()
         while true {
             if loggedStallsSpoil { waitOutTheLogsLimiter() }
             let before = graphXruns.count
@@ -252,7 +258,7 @@ public final class PulseAudioServer: @unchecked Sendable {
             let measured = kind == .pipewire ? spoiledOnPipeWire(result) : nil
             if let measured { stalls.append(measured) } else { measuredWhole = (number, result) }
             if stalls.isEmpty { return result }
-            if number >= attempts {
+            if number >= attempts || Date().timeIntervalSince(started) >= seconds {
                 if let whole = measuredWhole, measured != nil {
                     print("attempt \(number), the last, spoiled too (\(stalls.joined(separator: "; "))); attempt \(whole.number) kept: PipeWire logged a stall in it, but it measured whole")
                     return whole.result

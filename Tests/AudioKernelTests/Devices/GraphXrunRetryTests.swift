@@ -13,11 +13,12 @@ final class GraphXrunRetryTests: XCTestCase {
 
     /// Runs ten takes at most; `stalled(n)` says whether take n logs a stall, `hole(n)`
     /// whether its measurement finds damage. Returns the take kept and how many were made.
-    private func retry(stalled: (Int) -> Bool, hole: (Int) -> Bool, loggedStallsSpoil: Bool = true) throws -> (kept: Int, takes: Int) {
+    private func retry(stalled: (Int) -> Bool, hole: (Int) -> Bool, loggedStallsSpoil: Bool = true,
+                       seconds: Double = 240) throws -> (kept: Int, takes: Int) {
         let log = server.directory.appendingPathComponent("pipewire.log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         var takes = 0
-        let kept = try server.retryingGraphXruns(loggedStallsSpoil: loggedStallsSpoil,
+        let kept = try server.retryingGraphXruns(seconds: seconds, loggedStallsSpoil: loggedStallsSpoil,
                                                  spoiledOnPipeWire: { hole($0) ? "take \($0) measured a hole" : nil }) { () throws -> Int in
             takes += 1
             if stalled(takes) { try logStall(take: takes) }
@@ -71,5 +72,16 @@ final class GraphXrunRetryTests: XCTestCase {
         let result = try retry(stalled: { _ in true }, hole: { $0 < 3 }, loggedStallsSpoil: false)
         XCTAssertEqual(result.takes, 3)
         XCTAssertEqual(result.kept, 3)
+    }
+
+    /// The takes' time is bounded as well as their number: with it used up, the take that
+    /// ends past it is the last, and the rule for the last take still picks what is asserted.
+    func testTakesStopWhenTheirTimeIsUsedUp() throws {
+        let spent = try retry(stalled: { _ in true }, hole: { $0 != 1 }, seconds: 0)
+        XCTAssertEqual(spent.takes, 1, "no time left: the first take is the last")
+        XCTAssertEqual(spent.kept, 1)
+        let ample = try retry(stalled: { _ in true }, hole: { $0 != 1 }, seconds: 3_600)
+        XCTAssertEqual(ample.takes, 10, "with time left the ten takes are made")
+        XCTAssertEqual(ample.kept, 1)
     }
 }
