@@ -162,8 +162,11 @@ def main():
         return
 
     try:
-        step("the page, through the bridge: the topics")
+        step("the page, through the bridge: the attract screen, then a touch begins the visit: the topics")
         browser.open(address)
+        browser.wait_for("#attract", 30)
+        shoot("attract")
+        browser.click("#attract")
         browser.wait_for("[data-topic='travel']")
         print("   topics:", ", ".join(browser.run("return [...document.querySelectorAll('.topic')].map(e => e.innerText.replace(/\\n/g, ' / '))")))
         shoot("topics")
@@ -261,6 +264,13 @@ def main():
         browser.wait_for("#screen-topics", 30)
         stage("idle")
         none_refused(browser)
+
+        step("我說完了 (I'm done): the visit ends, the page forgets it and shows the attract screen")
+        browser.click("#visit-done")
+        browser.wait_for("#visit-confirm", 10)
+        browser.click("#visit-confirm-end")
+        browser.wait("return document.body.dataset.visit === 'none' && document.getElementById('attract') !== null", 30, "the attract screen")
+        shoot("attract-after-visit")
     finally:
         browser.close()
 
@@ -281,6 +291,8 @@ def cue_practice(browser, address, step, shoot, say):
 
     step("the page on a Chatterbox daemon: sign in (in English)")
     browser.open(address)
+    browser.wait_for("#attract", 30)
+    browser.click("#attract")
     browser.wait_for("#screen-signin", 30)
     browser.click("#language")
     browser.wait("return document.getElementById('send-code').textContent.length > 0", 10, "the English page")

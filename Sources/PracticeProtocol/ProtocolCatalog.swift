@@ -11,6 +11,8 @@ public enum ProtocolCatalog {
         Command.Ping.self, Command.Status.self, Command.Devices.self, Command.Play.self, Command.PlaybackStop.self,
         Command.VolumeGet.self, Command.VolumeSet.self,
         Command.LevelWatch.self, Command.ConfigGet.self, Command.Metrics.self,
+        // The visit.
+        Command.VisitTouch.self, Command.VisitEnd.self,
         // The session.
         Command.SessionStart.self, Command.SessionEnd.self, Command.SessionClose.self, Command.SessionGet.self,
         Command.TurnStart.self, Command.Listen.self, Command.TurnStop.self, Command.TurnCancel.self, Command.Say.self,
@@ -44,6 +46,8 @@ public enum ProtocolCatalog {
         Event.PlaybackFinished.self, Event.PlaybackFailed.self, Event.VolumeChanged.self, Event.DeviceState.self, Event.DeviceXrun.self, Event.DeviceLost.self, Event.DeviceRestored.self,
         // Daemon.
         Event.ConfigReloaded.self, Event.ConfigReloadFailed.self,
+        // The visit.
+        Event.VisitStarted.self, Event.IdleWarning.self, Event.VisitResumed.self, Event.VisitEnded.self,
         // Cue practice.
         Event.SignInChanged.self, Event.CueRecordingStarted.self, Event.CueRecorded.self, Event.CueDiscarded.self, Event.CueSpooled.self,
         Event.CueSpoolFailed.self, Event.CueUploadStep.self, Event.CueUploaded.self, Event.CueUploadRetrying.self, Event.CueUploadFailed.self,

@@ -16,6 +16,8 @@ public enum EventTopic: String, Codable, Sendable, CaseIterable, WireEnumerable 
     case daemon
     /// Cue practice: sign-in, recorded answers, uploads, transcripts and evaluations.
     case cue
+    /// A learner's visit: begun, warned of idleness, ended.
+    case visit
     /// The snapshot a client gets when it subscribes (not subscribable itself).
     case state
 }

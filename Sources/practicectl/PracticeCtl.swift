@@ -33,6 +33,8 @@ struct PracticeCtl {
                                ask for a correction of a segment
           finish               finish the review and wait for the summary
           close                leave the session, whatever its stage
+          visit [end | touch]  the learner's visit; end it ("I'm done": its learner is
+                               forgotten); touch: the learner is there (begins one)
           spool [retry ID | discard ID | discard-answer ID]
                                turns and cue answers waiting for delivery, and what was set aside;
                                send a turn again; drop a turn; drop a cue answer
@@ -285,6 +287,10 @@ struct PracticeCtl {
             return (Command.CorrectionAsk.name, ["segment_id": .int(segment), "message": .string(rest.dropFirst().joined(separator: " "))])
         case "finish": return none(Command.ReviewFinish.name)
         case "close": return none(Command.SessionClose.name)
+        case "visit":
+            let name = rest.isEmpty ? Command.Status.name : ["end": Command.VisitEnd.name, "touch": Command.VisitTouch.name][rest[0]]
+            guard rest.count <= 1, let name else { usageError("visit takes nothing, end, or touch") }
+            return none(name)
         case "profile":
             switch rest.first {
             case nil: return (Command.Profile.name, ["action": "get"])
@@ -378,6 +384,9 @@ struct PracticeCtl {
         switch command {
         case "metrics":
             print(result["text"]?.stringValue ?? "", terminator: "")
+        case "visit":
+            // Plain `visit` asks for the status and shows its visit only.
+            printTree(result["visit"] ?? result, indent: "")
         case "ping":
             print("pong (up \(result["uptime_s"]?.doubleValue ?? 0) s)")
         case "volume":

@@ -87,7 +87,7 @@ final class ProtocolSchemaTests: XCTestCase {
         for command in ProtocolCatalog.commands where command.stages != nil { XCTAssertEqual(command.route, .session, command.name) }
         let events = ProtocolCatalog.events.map { $0.name }
         XCTAssertEqual(Set(events).count, events.count, "an event is listed twice")
-        XCTAssertEqual(ProtocolCatalog.subscribableTopics, [.level, .speech, .playback, .device, .session, .daemon, .cue])
+        XCTAssertEqual(ProtocolCatalog.subscribableTopics, [.level, .speech, .playback, .device, .session, .daemon, .cue, .visit])
     }
 
     /// The daemon's table is checked against the catalog at start: a table missing a route's
@@ -100,7 +100,7 @@ final class ProtocolSchemaTests: XCTestCase {
             reply.fail(ControlError(.internalError, "not kept"))
         }
         let (missing, extra) = table.mismatches(routes: [.daemon])
-        XCTAssertEqual(missing, ["config.get", "devices", "level.watch", "metrics", "ping", "play", "playback.stop", "spool.list", "status", "volume.get"])
+        XCTAssertEqual(missing, ["config.get", "devices", "level.watch", "metrics", "ping", "play", "playback.stop", "spool.list", "status", "visit.end", "visit.touch", "volume.get"])
         XCTAssertEqual(extra, [])
         XCTAssertEqual(table.mismatches(routes: [.cue]).extra, ["volume.set"], "volume.set is not cue practice's")
         // Typed: the table reads the arguments, and names the bad one before the handler runs.
@@ -174,7 +174,7 @@ final class ProtocolSchemaTests: XCTestCase {
         XCTAssertEqual(failure(Command.CorrectionAsk.self, ["message": "why?"]), "'segment_id' is required")
         XCTAssertEqual(failure(Command.CorrectionAsk.self, ["segment_id": .double(1.5), "message": "why?"]), "'segment_id' must be a whole number")
         XCTAssertEqual(failure(Command.LevelWatch.self, ["enabled": "yes"]), "'enabled' must be true or false")
-        XCTAssertEqual(failure(Command.Subscribe.self, ["topics": ["session", 3]]), "'topics[1]' must be level, speech, playback, device, session, daemon, cue or state")
+        XCTAssertEqual(failure(Command.Subscribe.self, ["topics": ["session", 3]]), "'topics[1]' must be level, speech, playback, device, session, daemon, cue, visit or state")
         XCTAssertEqual(failure(Command.Say.self, ["text": .null]), "'text' is required")
         // Null is absent; unknown members are ignored.
         XCTAssertNil(failure(Command.SessionStart.self, ["mode": .null, "topic_id": "travel", "future_option": true]))

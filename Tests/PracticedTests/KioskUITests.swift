@@ -78,6 +78,15 @@ class KioskUITests: XCTestCase {
         guard browsing else { return }
         browser = try WebDriver(width: width, height: height, browser: Self.browserKind)
         try browser.open(address)
+        try beginVisit()
+    }
+
+    /// The attract screen, then the learner's touch that begins a visit.
+    func beginVisit(file: StaticString = #filePath, line: UInt = #line) throws {
+        XCTAssertNotNil(try browser.wait(for: "#attract", timeout: 30), "no attract screen", file: file, line: line)
+        try browser.click("#attract")
+        XCTAssertTrue(try browser.wait(until: "return document.body.dataset.visit === 'active'", timeout: 20), "the touch began no visit",
+                      file: file, line: line)
     }
 
     /// The session's stage as the page knows it.
@@ -554,7 +563,7 @@ class KioskUITests: XCTestCase {
         let server = try TraceReplayServer()
         replay = server
         try server.queue("01", "30", "02", "03", "07", "17", "18", "19", "20", "21", "24", "25", "26", "27")
-        let daemon = try DaemonHarness(backend: server.baseURL, arguments: ["--review-poll-ms", "100", "--user-id", "630478590", "--user-name", "Mei"])
+        let daemon = try DaemonHarness(backend: server.baseURL, arguments: ["--review-poll-ms", "100", "--kiosk-visits", "personal", "--user-id", "630478590", "--user-name", "Mei"])
         replayDaemon = daemon
         let directory = DaemonHarness.makeDirectory()
         addTeardownBlock { try? FileManager.default.removeItem(atPath: directory) }
@@ -606,11 +615,17 @@ class KioskUITests: XCTestCase {
 
         // The daemon dies: the page says so and reconnects when it is back, then shows the
         // daemon's state (a new daemon: idle, home).
+        _ = try browser.run("window.__pageOfTheLastVisit = true")
         rig.daemon.process.terminate(signal: SIGKILL)
         XCTAssertNotNil(try browser.wait(for: "#link[data-state='closed']", timeout: 10), "the lost daemon was not told")
         try shoot("daemon-gone")
         try rig.startDaemon()
-        XCTAssertTrue(try browser.wait(until: "return document.getElementById('link').dataset.state === 'open'", timeout: 30), "the page did not reconnect")
+        XCTAssertTrue(try browser.wait(until: "return document.getElementById('link')?.dataset.state === 'open'", timeout: 30), "the page did not reconnect")
+        // The new daemon ended the visit the killed one left (reason restart): the page
+        // forgets it as well, back on the attract screen with no line of the conversation.
+        XCTAssertTrue(try browser.wait(until: "return window.__pageOfTheLastVisit === undefined && document.getElementById('attract') !== null", timeout: 30),
+                      "the visit the restart ended is still shown (the page was not loaded anew)")
+        XCTAssertEqual(try count(".line"), 0, "the last learner's lines survived the restart")
         try waitForStage("idle")
         XCTAssertNotNil(try browser.wait(for: "#screen-topics", timeout: 10))
 

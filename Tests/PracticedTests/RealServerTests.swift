@@ -21,7 +21,7 @@ final class RealServerTests: XCTestCase {
     }
 
     private func startDaemon(timeScale: Double = 0, arguments: [String] = []) throws -> (ControlClient, EventWatcher) {
-        daemon = try DaemonHarness(backend: replay.baseURL, arguments: ["--review-poll-ms", "100", "--user-id", "630478590", "--user-name", "Mei"] + arguments)
+        daemon = try DaemonHarness(backend: replay.baseURL, arguments: ["--review-poll-ms", "100", "--kiosk-visits", "personal", "--user-id", "630478590", "--user-name", "Mei"] + arguments)
         let control = try daemon.client()
         return (control, try EventWatcher(client: try daemon.client(), topics: ["session", "playback"]))
     }

@@ -4,9 +4,9 @@
 # ManualPageTests.swift checks that they agree); conversation topics come from the running
 # daemon, event topics are the protocol's, `play` completes file paths.
 
-_practicectl_commands="ping status devices topics profile start review-mode session talk done cancel listen say end review correct finish close spool play stop volume level events config metrics call signin signout learner cards card answer results history hear"
+_practicectl_commands="ping status devices topics profile start review-mode session talk done cancel listen say end review correct finish close visit spool play stop volume level events config metrics call signin signout learner cards card answer results history hear"
 _practicectl_options="--socket --json --timeout --wait-for --help"
-_practicectl_event_topics="level speech playback device session daemon cue"
+_practicectl_event_topics="level speech playback device session daemon cue visit"
 
 # The daemon's conversation topic ids, asked of the running daemon (quickly: a daemon that is
 # not running, or a backend that does not answer, completes nothing rather than hanging).
@@ -67,6 +67,9 @@ _practicectl() {
             ;;
         events)
             COMPREPLY=($(compgen -W "$_practicectl_event_topics" -- "$cur"))
+            ;;
+        visit)
+            ((position == 1)) && COMPREPLY=($(compgen -W "end touch" -- "$cur"))
             ;;
         play)
             if [[ $cur == -* ]]; then

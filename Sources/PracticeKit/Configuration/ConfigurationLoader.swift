@@ -119,6 +119,12 @@ public struct ConfigurationLoader: Sendable {
             }
         }
         for (key, value, source) in flagValues { try Self.set(key, value, source: source, in: &configuration) }
+        // One learner's identity on a kiosk every stranger uses would show each the last one's
+        // profile: refused rather than quietly ignored.
+        if configuration.visitIdentity == .shared, let id = configuration.userID {
+            throw ConfigurationError(key: "user.id", value: id, source: "configuration",
+                                     allowed: "no value while kiosk.visits = shared (each visit is a new learner); kiosk.visits = personal keeps one learner's id")
+        }
         return Result(configuration: configuration, action: action, file: readFile, arguments: arguments)
     }
 

@@ -33,6 +33,13 @@ public struct DaemonConfiguration: Equatable, Sendable {
     /// when not given.
     public var userID: String?
     public var userName: String?
+    /// Who the learner is to TalkCo: a new learner each visit (`shared`, a public kiosk) or
+    /// the configured one every visit (`personal`).
+    public var visitIdentity = VisitIdentity.shared
+    /// A visit nobody touched or spoke in, with nothing in flight, for this long is warned
+    /// ("Still there?"), then ended after ``idleResetSeconds`` more; 0: never ended for idleness.
+    public var idleWarningSeconds = 60
+    public var idleResetSeconds = 20
     public var captureDevice = AudioDeviceURI.automatic
     public var playbackDevice = AudioDeviceURI.automatic
     public var periodMilliseconds = 10
@@ -297,8 +304,21 @@ struct ConfigurationKey: Sendable {
         .integer("cue.result_attempts", 1...20, unit: "requests",
                  help: "how often a transcription or evaluation that fell back to none is asked for again before the client is told (Chatterbox)",
                  \.cueResultAttempts),
-        .text("user.id", help: "the learner's id (generated once and kept in the state directory when empty)", \.userID),
-        .text("user.name", help: "the learner's name, sent with new sessions", \.userName),
+        .text("user.id", help: "the learner's id with kiosk.visits = personal (generated once and kept in the state directory when empty)", \.userID),
+        .text("user.name", help: "the learner's name, sent with new sessions (kiosk.visits = personal)", \.userName),
+        ConfigurationKey(name: "kiosk.visits", allowed: "shared or personal",
+                         help: "shared: a public kiosk, every visit a new TalkCo learner (a new backend user each) and Chatterbox signed out at its end, "
+                             + "or personal: one learner's own kiosk, the same identity every visit",
+                         apply: { configuration, text in
+                             guard let identity = VisitIdentity(rawValue: text.lowercased()) else { return false }
+                             configuration.visitIdentity = identity
+                             return true
+                         }, current: { $0.visitIdentity.rawValue }),
+        .integer("kiosk.idle_warning_s", 0...86_400, unit: "seconds",
+                 help: "a visit with no touch, no speech and nothing in flight this long gets \"Still there?\" (0: visits never end for idleness)",
+                 \.idleWarningSeconds),
+        .integer("kiosk.idle_reset_s", 5...3_600, unit: "seconds", help: "after the warning, the visit ends this long later unless the learner touches or speaks",
+                 \.idleResetSeconds),
         .device("capture.device", help: "the microphone", \.captureDevice),
         .device("playback.device", help: "the speaker", \.playbackDevice),
         ConfigurationKey(name: "capture.echo_cancelled", allowed: "auto, true or false",

@@ -161,6 +161,7 @@ final class AnswerDelivery: @unchecked Sendable {
 
     private func finished(_ answer: SpooledAnswer, _ outcome: Outcome) {
         uploading = nil
+        defer { context.uploadSettled() }
         switch outcome {
         case .uploaded(let recordingID):
             attempt = 0

@@ -18,6 +18,8 @@ protocol CueContext: AnyObject, Sendable {
     func publish(_ event: any ProtocolEvent)
     /// Sign-in is needed: the learner is forgotten (not the spooled answers).
     func signedOut(reason: String)
+    /// An upload ended, delivered or not (a visit's end may wait for it).
+    func uploadSettled()
 }
 
 extension CueContext {

@@ -59,6 +59,9 @@ public final class CuePractice: CueContext, @unchecked Sendable {
     var stage = CuePracticeState.Stage.ready
     var recording: (number: UInt64, cueId: Int)?
     /// Answers on their way to the backend, and the spool they wait in.
+    /// The visit ended while an answer was being uploaded: its end waits for the upload
+    /// (``windDownVisit()``, called again as each upload settles).
+    var visitEnding: (forget: VisitIdentity, done: @Sendable () -> Void)?
     private(set) var delivery: AnswerDelivery!
     /// Recordings whose results are followed.
     private(set) var results: ResultPolling!
@@ -361,7 +364,7 @@ public final class CuePractice: CueContext, @unchecked Sendable {
         }
     }
 
-    private func drop(_ discarded: Event.CueDiscarded, cancelRecorder: Bool = true) {
+    func drop(_ discarded: Event.CueDiscarded, cancelRecorder: Bool = true) {
         if cancelRecorder { _ = audio.record(.cancel) }
         forgetRecording()
         publish(discarded)

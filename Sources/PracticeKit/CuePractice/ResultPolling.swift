@@ -39,6 +39,13 @@ final class ResultPolling: @unchecked Sendable {
     /// Whether a recording's results are being followed.
     func follows(_ recordingID: Int) -> Bool { following[recordingID] != nil }
 
+    /// Whether a transcript or an evaluation is awaited.
+    var isFollowing: Bool { !following.isEmpty }
+
+    /// The learner signed out with their visit: nothing more is asked for them (a poll in
+    /// flight finds nothing to follow when it answers).
+    func forgetAll() { following.removeAll() }
+
     /// Follows `recordingID` (a recording of `cue` for `profile`) until its evaluation is
     /// ready; nothing when it is followed already.
     func watch(_ recordingID: Int, cue: Int, profile: Int) {

@@ -17,11 +17,14 @@ public struct Metric: Hashable, Sendable {
     public let kind: Kind
     /// The label each value is filed under (`outcome`, `direction`…), nil for one series.
     public let label: String?
+    /// A histogram's upper bounds, in seconds (``Metrics/latencyBuckets`` unless given).
+    public let buckets: [Double]
 
-    init(_ name: String, _ kind: Kind, label: String? = nil, help: String) {
+    init(_ name: String, _ kind: Kind, label: String? = nil, buckets: [Double] = Metrics.latencyBuckets, help: String) {
         self.name = name
         self.kind = kind
         self.label = label
+        self.buckets = buckets
         self.help = help
     }
 
@@ -62,6 +65,14 @@ extension Metric {
     static let speechEndpointDegraded = Metric("practiced_speech_endpoint_degraded", .gauge,
                                                help: "1 while hands-free turns end by the hangover rule because the speech models are missing or damaged.")
 
+    // Visits: one learner after another.
+    static let visits = Metric("practiced_visits_total", .counter, label: "ended", help: "Visits ended, by how: done, idle, signout, restart.")
+    static let visitLength = Metric("practiced_visit_seconds", .histogram, buckets: [30, 60, 120, 300, 600, 900, 1_800, 3_600],
+                                    help: "How long visits lasted, from the first touch to their end.")
+    static let idleWarnings = Metric("practiced_idle_warnings_total", .counter, label: "outcome",
+                                     help: "\"Still there?\" warnings, by outcome: resumed (a touch or speech) or reset (the visit ended).")
+    static let visitActive = Metric("practiced_visit_active", .gauge, help: "1 while a learner's visit is under way.")
+
     // Devices.
     static let playbackUnderruns = Metric("practiced_playback_underruns_total", .counter, help: "Replies that ran dry before their end.")
     static let xruns = Metric("practiced_xruns_total", .counter, label: "direction", help: "Device overruns and underruns recovered.")
@@ -81,7 +92,8 @@ extension Metric {
     /// Every series, in the order docs/operations.md lists them.
     public static let all: [Metric] = [
         sessions, turns, turnsRecovered, voiceBargeIns, repliesIncomplete, turnEndToUpload, firstAudio, firstAudioToSound,
-        turnRoundTrip, reply, cueAnswers, spoolSetAside, turnModel, turnModelAnswers, speechEndpointDegraded, playbackUnderruns, xruns, deviceLosses,
+        turnRoundTrip, reply, cueAnswers, spoolSetAside, turnModel, turnModelAnswers, speechEndpointDegraded, visits, visitLength, idleWarnings, visitActive,
+        playbackUnderruns, xruns, deviceLosses,
         devicePeriods, deviceParks, controlRequests, controlErrors, slowClientsDropped, clients, uptime, backendProbe,
     ]
 }

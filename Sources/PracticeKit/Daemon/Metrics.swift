@@ -46,12 +46,16 @@ public final class Metrics: @unchecked Sendable {
         precondition(metric.kind == .histogram, "\(metric.name) is a \(metric.kind)")
         lock.withLock {
             var histogram = histograms[metric.name]
-                ?? Histogram(help: metric.help, bounds: Self.latencyBuckets, counts: Array(repeating: 0, count: Self.latencyBuckets.count))
+                ?? Histogram(help: metric.help, bounds: metric.buckets, counts: Array(repeating: 0, count: metric.buckets.count))
             for (index, bound) in histogram.bounds.enumerated() where seconds <= bound { histogram.counts[index] += 1 }
             histogram.sum += seconds
             histogram.count += 1
             histograms[metric.name] = histogram
         }
+    }
+
+    public func gauge(_ metric: Metric, _ value: String? = nil) -> Double? {
+        lock.withLock { gauges[metric.name]?.values[metric.labels(value)] }
     }
 
     public func counter(_ metric: Metric, _ value: String? = nil) -> Double {

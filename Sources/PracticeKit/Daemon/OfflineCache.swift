@@ -25,6 +25,20 @@ public struct OfflineCache: Sendable {
         try? Data(record.bytes()).write(to: URL(fileURLWithPath: "\(folder)/\(name).json"), options: .atomic)
     }
 
+    /// Removes everything kept for `user` (a shared kiosk's visitor, at the visit's end).
+    public func forget(user: String) {
+        let folder = "\(directory)/\(Self.safe(user))"
+        guard FileManager.default.fileExists(atPath: folder) else { return }
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+
+    /// Removes everything kept for anyone but `user`; what it removed.
+    public func forgetEveryone(but user: String) -> [String] {
+        let keep = Self.safe(user)
+        let folders = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return folders.filter { $0 != keep }.filter { (try? FileManager.default.removeItem(atPath: "\(directory)/\($0)")) != nil }
+    }
+
     public func load(name: String, user: String) -> Entry? {
         guard let data = FileManager.default.contents(atPath: "\(directory)/\(Self.safe(user))/\(name).json"),
               let record = try? JSONDecoder().decode(JSONValue.self, from: data),

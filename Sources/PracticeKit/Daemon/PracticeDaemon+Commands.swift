@@ -13,7 +13,7 @@ extension PracticeDaemon {
     public func snapshot() -> DaemonSnapshot {
         let (capture, playback) = devices.states
         return DaemonSnapshot(version: Self.version, capture: capture.wire, playback: playback.wire, playing: player?.isActive ?? false,
-                              session: flow?.sessionSnapshot ?? .idle, speech: devices.models.hearing)
+                              session: flow?.sessionSnapshot ?? .idle, speech: devices.models.hearing, visit: visits?.state)
     }
 
     /// Routes a request through the command table (the other flow's commands are refused
@@ -30,10 +30,12 @@ extension PracticeDaemon {
             return audioQueue.async { [self] in
                 devices.open()
                 commandTable.run(entry, request, client: client, reply)
+                visitNoticed(entry.command)
                 if entry.command.hearsLearner { devices.provideModels(asked: true) }
             }
         }
         commandTable.run(entry, request, client: client, reply)
+        if !entry.refuses { visitNoticed(entry.command) }
         // The speech models are loaded beside the session's start (its greeting plays meanwhile).
         if entry.command.hearsLearner, !entry.refuses { audioQueue.async { [self] in devices.provideModels(asked: true) } }
     }
@@ -153,6 +155,7 @@ extension PracticeDaemon {
             playback: .init(active: player?.isActive ?? false, positionS: ((player?.position ?? 0) * 1000).rounded() / 1000),
             session: flow?.sessionSnapshot ?? .idle,
             learner: flow?.learnerSnapshot,
+            visit: visits?.state,
             clients: control.clients,
             counters: .init(connections: control.connectionsAccepted, refused: control.connectionsRefused,
                             slowClientsDropped: control.slowClientsDropped, throttled: control.clientsThrottled,

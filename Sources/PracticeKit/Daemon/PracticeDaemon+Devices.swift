@@ -43,6 +43,7 @@ extension PracticeDaemon {
         case .speechStarted(let recording, let again):
             // Clients heard this speech start when it did; a listen taking it is not news.
             if !again { server?.publish(Event.SpeechStarted()) }
+            visits?.noticed(begins: false)  // the learner speaking is the learner being there
             flow?.speechStarted(recording: recording)
         case .speechStopped:
             server?.publish(Event.SpeechStopped())
@@ -71,6 +72,7 @@ extension PracticeDaemon {
             metrics.increment(.playbackUnderruns)
             server?.publish(Event.PlaybackUnderrun(total: total))
         case .finished(let report), .mixFinished(let report):
+            visits?.noticed(begins: false)  // idle counts from the end of what the kiosk said
             server?.publish(Event.PlaybackFinished(playedS: (report.playedSeconds * 1000).rounded() / 1000, interrupted: report.interrupted,
                                                    underruns: report.underruns, sound: report.reply, mixed: event.isMixLayer))
         case .mixStarted(let mix):

@@ -42,6 +42,8 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     let audioQueue = DispatchQueue(label: "practiced.audio")
     let workQueue = DispatchQueue(label: "practiced.work", attributes: .concurrent)
 
+    /// One learner's visit after another (``VisitKeeper``), built at start.
+    private(set) var visits: VisitKeeper!
     /// The microphone and the speaker: opened, closed and reopened on `audioQueue`.
     private(set) var devices: DeviceKeeper!
     var recorder: Recorder? { devices.recorder }
@@ -105,7 +107,9 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     /// Device failures do not stop the daemon: they are reported and retried.
     public func start() throws {
         descriptorLimits = DescriptorLimit.raise()
-        userID = try ConfigurationLoader.userID(for: configuration)
+        // A shared kiosk's learner is new each visit (``beginVisit(_:)``): the id before the
+        // first one names nobody either.
+        userID = configuration.visitIdentity == .shared ? Self.visitorID() : try ConfigurationLoader.userID(for: configuration)
         volume = VolumeStore(stateDirectory: configuration.stateDirectory).load() ?? configuration.volume
         let group: UInt32?
         if let name = configuration.socketGroup {
@@ -150,10 +154,13 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         self.server = server
         backendKind = configuration.backendKind
         flow = makeFlow(configuration, server: server)
-        flow.configure(configuration, userID: userID)
+        flow.configure(Self.flowConfiguration(configuration), userID: userID)
+        visits = makeVisits(configuration)
+        forgetLeftovers(configuration)
         // One table for every command the daemon answers: a command of the catalog without
         // a handler stops the daemon here, not a client later.
         registerCommands(into: commandTable)
+        registerVisitCommands(into: commandTable)
         flow.register(into: commandTable)
         commandTable.verify(routes: [.daemon, .session, .cue])
         let signal = DispatchSource.makeUserDataAddSource(queue: server.queue)
@@ -222,8 +229,10 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
             }
         }
         if old.backendKind != newConfiguration.backendKind { logger.warning("backend.kind changes only on restart") }
-        if let id = try? ConfigurationLoader.userID(for: newConfiguration) { lock.withLock { userID = id } }
-        flow?.configure(newConfiguration, userID: lock.withLock { userID })
+        // A shared kiosk keeps the visit's learner; a personal one takes the configured id.
+        if newConfiguration.visitIdentity == .personal, let id = try? ConfigurationLoader.userID(for: newConfiguration) { lock.withLock { userID = id } }
+        flow?.configure(Self.flowConfiguration(newConfiguration), userID: lock.withLock { userID })
+        visits?.update(Self.visitSettings(newConfiguration))
         server?.update(limits: limits(newConfiguration))
         if newConfiguration.maxClients != old.maxClients { checkDescriptorRoom(newConfiguration) }
         if old.volume != newConfiguration.volume {
@@ -262,7 +271,12 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
     /// The one flow `backend.kind` names: TalkCo's conversations or Chatterbox's cue
     /// practice (its settings come from ``PracticeFlow/configure(_:userID:)``).
     func makeFlow(_ configuration: DaemonConfiguration, server: ControlServer) -> any PracticeFlow {
-        let publish: EventPublisher = { [weak server] event in server?.publish(any: event) }
+        // What the flow tells happened for the learner (a stage, a reply's end, an upload):
+        // the visit's idle clock starts again from it.
+        let publish: EventPublisher = { [weak server, weak self] event in
+            server?.publish(any: event)
+            self?.visits?.noticed(begins: false)
+        }
         switch configuration.backendKind {
         case .talkco:
             return SessionController(settings: SessionSettings(userID: userID, userName: configuration.userName),

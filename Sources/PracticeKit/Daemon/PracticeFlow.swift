@@ -40,6 +40,12 @@ public protocol PracticeFlow: AnyObject, Sendable {
     /// The backend's cheapest call that needs no learner (`status`'s check), with
     /// `configuration`'s deadline and no retries.
     func probeBackend(_ configuration: BackendConfiguration) async throws
+    /// Whether the learner waits on something in flight (a reply, an upload, a review being
+    /// made): the visit's idle clock does not run meanwhile. Never asked on the flow's queue.
+    var visitBusy: Bool { get }
+    /// The learner's visit ended: what it began is closed, what it left in flight delivered,
+    /// and its learner forgotten (`shared`: their sign-in and kept profile too); `done` once so.
+    func endVisit(forgetting identity: VisitIdentity, _ done: @escaping @Sendable () -> Void)
     /// SIGTERM, first half: nothing new starts; a recording under way is kept.
     func beginShutdown()
     /// SIGTERM, second half: waits for what the recorder handed over on its stop.

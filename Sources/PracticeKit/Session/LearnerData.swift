@@ -15,8 +15,11 @@ final class LearnerData: @unchecked Sendable {
         cache = OfflineCache(stateDirectory: stateDirectory)
     }
 
+    /// The kiosk's own answers (topics are no one's): kept across visits.
+    static let kioskUser = "kiosk"
+
     func topics(_ reply: CommandReply<Command.Topics>) {
-        cached("topics", fetch: { backend async throws(BackendError) in try await backend.topics() }) { result in
+        cached("topics", user: Self.kioskUser, fetch: { backend async throws(BackendError) in try await backend.topics() }) { result in
             reply(result.map { .init(topics: $0.value, stale: $0.stale, ageS: $0.age, error: $0.error) })
         }
     }
@@ -39,10 +42,13 @@ final class LearnerData: @unchecked Sendable {
 
     /// Asks the backend; keeps the answer per user; offline, answers the last one kept.
     /// `offline: false` for calls that change something.
-    private func cached<T: Codable & Sendable>(_ name: String, offline: Bool = true,
+    /// A shared kiosk's visit ended: the profile kept for its learner is removed.
+    func forgetLearner() { cache.forget(user: context.settings.userID) }
+
+    private func cached<T: Codable & Sendable>(_ name: String, user: String? = nil, offline: Bool = true,
                                                fetch: @escaping @Sendable (any LearnerBackend) async throws(BackendError) -> T,
                                                _ done: @escaping @Sendable (Result<OfflineCache.Answer<T>, ControlError>) -> Void) {
-        let user = context.settings.userID
+        let user = user ?? context.settings.userID
         let cache = cache
         context.call(backend(), fetch) { result in
             done(cache.answer(result.mapError(ControlError.init), name: name, user: user, offline: offline))

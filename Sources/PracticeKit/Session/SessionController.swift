@@ -20,7 +20,7 @@ import PracticeSupport
 public final class SessionController: SessionContext, @unchecked Sendable {
     public let queue = DispatchQueue(label: "practiced.session")
     private(set) var settings: SessionSettings
-    private let backend: @Sendable () -> any SessionBackend
+    let backend: @Sendable () -> any SessionBackend
     private let audio: any SessionAudio
     private let publisher: EventPublisher
     let metrics: Metrics
@@ -30,7 +30,7 @@ public final class SessionController: SessionContext, @unchecked Sendable {
     private var delivery: TurnDelivery!
     private var replies: ReplyPlayback!
     private var review: ReviewPolling!
-    private var learner: LearnerData!
+    private(set) var learner: LearnerData!
 
     // The session's own state (queue only).
     private(set) var stage = SessionStage.idle
@@ -41,6 +41,9 @@ public final class SessionController: SessionContext, @unchecked Sendable {
     /// echo-cancelled microphone only); speech on it stops the reply and is the next turn.
     private var bargeInListening: UInt64?
     private(set) var stopping = false
+    /// The visit ended while a turn was being delivered: its end waits for the delivery
+    /// (``windDownVisit()``, called again as the stage leaves `uploading`).
+    var visitEnding: (forget: VisitIdentity, done: @Sendable () -> Void)?
     /// The clock and timers the pieces' retries, polls and drains run by: Dispatch's, or a
     /// test's that it moves by hand.
     let scheduler: any PracticeClock
@@ -199,7 +202,7 @@ public final class SessionController: SessionContext, @unchecked Sendable {
     }
 
     /// Leaves the session (any stage) and goes back to idle; what is in flight is dropped.
-    private func close(reason: String) {
+    func close(reason: String) {
         stopActivity()
         delivery.abandon()
         review.reset()
@@ -372,6 +375,7 @@ public final class SessionController: SessionContext, @unchecked Sendable {
         logger.info("session: \(previous) → \(next)")
         publish(Event.SessionStage(stage: next, previous: previous, sessionId: active?.id, mode: active?.mode))
         stateChanged()
+        if previous == .uploading, visitEnding != nil { windDownVisit() }
     }
 
     func publish(_ event: any ProtocolEvent) { publisher(event) }

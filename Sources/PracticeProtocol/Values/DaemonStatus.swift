@@ -15,6 +15,8 @@ public struct DaemonStatus: Codable, Sendable {
     public var session: SessionState
     /// Cue practice's learner (backend.kind = chatterbox); null for TalkCo.
     public var learner: LearnerState?
+    /// The learner's visit: none (the attract screen), active, warned of idleness, ending.
+    public var visit: VisitState?
     public var clients: Int
     public var counters: Counters
 
@@ -105,7 +107,7 @@ public struct DaemonStatus: Codable, Sendable {
         }
     }
 
-    public init(version: String, `protocol`: String, pid: Int, uptimeS: Double, userId: String, backend: Backend, devices: Devices, speech: SpeechHearing, playback: Playback, session: SessionState, learner: LearnerState? = nil, clients: Int, counters: Counters) {
+    public init(version: String, `protocol`: String, pid: Int, uptimeS: Double, userId: String, backend: Backend, devices: Devices, speech: SpeechHearing, playback: Playback, session: SessionState, learner: LearnerState? = nil, visit: VisitState? = nil, clients: Int, counters: Counters) {
         self.version = version
         self.`protocol` = `protocol`
         self.pid = pid
@@ -117,6 +119,7 @@ public struct DaemonStatus: Codable, Sendable {
         self.playback = playback
         self.session = session
         self.learner = learner
+        self.visit = visit
         self.clients = clients
         self.counters = counters
     }
@@ -135,13 +138,17 @@ public struct DaemonSnapshot: ProtocolEvent {
     public var session: SessionState
     /// How hands-free turns end now (a UI may say so when the models failed).
     public var speech: SpeechHearing?
+    /// The learner's visit (a UI shows its attract screen when there is none).
+    public var visit: VisitState?
 
-    public init(version: String, capture: DeviceRunState, playback: DeviceRunState, playing: Bool, session: SessionState, speech: SpeechHearing? = nil) {
+    public init(version: String, capture: DeviceRunState, playback: DeviceRunState, playing: Bool, session: SessionState, speech: SpeechHearing? = nil,
+                visit: VisitState? = nil) {
         self.version = version
         self.capture = capture
         self.playback = playback
         self.playing = playing
         self.session = session
         self.speech = speech
+        self.visit = visit
     }
 }

@@ -63,6 +63,11 @@ public final class PracticeSimulator: @unchecked Sendable {
     /// `GET /_sim/log` shows it.
     public var requestLog: [JSONValue] { lock.withLock { loggedRequests } }
 
+    /// Who session `id` was created for (its `user_id` and `user_name`), as the backend keeps it.
+    public func learner(ofSession id: String) -> (userID: String, userName: String?)? {
+        lock.withLock { sessions[id].map { ($0.userID, $0.userName) } }
+    }
+
     /// `GET /_sim/keys`: `{"<key>": {"requests": n, "segments": n}}`.
     public var idempotencyKeys: JSONValue {
         lock.withLock {

@@ -15,20 +15,28 @@ import { renderProfile } from "./screens/profile.js";
 import { CueApp } from "./cues/cue-app.js";
 import { Command, Topic } from "./protocol.js";
 import { pushToTalkButton } from "./push-to-talk.js";
+import { VisitLayer } from "./visit.js";
 
 // `level` is not among them: following it keeps the daemon's microphone open, so the page
 // follows it only through `level.watch`, while a screen shows the level (``watchLevel``).
-const TOPICS = [Topic.session, Topic.playback, Topic.speech, Topic.device, Topic.cue];
+const TOPICS = [Topic.session, Topic.playback, Topic.speech, Topic.device, Topic.cue, Topic.visit];
 
 class App {
-  constructor(root, { url, token }) {
+  constructor(root, { url, token, port }, visitRoot) {
     this.root = root;
     this.store = new Store();
     this.sayInput = el("input", { id: "say-input", attrs: { type: "text", maxlength: 4000, autocomplete: "off", placeholder: t("typeHere") } });
     this.holding = false;
     this.talkButton = pushToTalkButton("talk", { hold: () => this.holdToTalk(), release: () => this.releaseTalk() });
     this.connection = new DaemonConnection(url, { topics: TOPICS, token });
-    this.connection.on("event", (event) => this.cues ? this.cues.apply(event) : this.store.apply(event));
+    // The visit's layer over every screen (visit.js); it loads the page anew, with the same
+    // bridge, when a visit ends.
+    this.visit = new VisitLayer(visitRoot, this.connection, { restart: () => reopen(token, port) });
+    window.practicedVisit = this.visit;  // for the browser tests
+    this.connection.on("event", (event) => {
+      this.visit.apply(event);
+      if (this.cues) this.cues.apply(event); else this.store.apply(event);
+    });
     this.connection.on("state", (link) => this.linkChanged(link));
     this.store.subscribe((what) => this.changed(what));
     // A screen that changes size (a rotated panel, another resolution) still shows the
@@ -50,6 +58,8 @@ class App {
     if (link.state === "open") {
       this.levelWatched = undefined;  // a new connection watches nothing yet
       this.chooseApp();
+    } else {
+      this.visit.linkChanged(false);
     }
     if (wasOpen !== (link.state === "open")) this.render();
     else this.renderLink();
@@ -59,6 +69,7 @@ class App {
    *  Chatterbox's cue practice (``CueApp``), which then renders the page. */
   async chooseApp() {
     const status = await this.act(Command.Status);
+    this.visit.linkChanged(true, status);
     if (status?.backend?.kind === "chatterbox") {
       this.watchLevel(true);  // the cue screens show the level throughout
       this.cues = this.cues ?? new CueApp(this.root, this.connection);
@@ -256,9 +267,21 @@ function bridge() {
   const host = !served && /^[0-9]{1,5}$/.test(port) ? `127.0.0.1:${port}` : location.host;
   if (location.hash) history.replaceState(null, "", location.pathname + location.search);
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-  return { url: `${scheme}//${host}/websockify`, token };
+  return { url: `${scheme}//${host}/websockify`, token, port };
+}
+
+/** The page loaded anew at the end of a visit: its memory goes, the bridge's token and port
+ *  come back through the fragment as the launcher gave them (dropped from the address again
+ *  at once, above). */
+function reopen(token, port) {
+  const fragment = new URLSearchParams();
+  if (token) fragment.set("token", token);
+  if (port) fragment.set("bridge_port", port);
+  location.replace(location.pathname + location.search + (fragment.size ? `#${fragment}` : ""));
+  // A replace() to the same document with only a new fragment does not load it again.
+  location.reload();
 }
 
 const params = new URLSearchParams(location.search);
 setLanguage(params.get("lang") ?? "zh-TW");
-new App(document.getElementById("app"), bridge()).start();
+new App(document.getElementById("app"), bridge(), document.getElementById("visit")).start();

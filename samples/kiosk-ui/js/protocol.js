@@ -20,6 +20,8 @@ export const Command = Object.freeze({
   LevelWatch: "level.watch",
   ConfigGet: "config.get",
   Metrics: "metrics",
+  VisitTouch: "visit.touch",
+  VisitEnd: "visit.end",
   SessionStart: "session.start",
   SessionEnd: "session.end",
   SessionClose: "session.close",
@@ -115,6 +117,10 @@ export const Event = Object.freeze({
   DeviceRestored: "device.restored", // device
   ConfigReloaded: "config.reloaded", // daemon
   ConfigReloadFailed: "config.reload_failed", // daemon
+  VisitStarted: "visit.started", // visit
+  IdleWarning: "kiosk.idle_warning", // visit
+  VisitResumed: "visit.resumed", // visit
+  VisitEnded: "visit.ended", // visit
   SignInChanged: "signin.changed", // cue
   CueRecordingStarted: "cue.recording", // cue
   CueRecorded: "cue.recorded", // cue
@@ -140,4 +146,5 @@ export const Topic = Object.freeze({
   session: "session",
   daemon: "daemon",
   cue: "cue",
+  visit: "visit",
 });
