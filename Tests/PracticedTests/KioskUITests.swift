@@ -54,15 +54,16 @@ class KioskUITests: XCTestCase {
     }
 
     /// The rig, the bridge as the launcher starts it, and a browser on the page.
-    func start(width: Int = 1280, height: Int = 800, browsing: Bool = true, arguments: [String] = [],
+    func start(width: Int = 1280, height: Int = 800, browsing: Bool = true, visiting: Bool = true, arguments: [String] = [],
                        _ configure: (inout SimulatorConfiguration) -> Void = { _ in }) throws {
         rig = try KioskRig(arguments: arguments, configure)
-        try openPage(socket: rig.daemon.socketPath, directory: rig.directory, width: width, height: height, browsing: browsing)
+        try openPage(socket: rig.daemon.socketPath, directory: rig.directory, width: width, height: height, browsing: browsing, visiting: visiting)
     }
 
     /// The bridge to `socket` as the launcher starts it (its files in `directory`), and a
     /// browser on the page.
-    private func openPage(socket: String, directory: String, width: Int = 1280, height: Int = 800, browsing: Bool = true) throws {
+    private func openPage(socket: String, directory: String, width: Int = 1280, height: Int = 800, browsing: Bool = true,
+                          visiting: Bool = true) throws {
         let port = try WebDriver.freePort()
         bridgeOutput = "\(directory)/bridge.out"
         bridge = try ChildProcess(executable: "/bin/bash", arguments: [
@@ -78,7 +79,7 @@ class KioskUITests: XCTestCase {
         guard browsing else { return }
         browser = try WebDriver(width: width, height: height, browser: Self.browserKind)
         try browser.open(address)
-        try beginVisit()
+        if visiting { try beginVisit() }
     }
 
     /// The attract screen, then the learner's touch that begins a visit.
@@ -477,9 +478,15 @@ class KioskUITests: XCTestCase {
         try assertOnOneLine("#cue-cefr")
         try assertOnOneLine("#back")
         try shootCues("cue-history-recording")
-        try browser.click("#signout")
-        XCTAssertNotNil(try browser.wait(for: "#screen-signin"), "signing out did not go back to sign-in")
         try checkMessagesAgainstTheSchema(refusalsExpected: ["signin.code"])
+        // Signing out ends the visit: the page forgets it (loaded anew) and shows the attract
+        // screen; the next learner's touch brings the sign-in.
+        _ = try browser.run("window.__pageOfTheLastVisit = true")
+        try browser.click("#signout")
+        XCTAssertTrue(try browser.wait(until: "return window.__pageOfTheLastVisit === undefined && document.getElementById('attract') !== null", timeout: 30),
+                      "signing out did not end the visit")
+        try beginVisit()
+        XCTAssertNotNil(try browser.wait(for: "#screen-signin"), "the next learner is not asked to sign in")
     }
 
     /// The text of `selector` (a CEFR level, a button's label) is one line at both kiosk
@@ -506,6 +513,105 @@ class KioskUITests: XCTestCase {
         // Not under a finger that holds push-to-talk: the page is not redrawn then.
         if longTexts { try checkLongTexts(name) }
         try browser.resize(width: browser.kioskSizes.last!.width, height: browser.kioskSizes.last!.height)
+    }
+
+    /// Two strangers in a row on a shared kiosk (idle times shortened): the first has a
+    /// conversation with its review and summary, looks at the profile, starts again, takes a
+    /// turn the backend is slow to take, and walks away. The upload holds the idle clock, the
+    /// turn reaches practice-sim exactly once, then "Still there?" counts down and the visit
+    /// ends: the page loads itself anew on the attract screen. The second learner's screens,
+    /// the profile included, show nothing of the first, and no file the browser or the bridge
+    /// keeps holds the first learner's words or weak points.
+    func testTwoLearnersInARowTheSecondSeesNothingOfTheFirst() throws {
+        try start(visiting: false, arguments: ["--kiosk-idle-warning-s", "3", "--kiosk-idle-reset-s", "6"]) { $0.pace = 2 }
+        XCTAssertNotNil(try browser.wait(for: "#attract", timeout: 30), "no attract screen")
+        let attract = try browser.run("return document.getElementById('attract').innerText").stringValue ?? ""
+        XCTAssertTrue(attract.contains("點一下開始") && attract.contains("Touch to start"), "the attract screen in both languages: \(attract)")
+        XCTAssertTrue(attract.contains("AI"), "it says what the kiosk offers: \(attract)")
+        try shootPlain("attract")
+        try beginVisit()
+
+        // The first learner: a conversation, its review and summary.
+        try browser.click("[data-topic='travel']")
+        XCTAssertNotNil(try browser.wait(for: ".line.tutor", timeout: 30), "no greeting")
+        try waitForStage("ready")
+        try holdToTalk(KioskRig.learner, byTouch: true)
+        XCTAssertNotNil(try browser.wait(for: ".line.you", timeout: 30), "no transcript")
+        try waitForStage("ready")
+        let said = try browser.run("return [...document.querySelectorAll('.line.you .said')].map(e => e.textContent)").arrayValue?
+            .compactMap(\.stringValue).filter { $0.count > 12 } ?? []
+        XCTAssertFalse(said.isEmpty, "the first learner's words")
+        try browser.click("#end")
+        XCTAssertTrue(try browser.wait(until: "return document.querySelectorAll('.mark').length > 0", timeout: 30), "no marks")
+        try waitForStage("reviewed")
+        try browser.click("#finish")
+        XCTAssertNotNil(try browser.wait(for: "#screen-summary", timeout: 30), "no summary")
+        try browser.click("#done")
+        XCTAssertNotNil(try browser.wait(for: "#screen-topics", timeout: 20))
+        try browser.click("#tab-profile")
+        XCTAssertNotNil(try browser.wait(for: "#cefr", timeout: 20))
+        XCTAssertTrue(try browser.wait(until: "return document.querySelectorAll('.pattern').length > 0", timeout: 20), "the review taught the profile nothing")
+        let weakPoints = try browser.run("return [...document.querySelectorAll('.pattern summary')].map(e => e.textContent)").arrayValue?
+            .compactMap(\.stringValue) ?? []
+        try browser.click("#tab-practice")
+
+        // Again, a turn the backend takes 2 s to accept, and the learner walks away.
+        try browser.click("[data-topic='travel']")
+        try waitForStage("ready")
+        let chats = rig.chatRequests.count
+        rig.sim.simulator.faults.latencyMs = 2_000
+        try holdToTalk(KioskRig.learner2)
+        try waitForStage("uploading", timeout: 10)
+        XCTAssertNotNil(try browser.wait(for: "#visit-warning", timeout: 60), "no warning after the learner left")
+        rig.sim.simulator.faults.latencyMs = 0
+        XCTAssertEqual(try browser.run("return document.getElementById('visit-countdown').textContent").stringValue.flatMap(Int.init).map { $0 > 0 && $0 <= 6 },
+                       true, "the countdown")
+        try shootPlain("still-there")
+        _ = try browser.run("window.__pageOfTheLastVisit = true")
+        XCTAssertTrue(try browser.wait(until: "return window.__pageOfTheLastVisit === undefined && document.getElementById('attract') !== null", timeout: 30),
+                      "the idle visit did not end on the attract screen: \((try? pageState()) ?? "?")")
+        XCTAssertEqual(rig.chatRequests.count, chats + 1, "the turn on its way when the learner left reached practice-sim exactly once")
+        XCTAssertEqual(try browser.run("return document.getElementById('attract').innerText").stringValue, attract, "the attract screen shows no learner's data")
+
+        // From outside the browser: nothing of the first visit in the folders the UI's user,
+        // the bridge and the browser keep, nor in the daemon's state.
+        let folders = [rig.directory, browser.directory.path, NSHomeDirectory() + "/.local/share/cog", NSHomeDirectory() + "/.cache/cog"]
+        for text in said + weakPoints {
+            for folder in folders where FileManager.default.fileExists(atPath: folder) {
+                XCTAssertEqual(KioskPageChecks.files(under: folder, holding: text, except: []), [], "a file holds the first learner's \"\(text)\"")
+            }
+        }
+
+        // The second learner.
+        try beginVisit()
+        XCTAssertNotNil(try browser.wait(for: "#screen-topics", timeout: 20))
+        XCTAssertEqual(try count(".line"), 0)
+        try browser.click("#tab-profile")
+        XCTAssertNotNil(try browser.wait(for: "#cefr", timeout: 20))
+        XCTAssertTrue(try browser.wait(until: "return document.querySelectorAll('.dimension').length === 3 && document.querySelectorAll('.pattern').length === 0",
+                                       timeout: 20), "the second learner's profile shows weak points")
+        let page = try browser.run("return document.body.innerText + JSON.stringify(window.practicedKiosk.store.state) + JSON.stringify(window.practicedKiosk.store.profile)")
+            .stringValue ?? ""
+        for text in said + weakPoints { XCTAssertFalse(page.contains(text), "the second learner sees the first's \"\(text)\"") }
+        XCTAssertEqual(try browser.text(try XCTUnwrap(try browser.find("#cefr"))), "—", "a new learner has no level")
+        try shootPlain("second-learner-profile")
+    }
+
+    /// Where the page is, for a failure's message.
+    private func pageState() throws -> String {
+        (try browser.run("""
+            return JSON.stringify({ href: location.href, visit: document.body?.dataset.visit, old: window.__pageOfTheLastVisit === true,
+              link: window.practicedKiosk?.store.link, token: (window.practicedKiosk?.connection.token ?? '').length,
+              shown: (document.body?.innerText ?? '').slice(0, 300) })
+            """).stringValue ?? "?") + "; the bridge: " + String(DaemonHarness.read((bridgeOutput as NSString).deletingLastPathComponent + "/bridge.err").suffix(600))
+    }
+
+    /// The screen at both kiosk sizes, as it is (no long-word pass: a countdown runs).
+    private func shootPlain(_ name: String) throws {
+        for (w, h) in browser.kioskSizes {
+            try browser.resize(width: w, height: h)
+            try browser.screenshot(to: "\(screenshots)/\(name)-\(w)x\(h).png")
+        }
     }
 
     /// The bridge relays to the daemon only for the token the launcher made at this start,

@@ -8,6 +8,16 @@ import PracticeNet
 /// chromium through chromedriver, and WPE WebKit's cog (what the kiosk ships) through
 /// `WPEWebDriver`, which starts cog on its headless platform.
 public final class WebDriver {
+    /// cog's settings that keep nothing of a visit, as samples/kiosk-ui/practiced-kiosk-ui
+    /// runs it (its `cog_private`, read from there: the suite runs what ships).
+    static let cogPrivate: [String] = {
+        let launcher = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("samples/kiosk-ui/practiced-kiosk-ui").path
+        let text = (try? String(contentsOfFile: launcher, encoding: .utf8)) ?? ""
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("cog_private=\"") }) else { return [] }
+        return line.dropFirst("cog_private=\"".count).dropLast().split(separator: " ").map(String.init)
+    }()
+
     public struct Failure: Error, CustomStringConvertible {
         public let description: String
     }
@@ -30,7 +40,8 @@ public final class WebDriver {
     private let driver: ChildProcess
     private let base: URL
     private let session: String
-    private let directory: URL
+    /// The driver's and the browser's own files (chromium's profile among them).
+    public let directory: URL
     /// The W3C name of an element reference in JSON.
     static let elementKey = "element-6066-11e4-a52e-4f735466cecf"
     /// The one view size of cog's headless platform.
@@ -76,7 +87,7 @@ public final class WebDriver {
             ]]]
         case .wpe:
             capabilities = ["capabilities": ["alwaysMatch": [
-                "wpe:browserOptions": ["binary": "/usr/bin/cog", "args": ["--automation", "--platform=headless"]],
+                "wpe:browserOptions": ["binary": "/usr/bin/cog", "args": .array((["--automation", "--platform=headless"] + Self.cogPrivate).map { JSONValue.string($0) })],
             ]]]
         }
         let created = try Self.call(base, "POST", "/session", capabilities)

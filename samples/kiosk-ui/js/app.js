@@ -72,7 +72,7 @@ class App {
     this.visit.linkChanged(true, status);
     if (status?.backend?.kind === "chatterbox") {
       this.watchLevel(true);  // the cue screens show the level throughout
-      this.cues = this.cues ?? new CueApp(this.root, this.connection);
+      this.cues = this.cues ?? new CueApp(this.root, this.connection, this.visit);
       window.practicedCues = this.cues;  // for the browser tests
       await this.cues.start();
       return;
@@ -210,7 +210,10 @@ class App {
     const idle = store.session.stage === "idle";
     const header = el("header", { class: "app-bar" }, [
       el("span", { class: "app-title", text: t("appTitle") }),
-      el("button", { class: "lang", id: "language", text: t("language"), on: { click: () => this.toggleLanguage() } }),
+      el("span", { class: "bar-actions" }, [
+        this.visit.doneControl(),
+        el("button", { class: "lang", id: "language", text: t("language"), on: { click: () => this.toggleLanguage() } }),
+      ]),
     ]);
     const tabs = idle ? el("nav", { class: "tabs" }, [
       el("button", { class: "tab" + (store.tab === "practice" ? " active" : ""), id: "tab-practice", text: t("tabPractice"), on: { click: () => this.showTab("practice") } }),
@@ -272,14 +275,17 @@ function bridge() {
 
 /** The page loaded anew at the end of a visit: its memory goes, the bridge's token and port
  *  come back through the fragment as the launcher gave them (dropped from the address again
- *  at once, above). */
+ *  at once, above). A new `fresh` in the query makes it a load of its own: WPE's reload()
+ *  after the fragment was put back loaded the address without it (and so without the token). */
 function reopen(token, port) {
   const fragment = new URLSearchParams();
   if (token) fragment.set("token", token);
   if (port) fragment.set("bridge_port", port);
-  location.replace(location.pathname + location.search + (fragment.size ? `#${fragment}` : ""));
-  // A replace() to the same document with only a new fragment does not load it again.
-  location.reload();
+  const query = new URLSearchParams(location.search);
+  query.set("fresh", String(Date.now()));
+  // (Not URLSearchParams.size: WPE 2.38 has none.)
+  const kept = fragment.toString();
+  location.replace(`${location.pathname}?${query}${kept ? `#${kept}` : ""}`);
 }
 
 const params = new URLSearchParams(location.search);

@@ -1,8 +1,8 @@
 // One stranger after another: the daemon's visit (topic `visit`) on the page. Over whatever
 // the app shows: the attract screen while nobody uses the kiosk (what it offers, in both
 // languages, a touch to start; never anything of a learner), "Still there?" with its
-// countdown when the daemon warns of idleness, an "I'm done" control on every screen during
-// a visit, and a goodbye while the visit's end is delivered. When the daemon says the visit
+// countdown when the daemon warns of idleness, the "I'm done" control each app's bar holds
+// during a visit (``doneControl``), and a goodbye while the visit's end is delivered. When the daemon says the visit
 // ended, the page empties the browser's storage and loads itself again: nothing of the last
 // learner survives in the page's memory either.
 
@@ -112,10 +112,13 @@ export class VisitLayer {
   async forgetEverything() {
     this.render();
     try { localStorage.clear(); sessionStorage.clear(); } catch (error) { console.warn(error); }
-    try {
+    const emptied = (async () => {
       if (globalThis.caches) for (const name of await caches.keys()) await caches.delete(name);
       if (globalThis.indexedDB?.databases) for (const db of await indexedDB.databases()) indexedDB.deleteDatabase(db.name);
-    } catch (error) { console.warn(error); }
+    })().catch((error) => console.warn(error));
+    // A browser whose storage is off (cog as the launcher runs it) may never answer: the
+    // page loads anew regardless, its memory being what matters most.
+    await Promise.race([emptied, new Promise((resolve) => setTimeout(resolve, 1000))]);
     this.restart();
   }
 
@@ -127,11 +130,16 @@ export class VisitLayer {
     if (!this.linked || !phase) return replace(this.layer);
     if (phase === "none") return replace(this.layer, this.attract());
     if (phase === "ending") return replace(this.layer, el("div", { class: "visit-cover", id: "visit-goodbye" }, [both("goodbye", { tag: "p", class: "big-text" })]));
-    const done = el("button", { class: "visit-done secondary", id: "visit-done", on: { click: () => { this.confirming = true; this.render(); } } }, [both("done")]);
-    const parts = [done];
+    const parts = [];
     if (this.confirming && phase === "active") parts.push(this.confirm());
     if (phase === "warning") parts.push(this.warning());
     replace(this.layer, ...parts);
+  }
+
+  /** The "I'm done" control each app puts in its bar (shown during a visit only, by the
+   *  body's `data-visit`): it asks before the visit ends. */
+  doneControl() {
+    return el("button", { class: "visit-done lang", id: "visit-done", on: { click: () => { this.confirming = true; this.render(); } } }, [both("done")]);
   }
 
   attract() {

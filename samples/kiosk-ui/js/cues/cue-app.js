@@ -21,9 +21,10 @@ import { Command, Event } from "../protocol.js";
 import { pushToTalkButton } from "../push-to-talk.js";
 
 export class CueApp {
-  constructor(root, connection) {
+  constructor(root, connection, visit) {
     this.root = root;
     this.connection = connection;
+    this.visit = visit;            // the visit's layer (visit.js): its "I'm done" goes in the bar
     this.store = new CueStore();   // the learner, the answer, notices, level, hands-free
     this.signIn = { step: "email", email: "", reason: null, sent: false };
     this.cards = null;             // cues.get's answer
@@ -269,6 +270,7 @@ export class CueApp {
       el("span", { class: "app-title", text: t("cueAppTitle") }),
       signedIn ? el("span", { class: "learner", id: "learner", text: [this.learner.email, this.learner.language?.toUpperCase()].filter(Boolean).join(" · ") }) : null,
       el("span", { class: "bar-actions" }, [
+        this.visit?.doneControl(),
         signedIn ? el("button", { class: "lang", id: "signout", text: t("signOut"), on: { click: () => this.signOut() } }) : null,
         el("button", { class: "lang", id: "language", text: t("language"), on: { click: () => this.toggleLanguage() } }),
       ]),
