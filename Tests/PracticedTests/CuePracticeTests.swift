@@ -112,7 +112,8 @@ final class CuePracticeTests: XCTestCase {
     }
 
     /// An answer recorded while the files service cannot be reached stays spooled through
-    /// retries and a daemon killed outright, and goes up once the next start can reach it.
+    /// retries and a daemon killed outright, and goes up once the next start can reach it and
+    /// its learner, signed out with the visit the kill left, signs in again.
     func testAnAnswerSurvivesAnOutageAndARestart() throws {
         let closed = try SimulatorHarness.closedPortURL().absoluteString
         let cues = try ChatterboxHarness { $0.uploadBase = closed }
@@ -145,6 +146,11 @@ final class CuePracticeTests: XCTestCase {
         try rig.startDaemon()
         control = try rig.daemon.client()
         watcher = try rig.watcher(topics: ["cue"])
+        // The killed daemon's visit ended at this start: its learner is signed out (a shared
+        // kiosk), and the answer waits for that same learner, never for another's sign-in.
+        XCTAssertEqual(try control.request(Command.LearnerGet.self)["signed_in"], false)
+        XCTAssertEqual(try control.request(Command.SpoolList.self)["answers"]?.arrayValue?.map { $0["answer_id"] }, [.string(answer)])
+        _ = try signIn(control)
         guard let uploaded = watcher.wait(for: Event.CueUploaded.self, where: { $0["answer_id"]?.stringValue == answer }) else {
             return XCTFail(rig.daemon.log)
         }

@@ -111,6 +111,54 @@ final class VisitTests: XCTestCase {
         XCTAssertEqual(try control.request(Command.SpoolList.self)["turns"], .array([]), "nothing left in the spool")
     }
 
+    /// The end of a visit in the middle of things: during the greeting (its sound stops and
+    /// the session closes), during a push-to-talk recording (dropped: the learner said they
+    /// were done; nothing is uploaded), and "I'm done" twice at once (one end).
+    func testAVisitEndsCleanlyDuringAReplyAndARecording() throws {
+        let sim = try SimulatorHarness()
+        let daemon = try DaemonHarness(backend: sim.baseURL)
+        let control = try daemon.client()
+        let watcher = try EventWatcher(client: daemon.client(), topics: ["visit", "session", "playback"])
+        _ = try control.request(Command.SessionStart.self, ["mode": "conversation", "topic_id": "travel"], timeout: 20)
+        XCTAssertNotNil(watcher.wait(for: Event.PlaybackStarted.self, timeout: 20), "the greeting plays")
+        _ = try control.request(Command.VisitEnd.self)
+        XCTAssertNotNil(watcher.wait(for: Event.VisitEnded.self))
+        XCTAssertNotNil(watcher.wait(for: Event.PlaybackFinished.self, where: { $0["interrupted"] == true }), "the greeting was cut off")
+        XCTAssertEqual(try control.request(Command.Status.self)["session"]?["stage"], "idle")
+
+        let index = watcher.count
+        _ = try control.request(Command.SessionStart.self, ["mode": "conversation", "topic_id": "travel"], timeout: 20)
+        XCTAssertNotNil(watcher.waitForStage("ready", after: index, timeout: 30))
+        _ = try control.request(Command.TurnStart.self)
+        XCTAssertNotNil(watcher.waitForStage("recording", after: index))
+        let chats = sim.requests("POST", containing: "/chat").count
+        let ends = [try control.request(Command.VisitEnd.self), try control.request(Command.VisitEnd.self)]
+        XCTAssertEqual(ends[0]["phase"], "ending")
+        XCTAssertTrue(ends[1]["visit_id"] == ends[0]["visit_id"] || ends[1]["phase"] == "none",
+                      "the second end is the same end, or finds it over: \(ends[1].serialized(.compact))")
+        XCTAssertNotNil(watcher.wait(for: Event.VisitEnded.self, after: index))
+        XCTAssertNotNil(watcher.waitForStage("idle", after: index))
+        XCTAssertEqual(watcher.all(Event.VisitEnded.self, after: index).count, 1)
+        XCTAssertEqual(sim.requests("POST", containing: "/chat").count, chats, "the recording cut off by the end was not uploaded")
+        XCTAssertEqual(try control.request(Command.SpoolList.self)["turns"], .array([]))
+    }
+
+    /// The visit ends between the mailed code's request and its entry: the next learner finds
+    /// nobody signed in (a code typed later signs in whoever types it, as a new visit).
+    func testAVisitEndedDuringASignInByCode() throws {
+        let cues = try ChatterboxHarness()
+        let daemon = try DaemonHarness(backend: cues.baseURL, arguments: ["--backend-kind", "chatterbox"])
+        let control = try daemon.client()
+        _ = try control.request(Command.SignInRequestCode.self, ["email": "halfway@kiosk.invalid"])
+        XCTAssertEqual(try control.request(Command.VisitEnd.self)["phase"], "ending")
+        XCTAssertTrue(Poll.until(timeout: 10) { (try? control.request(Command.Status.self))?["visit"]?["phase"] == "none" })
+        XCTAssertEqual(try control.request(Command.LearnerGet.self)["signed_in"], false)
+        _ = try control.request(Command.SignInCode.self, ["email": "halfway@kiosk.invalid", "code": "123456"])
+        let status = try control.request(Command.Status.self)
+        XCTAssertEqual(status["visit"]?["phase"], "active", "the code's entry is a new visit")
+        XCTAssertEqual(status["learner"]?["signed_in"], true)
+    }
+
     /// A daemon killed mid-visit ends that visit at its next start: the next client finds
     /// the attract screen's state, and a Chatterbox learner's sign-in is gone.
     func testAVisitLeftByAKilledDaemonEndsAtTheNextStart() throws {
