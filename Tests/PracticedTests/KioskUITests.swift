@@ -467,6 +467,7 @@ class KioskUITests: XCTestCase {
         let loud = rig.loudSamples
         try browser.click("#hear")
         XCTAssertTrue(rig.heard.wait(timeout: 20) { $0.loud > loud + 1_000 }, "the answer was not heard again")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: rig.directory + "/state/cue-playback.m4a"), "played from the state folder")
 
         // The history has it, whole.
         try browser.click("#back")
@@ -485,6 +486,9 @@ class KioskUITests: XCTestCase {
         try browser.click("#signout")
         XCTAssertTrue(try browser.wait(until: "return window.__pageOfTheLastVisit === undefined && document.getElementById('attract') !== null", timeout: 30),
                       "signing out did not end the visit")
+        let heardAgain = rig.directory + "/state/cue-playback.m4a"
+        XCTAssertFalse(FileManager.default.fileExists(atPath: heardAgain), "the recording heard again stayed on disk")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: rig.directory + "/state/chatterbox-tokens.json"))
         try beginVisit()
         XCTAssertNotNil(try browser.wait(for: "#screen-signin"), "the next learner is not asked to sign in")
     }

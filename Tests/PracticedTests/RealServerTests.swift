@@ -1,6 +1,7 @@
 import Foundation
 import PracticeControl
 import PracticeKit
+import PracticeNet
 import PracticeProtocol
 import TestSupport
 import XCTest
@@ -222,5 +223,39 @@ final class RealServerTests: XCTestCase {
         let profile = try XCTUnwrap(try control.request(Command.Profile.self)["profile"])
         for key in ["user_name", "level", "learning_goal"] { XCTAssertEqual(profile[key], .null, "\(key) was dropped: \(profile)") }
         XCTAssertEqual(profile["profile_data"], trace.json?["profile_data"])
+    }
+
+    /// A shared kiosk against the real server's answers: each visit creates its sessions for a
+    /// user id of its own, sends no name, and a new id is what the real backend answers with
+    /// an empty profile (trace 29: it makes one on the fly). The first visitor's profile (trace
+    /// 30: personal facts, weak points) is never asked for again.
+    func testASharedKiosksSecondVisitIsANewLearnerWithAnEmptyProfile() throws {
+        replay = try TraceReplayServer()
+        try replay.queue("02", "03")
+        let learned = try Trace.load("30"), empty = try Trace.load("29")
+        replay.queue(learned, path: "/users/*/profile")
+        replay.queue(empty, path: "/users/*/profile")
+        daemon = try DaemonHarness(backend: replay.baseURL, arguments: ["--user-name", "Mei"])
+        let control = try daemon.client()
+        var users: [String] = []
+        var profiles: [JSONValue] = []
+        for _ in 0..<2 {
+            _ = try control.request(Command.VisitTouch.self)
+            let created = replay.requests.count
+            _ = try control.request(Command.SessionStart.self, ["topic_id": "daily_life", "mode": "conversation"], timeout: 20)
+            let body = try XCTUnwrap(replay.requests.dropFirst(created).first { $0.method == "POST" && $0.path == "/sessions" }?.json)
+            XCTAssertEqual(body["user_name"] ?? JSONValue.null, JSONValue.null, "a shared kiosk sends no name")
+            users.append(try XCTUnwrap(body["user_id"]?.stringValue))
+            profiles.append(try XCTUnwrap(try control.request(Command.Profile.self)["profile"]))
+            let asked = try XCTUnwrap(replay.requests.last { $0.path.hasSuffix("/profile") }?.path)
+            XCTAssertEqual(asked, "/users/\(users.last!)/profile", "the profile of this visit's learner")
+            _ = try control.request(Command.VisitEnd.self)
+            XCTAssertTrue(Poll.until(timeout: 10) { (try? control.request(Command.Status.self))?["visit"]?["phase"] == "none" })
+        }
+        XCTAssertNotEqual(users[0], users[1], "the second visit is a new learner")
+        XCTAssertEqual(users.map(\.count), [9, 9])
+        XCTAssertNotEqual(profiles[0]["profile_data"]?["personal_facts"]?.arrayValue?.count ?? 0, 0, "the first visit's learned profile (trace 30)")
+        XCTAssertEqual(profiles[1]["profile_data"]?["personal_facts"]?.arrayValue?.count, 0, "the new learner's profile is empty")
+        XCTAssertEqual(profiles[1]["profile_data"]?["weak_points"], empty.json?["profile_data"]?["weak_points"])
     }
 }

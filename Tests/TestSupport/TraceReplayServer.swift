@@ -70,7 +70,8 @@ public final class TraceReplayServer: @unchecked Sendable {
     }
 
     /// Queues `trace` for its own method and path, or for another route (a recorded 500
-    /// as the answer to a poll, say).
+    /// as the answer to a poll, say). A path segment `*` stands for any one segment (a
+    /// user id the daemon draws itself); an exact route is tried first.
     public func queue(_ trace: Trace, method: String? = nil, path: String? = nil) {
         lock.withLock { routes["\(method ?? trace.method) \(path ?? trace.path)", default: []].append(trace) }
     }
@@ -94,11 +95,18 @@ public final class TraceReplayServer: @unchecked Sendable {
 
     // MARK: - Answering
 
+    /// Whether route `pattern` ("GET /users/*/profile") names `route` ("GET /users/42/profile").
+    static func matches(_ pattern: String, _ route: String) -> Bool {
+        let (wanted, given) = (pattern.split(separator: "/", omittingEmptySubsequences: false), route.split(separator: "/", omittingEmptySubsequences: false))
+        return pattern.contains("*") && wanted.count == given.count && zip(wanted, given).allSatisfy { $0 == "*" || $0 == $1 }
+    }
+
     private func answer(_ request: SimulatorKit.HTTPRequest, _ writer: HTTPResponseWriter) {
         let path = request.target
         let now = DispatchTime.now().uptimeNanoseconds
         let chosen: Trace? = lock.withLock {
-            let key = "\(request.method) \(path)"
+            let exact = "\(request.method) \(path)"
+            let key = routes[exact] != nil ? exact : routes.keys.sorted().first { Self.matches($0, exact) } ?? exact
             guard var queued = routes[key], let next = queued.first else { return nil }
             var trace = next
             if next.isStream, let busy, now < upstreamBusyUntil {

@@ -7,10 +7,14 @@ import PracticeSupport
 
 // `cue.play`: a recording of the learner's, downloaded and played through the daemon.
 extension CuePractice {
+    /// Where a downloaded recording is played from: the learner's voice, removed when the
+    /// visit ends (``windDownVisit()``, and at a start after a visit a killed daemon left).
+    static func playbackFile(_ stateDirectory: String) -> String { FilePaths.join(stateDirectory, "cue-playback.m4a") }
+
     /// Downloads a recording (fresh URL from the history) and plays it through `play`.
     func playRecording(_ id: Int, _ reply: CommandReply<Command.CuePlay>) throws {
         let profile = try profileID()
-        let path = FilePaths.join(stateDirectory, "cue-playback.m4a")
+        let path = Self.playbackFile(stateDirectory)
         let play = play
         call({ client -> Data in
             let history = try await client.history(profileID: profile)

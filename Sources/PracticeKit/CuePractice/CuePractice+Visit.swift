@@ -1,3 +1,4 @@
+import Glibc
 import PracticeProtocol
 
 // The end of a learner's visit (``VisitKeeper``) in cue practice: an answer being recorded is
@@ -23,6 +24,8 @@ extension CuePractice {
     func windDownVisit() {
         guard let (identity, done) = visitEnding, delivery.uploading == nil else { return }
         visitEnding = nil
+        // The last recording heard again is the learner's voice: never left for the next.
+        unlink(Self.playbackFile(stateDirectory))
         if identity == .shared {
             let account = learner.accountId
             results.forgetAll()

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Glibc
 import PracticeControl
 import PracticeProtocol
 
@@ -75,6 +76,7 @@ extension PracticeDaemon {
             logger.notice("a Chatterbox learner was still signed in\(leftVisit ? " with the visit the last run left" : ""): signed out")
             chatterbox.signOut()
         }
+        unlink(CuePractice.playbackFile(configuration.stateDirectory))
         let removed = OfflineCache(stateDirectory: configuration.stateDirectory).forgetEveryone(but: LearnerData.kioskUser)
         if !removed.isEmpty { logger.notice("removed the offline answers an earlier visit kept (\(removed.count) learner(s))") }
     }
