@@ -25,6 +25,13 @@ final class KioskCogLauncherTests: XCTestCase {
         // practiced-ui, a member of the socket's group. Its UI and the bridge are copied where
         // that user can read them (CI's clone may be a folder it cannot enter).
         let daemon = try DaemonHarness(arguments: ["--socket-group", "nogroup"])
+        // X's socket folder as a booted system has it (tmpfiles.d/x11.conf: root's, 1777).
+        // Without it Xwayland, as nobody, made it nobody's 0700, and the next `.ci/run` on the
+        // same machine found it so (the install test checks it).
+        if access("/tmp/.X11-unix", F_OK) != 0 {
+            XCTAssertEqual(mkdir("/tmp/.X11-unix", 0o1777), 0)
+            XCTAssertEqual(chmod("/tmp/.X11-unix", 0o1777), 0)
+        }
         let ui = "\(daemon.directory)/ui", bridge = "\(daemon.directory)/practiced-kiosk-bridge"
         try FileManager.default.copyItem(atPath: KioskUITests.uiDirectory, toPath: ui)
         try FileManager.default.copyItem(atPath: ShippedBinaries.path(of: "practiced-kiosk-bridge"), toPath: bridge)
