@@ -184,6 +184,10 @@ public struct ConfigurationLoader: Sendable {
 
     /// The user id to use: the configured one, or the one generated on the first run and
     /// kept in `state.dir/user-id` (a 9-digit number, the form newer servers use).
+    /// A 9-digit learner id, drawn anew: the kiosk's own once (``userID(for:)``), or a shared
+    /// kiosk's visitor's at each visit.
+    static func newUserID() -> String { String(UInt64.random(in: 100_000_000...999_999_999)) }
+
     public static func userID(for configuration: DaemonConfiguration) throws -> String {
         if let id = configuration.userID { return id }
         let path = FilePaths.join(configuration.stateDirectory, "user-id")
@@ -193,7 +197,7 @@ public struct ConfigurationLoader: Sendable {
         }
         try FileManager.default.createDirectory(atPath: configuration.stateDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o750])
-        let id = String(UInt64.random(in: 100_000_000...999_999_999))
+        let id = newUserID()
         // Written under a temporary name, then renamed: a crash never leaves half an id.
         let temporary = path + ".tmp"
         try Data((id + "\n").utf8).write(to: URL(fileURLWithPath: temporary))

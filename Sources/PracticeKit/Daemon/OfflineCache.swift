@@ -27,9 +27,7 @@ public struct OfflineCache: Sendable {
 
     /// Removes everything kept for `user` (a shared kiosk's visitor, at the visit's end).
     public func forget(user: String) {
-        let folder = "\(directory)/\(Self.safe(user))"
-        guard FileManager.default.fileExists(atPath: folder) else { return }
-        try? FileManager.default.removeItem(atPath: folder)
+        try? FileManager.default.removeItem(atPath: "\(directory)/\(Self.safe(user))")
     }
 
     /// Removes everything kept for anyone but `user`; what it removed.

@@ -48,16 +48,13 @@ extension PracticeDaemon {
     /// drawn again as a visit ends.
     func beginVisit(_ identity: VisitIdentity) {
         guard identity == .shared else { return }
-        let id = Self.visitorID()
+        let id = ConfigurationLoader.newUserID()  // names nobody before or after its visit
         let current = lock.withLock {
             userID = id
             return configuration
         }
         flow.configure(Self.flowConfiguration(current), userID: id)
     }
-
-    /// A 9-digit id like a kiosk's own, drawn anew: it names nobody before or after its visit.
-    static func visitorID() -> String { String(UInt64.random(in: 100_000_000...999_999_999)) }
 
     /// What the flow is configured with: a shared kiosk sends no learner's name.
     static func flowConfiguration(_ configuration: DaemonConfiguration) -> DaemonConfiguration {

@@ -109,7 +109,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         descriptorLimits = DescriptorLimit.raise()
         // A shared kiosk's learner is new each visit (``beginVisit(_:)``): the id before the
         // first one names nobody either.
-        userID = configuration.visitIdentity == .shared ? Self.visitorID() : try ConfigurationLoader.userID(for: configuration)
+        userID = configuration.visitIdentity == .shared ? ConfigurationLoader.newUserID() : try ConfigurationLoader.userID(for: configuration)
         volume = VolumeStore(stateDirectory: configuration.stateDirectory).load() ?? configuration.volume
         let group: UInt32?
         if let name = configuration.socketGroup {

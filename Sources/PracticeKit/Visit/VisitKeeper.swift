@@ -56,6 +56,8 @@ final class VisitKeeper: @unchecked Sendable {
     /// On `queue`.
     private var settings: Settings
     private var visit: Visit?
+    /// The identity the next visit takes (a reload mid-visit changes the next one only).
+    private var pendingIdentity: VisitIdentity?
     /// What ``state`` is computed from, copied on every change (read from any thread).
     private let published: Locked<(settings: Settings, visit: Visit?, next: VisitIdentity?)>
     /// A flow that has not finished its end by then is not waited for any longer (logged).
@@ -90,9 +92,6 @@ final class VisitKeeper: @unchecked Sendable {
             refresh()
         }
     }
-
-    /// The identity the next visit takes (a reload mid-visit changes the next one only).
-    private var pendingIdentity: VisitIdentity?
 
     // MARK: - What the learner does
 
@@ -198,12 +197,16 @@ final class VisitKeeper: @unchecked Sendable {
         hooks.publish(Event.VisitEnded(reason: reason, visitId: id, durationS: (length * 10).rounded() / 10))
     }
 
+    /// When `visit`'s next step is due: the end once warned, else the warning.
+    private func due(_ visit: Visit) -> UInt64 {
+        visit.warnedAt.map { $0 + UInt64(settings.resetSeconds) * 1_000_000_000 }
+            ?? visit.lastActivity + UInt64(settings.warningSeconds) * 1_000_000_000
+    }
+
     /// The timer at the next deadline: the warning, or the end.
     private func rearm() {
         guard let current = visit, current.ending == nil, settings.warningSeconds > 0 else { return timer.cancel() }
-        let due = current.warnedAt.map { $0 + UInt64(settings.resetSeconds) * 1_000_000_000 }
-            ?? current.lastActivity + UInt64(settings.warningSeconds) * 1_000_000_000
-        let now = clock.now
+        let (due, now) = (due(current), clock.now)
         timer.schedule(after: due > now ? Double(due - now) / 1e9 : 0)
     }
 
@@ -215,13 +218,12 @@ final class VisitKeeper: @unchecked Sendable {
             // events of its end count as activity too).
             return learnerActed(begins: false)
         }
-        if let warned = current.warnedAt {
-            guard now - warned >= UInt64(settings.resetSeconds) * 1_000_000_000 else { return rearm() }
+        guard now >= due(current) else { return rearm() }
+        if current.warnedAt != nil {
             logger.notice("visit \(current.id): nobody touched or spoke through the warning")
             end(.idle)
             return
         }
-        guard now - current.lastActivity >= UInt64(settings.warningSeconds) * 1_000_000_000 else { return rearm() }
         current.warnedAt = now
         visit = current
         logger.info("visit \(current.id): idle for \(settings.warningSeconds) s; warned, ending in \(settings.resetSeconds) s")
@@ -251,9 +253,9 @@ final class VisitKeeper: @unchecked Sendable {
         published.withLock { $0 = copy }
     }
 
-    private func seconds(since start: UInt64, now: UInt64? = nil) -> Double {
-        let end = now ?? clock.now
-        return end > start ? Double(end - start) / 1e9 : 0
+    private func seconds(since start: UInt64) -> Double {
+        let now = clock.now
+        return now > start ? Double(now - start) / 1e9 : 0
     }
 
     /// 64 random bits: a visit's id names no learner and guesses none.
