@@ -19,7 +19,11 @@ struct VisitMarker: Sendable {
     /// The id an earlier run left, if any (an unreadable marker counts as a visit: its
     /// learner is forgotten all the same).
     func leftover() -> String? {
-        guard access(path, F_OK) == 0 else { return nil }
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return nil }
+        // Read only a regular file: a FIFO put there would hold the start in open() for ever,
+        // a link could point at /dev/zero. Anything else counts as a visit, and is removed.
+        guard info.st_mode & S_IFMT == S_IFREG else { return "(not a regular file)" }
         guard let bytes = try? FileReader.read(path, upTo: 64), let text = String(validating: bytes, as: UTF8.self)?.trimmed(), !text.isEmpty else {
             return "(unreadable)"
         }

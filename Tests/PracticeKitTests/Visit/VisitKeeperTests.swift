@@ -186,6 +186,19 @@ final class VisitKeeperTests: XCTestCase {
         XCTAssertFalse(next.endLeftover(), "ended once")
     }
 
+    /// A marker that is not a regular file (a FIFO, a link to /dev/zero) is never read (the
+    /// start would wait in open() for ever, or read without end): it counts as a visit left
+    /// under way, and is removed.
+    func testAMarkerThatIsAFIFOOrALinkIsRemovedUnread() throws {
+        for make in [{ (path: String) in mkfifo(path, 0o600) }, { (path: String) in symlink("/dev/zero", path) }] {
+            XCTAssertEqual(make(marker), 0)
+            XCTAssertTrue(keeper().endLeftover())
+            var info = stat()
+            XCTAssertNotEqual(lstat(marker, &info), 0, "the marker was left")
+        }
+        XCTAssertEqual(metrics.counter(.visits, "restart"), 2)
+    }
+
     func testAReloadMidVisitChangesTheNextVisitsIdentityOnly() throws {
         let keeper = keeper(identity: .shared)
         _ = try touch(keeper)
