@@ -22,12 +22,16 @@ public protocol ControlCommand: Sendable {
     /// Whether it starts hearing the learner (a session, a turn, an answer): the speech models
     /// are loaded beside it, if they are not yet.
     static var hearsLearner: Bool { get }
+    /// Whether it practises: from the attract screen it begins a learner's visit (every
+    /// command that hears the learner does; so do a typed turn and a sign-in).
+    static var beginsVisit: Bool { get }
 }
 
 extension ControlCommand {
     public static var stages: Set<SessionStage>? { nil }
     public static var needsDevices: Bool { false }
     public static var hearsLearner: Bool { false }
+    public static var beginsVisit: Bool { hearsLearner }
 
     /// Whether it may run in `stage`.
     public static func isAccepted(in stage: SessionStage) -> Bool { stages?.contains(stage) ?? true }

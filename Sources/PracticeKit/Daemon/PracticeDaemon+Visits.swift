@@ -36,12 +36,8 @@ extension PracticeDaemon {
     func visitNoticed(_ command: any ControlCommand.Type) {
         guard command.route == .session || command.route == .cue else { return }
         if command.name == Command.SignOut.name { return visits.queue.async { [self] in visits.end(.signout) } }
-        visits.noticed(begins: command.hearsLearner || Self.beginsVisit.contains(command.name))
+        visits.noticed(begins: command.beginsVisit)
     }
-
-    /// Commands that practise without the microphone.
-    static let beginsVisit: Set<String> = [Command.Say.name, Command.SignInRequestCode.name, Command.SignInCode.name,
-                                           Command.SignInRequestLink.name, Command.SignInLink.name]
 
     /// The learner the TalkCo flow speaks for during a visit: on a shared kiosk a new id each
     /// visit (the backend makes an empty profile for it on the fly) and no configured name,

@@ -7,6 +7,7 @@ extension Command {
     public enum SignInRequestCode: ControlCommand {
         public static let name = "signin.request_code"
         public static let route = CommandRoute.cue
+        public static let beginsVisit = true
         public static let summary = "Mails the learner a 6-digit sign-in code (then `signin.code`)."
         public struct Arguments: Codable, Sendable {
             public var email: String
@@ -27,6 +28,7 @@ extension Command {
     public enum SignInCode: ControlCommand {
         public static let name = "signin.code"
         public static let route = CommandRoute.cue
+        public static let beginsVisit = true
         public static let summary = "Signs in with the code the learner typed; a wrong one is `refused` with reason `invalid_login_code`."
         public struct Arguments: Codable, Sendable {
             public var email: String
@@ -43,6 +45,7 @@ extension Command {
     public enum SignInRequestLink: ControlCommand {
         public static let name = "signin.request_link"
         public static let route = CommandRoute.cue
+        public static let beginsVisit = true
         public static let summary = "Mails the learner a magic link, for deployments whose link hands its token to the kiosk (then `signin.link`)."
         public struct Arguments: Codable, Sendable {
             public var email: String
@@ -57,6 +60,7 @@ extension Command {
     public enum SignInLink: ControlCommand {
         public static let name = "signin.link"
         public static let route = CommandRoute.cue
+        public static let beginsVisit = true
         public static let summary = "Signs in with a magic link's token (single use: `invalid_magic_link` the second time)."
         public struct Arguments: Codable, Sendable {
             /// The `token=` of the mailed link.

@@ -111,6 +111,7 @@ extension Command {
     public enum Say: ControlCommand {
         public static let name = "say"
         public static let route = CommandRoute.session
+        public static let beginsVisit = true
         public static let stages: Set<SessionStage>? = [.ready]
         public static let needsDevices = true
         public static let summary = "A typed turn (1 to 4,000 bytes of text) instead of a spoken one."
