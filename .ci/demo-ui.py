@@ -104,23 +104,38 @@ class Browser:
     def wait_for(self, selector, timeout=30):
         self.wait(f"return document.querySelector({json.dumps(selector)}) !== null", timeout, selector)
 
+    def on_current(self, selector, purpose, action):
+        """`action` on the element `selector` names, found again when the page re-rendered it
+        between finding and acting (a daemon's event redraws a screen at any moment, and a
+        learner's tap lands on what is shown then), for at most 10 s."""
+        deadline = time.monotonic() + 10
+        while True:
+            element = self.find(selector)
+            if element is None:
+                if time.monotonic() > deadline:
+                    raise Failure(f"no {selector} {purpose}")
+                time.sleep(0.05)
+                continue
+            try:
+                return action(element)
+            except Failure as failure:
+                if "stale element reference" not in str(failure) or time.monotonic() > deadline:
+                    raise
+
     def click(self, selector):
-        element = self.find(selector)
-        if element is None:
-            raise Failure(f"no {selector} to tap")
-        self.command("POST", f"/element/{element}/click", {})
+        self.on_current(selector, "to tap", lambda element: self.command("POST", f"/element/{element}/click", {}))
 
     def type(self, text, selector):
-        element = self.find(selector)
-        if element is None:
-            raise Failure(f"no {selector} to type into")
-        self.command("POST", f"/element/{element}/value", {"text": text})
+        self.on_current(selector, "to type into", lambda element: self.command("POST", f"/element/{element}/value", {"text": text}))
 
     def pointer(self, down, selector):
-        element = self.find(selector)
-        steps = ([{"type": "pointerMove", "origin": {ELEMENT: element}, "x": 0, "y": 0, "duration": 0}, {"type": "pointerDown", "button": 0}]
-                 if down else [{"type": "pointerUp", "button": 0}])
-        self.command("POST", "/actions", {"actions": [{"type": "pointer", "id": "finger", "parameters": {"pointerType": "mouse"}, "actions": steps}]})
+        def act(steps):
+            self.command("POST", "/actions", {"actions": [{"type": "pointer", "id": "finger", "parameters": {"pointerType": "mouse"}, "actions": steps}]})
+        if down:
+            self.on_current(selector, "to press", lambda element: act([
+                {"type": "pointerMove", "origin": {ELEMENT: element}, "x": 0, "y": 0, "duration": 0}, {"type": "pointerDown", "button": 0}]))
+        else:
+            act([{"type": "pointerUp", "button": 0}])
 
     def screenshot(self, path):
         with open(path, "wb") as file:
