@@ -28,17 +28,20 @@ enum SpeechCommand {
                audiokernel-demo speech turn MODEL.onnx INPUT.{wav,f32}
                audiokernel-demo speech turn MODEL.onnx --features FEATURES.f32 [--dump DIR]
                audiokernel-demo speech features AUDIO.f32 OUTPUT.f32
-               audiokernel-demo speech endpoint SILERO.onnx SMART_TURN.onnx INPUT.wav [--finished P] [--pause-ms N] [--kept-pause-ms N] [--lead-ms N] [--answer-ms N] [--trace]
+               audiokernel-demo speech endpoint SILERO.onnx SMART_TURN.onnx INPUT.wav [--finished P] [--pause-ms N] [--kept-pause-ms N] [--lead-ms N] [--answer-ms N] [--max-pause-ms N] [--later MS:DISTANCE,…|none] [--trace [MS,MS,…]]
                (turn takes --threads 2: the model in two lanes of rows on two threads)
         """
 
     nonisolated(unsafe) static var threads = 1
     nonisolated(unsafe) static var finishedProbability = TurnEndpointerConfiguration().finishedProbability
     nonisolated(unsafe) static var trace = false
+    nonisolated(unsafe) static var tracePoints = [100, 150, 200, 250, 300, 350, 400, 500, 650, 800, 1_000, 1_300, 1_600, 2_000, 2_500]
     nonisolated(unsafe) static var pauseMilliseconds = TurnEndpointerConfiguration().pauseMilliseconds
     nonisolated(unsafe) static var keptPauseMilliseconds = TurnEndpointerConfiguration().keptPauseMilliseconds
     nonisolated(unsafe) static var leadMilliseconds = TurnEndpointerConfiguration().questionLeadMilliseconds
     nonisolated(unsafe) static var answerMilliseconds: Int?
+    nonisolated(unsafe) static var maximumPauseMilliseconds = TurnEndpointerConfiguration().maximumPauseMilliseconds
+    nonisolated(unsafe) static var laterQuestions = TurnEndpointerConfiguration().laterQuestions
 
     struct Failure: Error, CustomStringConvertible {
         let description: String
@@ -58,6 +61,14 @@ enum SpeechCommand {
         if let at = arguments.firstIndex(of: "--trace") {
             trace = true
             arguments.remove(at: at)
+            // --trace 150,350,800: at those points instead.
+            if at < arguments.count {
+                let points = arguments[at].split(separator: ",").compactMap { Int($0) }
+                if !points.isEmpty, points.count == arguments[at].split(separator: ",").count {
+                    tracePoints = points.sorted()
+                    arguments.remove(at: at)
+                }
+            }
         }
         // --pause-ms N (endpoint): speech.pause_ms, the pause at which smart-turn is asked.
         if let at = arguments.firstIndex(of: "--pause-ms"), at + 1 < arguments.count, let n = Int(arguments[at + 1]), (32...2_000).contains(n) {
@@ -81,6 +92,25 @@ enum SpeechCommand {
         if let at = arguments.firstIndex(of: "--answer-ms"), at + 1 < arguments.count, let n = Int(arguments[at + 1]), (0...10_000).contains(n) {
             answerMilliseconds = n
             arguments.removeSubrange(at...at + 1)
+        }
+        // --max-pause-ms N (endpoint): speech.max_pause_ms, the pause ceiling.
+        if let at = arguments.firstIndex(of: "--max-pause-ms"), at + 1 < arguments.count, let n = Int(arguments[at + 1]), (200...10_000).contains(n) {
+            maximumPauseMilliseconds = n
+            arguments.removeSubrange(at...at + 1)
+        }
+        // --later MS:DISTANCE,… or --later none (endpoint): the later questions of a pause
+        // (TurnEndpointerConfiguration.laterQuestions), for the proof's policy sweeps.
+        if let at = arguments.firstIndex(of: "--later"), at + 1 < arguments.count {
+            let text = arguments[at + 1]
+            let questions = text == "none" ? [] : text.split(separator: ",").compactMap { item -> TurnEndpointerConfiguration.Question? in
+                let parts = item.split(separator: ":")
+                guard parts.count == 2, let ms = Int(parts[0]), let distance = Float(parts[1]), ms > 0, distance > 0 else { return nil }
+                return TurnEndpointerConfiguration.Question(ms, distance: distance)
+            }
+            if text == "none" || questions.count == text.split(separator: ",").count {
+                laterQuestions = questions
+                arguments.removeSubrange(at...at + 1)
+            }
         }
         if let at = arguments.firstIndex(of: "--threads"), at + 1 < arguments.count, let n = Int(arguments[at + 1]), (1...2).contains(n) {
             threads = n
@@ -241,6 +271,8 @@ enum SpeechCommand {
         configuration.pauseMilliseconds = pauseMilliseconds
         configuration.keptPauseMilliseconds = keptPauseMilliseconds
         configuration.questionLeadMilliseconds = leadMilliseconds
+        configuration.maximumPauseMilliseconds = maximumPauseMilliseconds
+        configuration.laterQuestions = laterQuestions
         var endpointer = TurnEndpointer(configuration: configuration)
         var omitted: [(start: Int, end: Int)] = []
         func ask(continuing: Int = 0) -> Float {
@@ -268,7 +300,7 @@ enum SpeechCommand {
                     ?? Double(ended.tv_sec - started.tv_sec) + Double(ended.tv_nsec - started.tv_nsec) / 1e9
                 pending = (p, stream.position + Int(took * 24_000))
                 print("model asked \(seconds(pause)) \(AudioKernelDemo.format(Double(p), 3)) snr \(endpointer.signalToNoise.map { AudioKernelDemo.format($0, 1) } ?? "-") threshold \(AudioKernelDemo.format(Double(endpointer.finishedThreshold), 3)) took \(AudioKernelDemo.format(took, 3))")
-                if trace { traced = (pause, [100, 150, 200, 250, 300, 350, 400, 500, 650, 800, 1_000, 1_300, 1_600, 2_000, 2_500].filter { $0 > pauseMilliseconds }) }
+                if trace { traced = (pause, tracePoints) }
             case .stillListening: break
             case .resumed:
                 traced = nil
@@ -294,7 +326,7 @@ enum SpeechCommand {
                 }
                 stream.process(period) { p, end, level in
                     if let t = traced, let next = t.points.first, end - t.start >= next * 24 {
-                        print("model trace \(seconds(t.start)) \(next) \(AudioKernelDemo.format(Double(ask()), 3))")
+                        print("model trace \(seconds(t.start)) \(next) \(AudioKernelDemo.format(Double(ask()), 3)) snr \(endpointer.signalToNoise.map { AudioKernelDemo.format($0, 1) } ?? "-") vad \(AudioKernelDemo.format(Double(p), 3))")
                         traced = t.points.count > 1 ? (t.start, Array(t.points.dropFirst())) : nil
                     }
                     report(endpointer.frame(probability: p, end: end, level: level))

@@ -54,9 +54,14 @@ final class LearnedEndpointingTests: XCTestCase {
         XCTAssertTrue(reason == "finished" || reason == "pause_ceiling", "\(reason ?? "none")")
         if reason == "finished" { XCTAssertGreaterThanOrEqual(probability ?? 0, 0.9) }
         // The turn holds the phrase from before its first syllable (pre-roll) to past its end,
-        // and ends within a second of it when finished, the pause ceiling (3 s) otherwise.
+        // and ends within a second of it when finished, the pause ceiling (2 s) otherwise.
         XCTAssertGreaterThan(duration, stimulus.end - 1, "the turn was cut before the phrase ended")
-        XCTAssertLessThan(duration, stimulus.end - 1 + (reason == "finished" ? 1.3 : 3.6))
+        XCTAssertLessThan(duration, stimulus.end - 1 + (reason == "finished" ? 1.3 : 2.6))
+        // What the learner waited after the last word is told with the turn (and counted in
+        // practiced_turn_end_wait_seconds): within the second, or the ceiling's 2 s.
+        let wait = try XCTUnwrap(recorded["data"]?["end_wait_ms"]?.doubleValue, "turn.recorded's end_wait_ms")
+        XCTAssertGreaterThan(wait, 100)
+        XCTAssertLessThan(wait, reason == "finished" ? 1_000 : 2_300)
         XCTAssertEqual(watcher.all(Event.TurnRecorded.self, after: mark).count, 1)
     }
 

@@ -1,14 +1,27 @@
 import Foundation
 
-/// Read speech with a learner's hesitation put in: four readers of asterisk's prompts
-/// (``HumanSpeech``), each phrase (speech between pauses of 140 ms or more) of 1.5 s or longer
-/// from the first `phrases` of each prompt, in room tone at about −60 dBFS, at 24 kHz; the
-/// hesitation (`pause` seconds of room tone) goes at the quietest 10 ms of the phrase's
-/// middle third, where a speaker stops to find a word. One second of room tone before the
-/// phrase, four after (room for a 3 s pause ceiling); with `snr`, pink noise at that many dB below the phrase throughout.
-/// With `babbleBelow`, five-voice babble that many dB below the phrase starts after that
-/// second and runs to the end: the phrase comes 4 s into it, and 10 s more of it follow.
+/// Read speech with a learner's hesitation put in: each phrase (speech between pauses of
+/// 140 ms or more) of 1.5 to 8 s from the first `phrases` of each recording, in room tone
+/// at about −60 dBFS, at 24 kHz; the hesitation goes at the quietest 10 ms of the phrase's
+/// middle third, where a speaker stops to find a word: `pause` seconds of room tone, or (as
+/// learners hesitate, ``Hesitation``) a filler "uh" in the speaker's own voice inside it, or a
+/// restart that says the words before it again. The tuning set is four readers of asterisk's
+/// prompts (``HumanSpeech``); ``HeldOutSpeech`` is the one no parameter was chosen on.
+/// One second of room tone before the phrase, four after (room for a 3 s pause ceiling); with
+/// `snr`, pink noise at that many dB below the phrase throughout. With `babbleBelow`,
+/// five-voice babble that many dB below the phrase starts after that second and runs to the
+/// end: the phrase comes 4 s into it, and 10 s more of it follow.
 public enum HesitantSpeech {
+    /// How the learner hesitates mid-phrase.
+    public enum Hesitation: String, Sendable, CaseIterable {
+        /// Silence: the pause alone.
+        case pause
+        /// "uh": 40 % of the pause, a 400 ms filler vowel, the rest of the pause.
+        case filler
+        /// The pause, then the last 500 ms before it said again ("to go… to go to Japan").
+        case restart
+    }
+
     public struct Stimulus: Sendable {
         public let samples: [Int16]
         public let cut: Double  // where the hesitation starts, in seconds
@@ -16,7 +29,13 @@ public enum HesitantSpeech {
         public let end: Double  // the phrase's last sample
         public let reader: String
         public var start = 1.0  // the phrase's first sample
+        public var hesitation = Hesitation.pause
+        /// Where the learner's words go on after the hesitation (the filler is not words):
+        /// a turn that ends before it cut the learner off.
+        public var resume: Double { hesitation == .restart ? cut + pause : cut + pause + (hesitation == .filler ? HesitantSpeech.fillerSeconds : 0) }
     }
+
+    static let fillerSeconds = 0.4
 
     public static func phrases(_ x: [Float]) -> [(Int, Int)] {
         let block = 240
@@ -24,7 +43,9 @@ public enum HesitantSpeech {
             (x[i..<i + block].reduce(0) { $0 + $1 * $1 } / Float(block)).squareRoot()
         }
         let sorted = levels.sorted()
-        let quiet = sorted[sorted.count * 9 / 10] / 30
+        // Quiet: 30 times under the loud tenth, and 8 dB over the recording's own floor (an
+        // old recording's hiss is louder than a studio's silence).
+        let quiet = max(sorted[sorted.count * 9 / 10] / 30, sorted[sorted.count / 10] * 2.5)
         var phrases: [(Int, Int)] = [], start: Int?, last = 0, run = 0
         for (i, level) in levels.enumerated() {
             if level >= quiet {
@@ -36,21 +57,36 @@ public enum HesitantSpeech {
                 if let s = start, run >= 14 { phrases.append((s * block, (last + 1) * block)); start = nil }
             }
         }
-        return phrases.filter { $0.1 - $0.0 > 36_000 }
+        if let s = start { phrases.append((s * block, (last + 1) * block)) }
+        // 1.5 to 8 s: an answer's phrase, not a monologue's run-on.
+        return phrases.filter { $0.1 - $0.0 > 36_000 && $0.1 - $0.0 <= 192_000 }
     }
 
+    /// The tuning set's stimuli: asterisk's prompts `prompts` of `readers`.
     public static func stimuli(pauses: [Double], readers: [String] = HumanSpeech.readers, prompts: [String] = ["demo-congrats"],
-                                phrases count: Int = 2, snr: Float? = nil, babbleBelow: Float? = nil) throws -> [Stimulus] {
+                               phrases count: Int = 2, snr: Float? = nil, babbleBelow: Float? = nil,
+                               hesitations: [Hesitation] = [.pause]) throws -> [Stimulus] {
+        var recordings: [(speaker: String, samples: [Float])] = []
+        for reader in readers {
+            for prompt in prompts { recordings.append((reader, try HumanSpeech.prompt(reader, prompt, sampleRate: 24_000))) }
+        }
+        return try stimuli(recordings, pauses: pauses, phrases: count, snr: snr, babbleBelow: babbleBelow, hesitations: hesitations, level: nil)
+    }
+
+    /// Stimuli of any recordings at 24 kHz (``HeldOutSpeech/speech(sampleRate:)``), each
+    /// phrase's RMS set to `level` dBFS when given (the tuning set's phrases are about −24:
+    /// the codec2 recordings come far quieter and louder).
+    public static func stimuli(_ recordings: [(speaker: String, samples: [Float])], pauses: [Double], phrases count: Int = 2,
+                               snr: Float? = nil, babbleBelow: Float? = nil, hesitations: [Hesitation] = [.pause],
+                               level: Float? = -24) throws -> [Stimulus] {
         var generator = HumanSpeech.SplitMix(1)
         let lead = babbleBelow == nil ? 0 : 4 * 24_000, tail = babbleBelow == nil ? 0 : 10 * 24_000
         let room = try babbleBelow.map { _ in try babble(count: 60 * 24_000) }
         func tone(_ n: Int) -> [Float] { (0..<n).map { _ in generator.nextSigned() * 50 / 32_768 } }
         var out: [Stimulus] = []
-        for reader in readers {
-            for prompt in prompts {
-            let x = try HumanSpeech.prompt(reader, prompt, sampleRate: 24_000)
+        for (reader, x) in recordings {
             for (s, t) in phrases(x).prefix(count) {
-                let phrase = Array(x[s..<t])
+                let phrase = level.map { HumanSpeech.scaled(Array(x[s..<t]), toRMS: powf(10, $0 / 20)) } ?? Array(x[s..<t])
                 let blocks = phrase.count / 240
                 let middle = (blocks / 3)..<(2 * blocks / 3)
                 let quietest = middle.min { a, b in
@@ -58,24 +94,61 @@ public enum HesitantSpeech {
                 }!
                 let cut = quietest * 240
                 for pause in pauses {
-                    var audio = tone(24_000 + lead) + phrase[..<cut] + tone(Int(pause * 24_000)) + phrase[cut...] + tone(96_000 + tail)
-                    if let below = babbleBelow, let room {
-                        let gain = HumanSpeech.rms(phrase) / powf(10, below / 20) / HumanSpeech.rms(room)
-                        for i in 24_000..<audio.count { audio[i] += room[(i - 24_000) % room.count] * gain }
+                    for hesitation in pause == 0 ? [.pause] : hesitations {
+                        let n = Int(pause * 24_000)
+                        var inserted: [Float]
+                        switch hesitation {
+                        case .pause: inserted = tone(n)
+                        case .filler: inserted = tone(n * 2 / 5) + filler(phrase) + tone(n - n * 2 / 5)
+                        case .restart: inserted = tone(n) + phrase[max(0, cut - 12_000)..<cut]
+                        }
+                        var audio = tone(24_000 + lead) + phrase[..<cut] + inserted + phrase[cut...] + tone(96_000 + tail)
+                        if let below = babbleBelow, let room {
+                            let gain = HumanSpeech.rms(phrase) / powf(10, below / 20) / HumanSpeech.rms(room)
+                            for i in 24_000..<audio.count { audio[i] += room[(i - 24_000) % room.count] * gain }
+                        }
+                        if let snr {
+                            let noise = HumanSpeech.pinkNoise(count: audio.count, rms: HumanSpeech.rms(phrase) / powf(10, snr / 20), seed: UInt64(s + 1))
+                            for i in audio.indices { audio[i] += noise[i] }
+                        }
+                        let start = 1 + Double(lead) / 24_000
+                        var stimulus = Stimulus(samples: audio.map { Int16(max(-32_768, min(32_767, $0 * 32_768))) },
+                                                cut: start + Double(cut) / 24_000, pause: pause,
+                                                end: start + Double(phrase.count + inserted.count) / 24_000, reader: reader, start: start)
+                        stimulus.hesitation = hesitation
+                        out.append(stimulus)
                     }
-                    if let snr {
-                        let noise = HumanSpeech.pinkNoise(count: audio.count, rms: HumanSpeech.rms(phrase) / powf(10, snr / 20), seed: UInt64(s + 1))
-                        for i in audio.indices { audio[i] += noise[i] }
-                    }
-                    let start = 1 + Double(lead) / 24_000
-                    out.append(Stimulus(samples: audio.map { Int16(max(-32_768, min(32_767, $0 * 32_768))) },
-                                        cut: start + Double(cut) / 24_000, pause: pause, end: start + Double(phrase.count) / 24_000 + pause,
-                                        reader: reader, start: start))
                 }
-            }
             }
         }
         return out
+    }
+
+    /// A filler "uh" in the speaker's own voice: one pitch period of the phrase's most
+    /// periodic 30 ms (a vowel), repeated for ``fillerSeconds`` with a 40 ms rise and a
+    /// 150 ms fall, 3 dB under that vowel.
+    static func filler(_ phrase: [Float]) -> [Float] {
+        let block = 720, shortest = 24_000 / 400, longest = 24_000 / 70
+        var best = (score: Float(0), start: 0, period: 120)
+        let energies = stride(from: 0, to: phrase.count - block - longest, by: block / 2).map { i in
+            (i, phrase[i..<i + block].reduce(0) { $0 + $1 * $1 })
+        }
+        let loud = energies.map(\.1).sorted()[energies.count / 2]
+        for (i, energy) in energies where energy >= loud {
+            for lag in shortest...longest {
+                var c: Float = 0, e: Float = 0
+                for k in 0..<block { c += phrase[i + k] * phrase[i + k + lag]; e += phrase[i + k + lag] * phrase[i + k + lag] }
+                let score = c / max((energy * e).squareRoot(), 1e-12)
+                if score > best.score { best = (score, i, lag) }
+            }
+        }
+        let cycle = Array(phrase[best.start..<best.start + best.period])
+        let n = Int(fillerSeconds * 24_000), rise = 960, fall = 3_600
+        return (0..<n).map { i in
+            let envelope = i < rise ? 0.5 - 0.5 * cosf(.pi * Float(i) / Float(rise))
+                : i >= n - fall ? 0.5 + 0.5 * cosf(.pi * Float(i - (n - fall)) / Float(fall)) : 1
+            return cycle[i % cycle.count] * envelope * 0.708
+        }
     }
 }
 

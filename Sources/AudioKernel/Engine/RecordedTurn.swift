@@ -37,6 +37,11 @@ public struct RecordedTurn: Sendable {
     /// when it was not asked.
     public var finishedProbability: Float? = nil
 
+    /// For a hands-free turn that ended by itself at a pause (finished, pause_ceiling,
+    /// endOfSpeech): the seconds from the learner's last word to the turn's end, what the
+    /// learner waited before the kiosk took the turn. Nil for any other ending.
+    public var endWait: Double? = nil
+
     /// The turn's duration in seconds.
     public var duration: Double { format.duration(ofSamples: (wav.count - WAVEncoder.headerSize) / 2) }
 }

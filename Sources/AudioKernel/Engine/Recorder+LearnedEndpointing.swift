@@ -38,6 +38,10 @@ extension Recorder {
         }
         pendingAdoption = nil
         endpointing = adoption.endpointing
+        // Its positions are the recorder's: a stream counting from 0 here put every onset
+        // the models heard seconds before the speech, and each turn began at the oldest
+        // audio the pre-roll ring held (up to 2.3 s before the learner's first word).
+        adoption.stream.start(at: preRollEnd)
         vadStream = adoption.stream
         endpointer = adoption.endpointer
     }

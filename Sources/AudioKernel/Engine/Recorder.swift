@@ -55,12 +55,15 @@ public final class Recorder: @unchecked Sendable {
         return spans
     }()
     var lastFinishedProbability: Float?
+    /// How long ago the speech ended when the last speech end was decided, in seconds (the
+    /// turn's ``RecordedTurn/endWait``).
+    var lastSpeechEndWait: Double?
     /// How long smart-turn took over its last answer, in seconds (``RecorderEvent/speechPaused(probability:waiting:after:)``).
     var lastAnswerSeconds = 0.0
     /// VAD speech in the turn being recorded, in samples: a turn with less holds no speech.
     var turnVADSpeechSamples = 0
     var preRoll: [Int16]
-    private var preRollEnd = 0  // absolute position of the sample after the newest
+    var preRollEnd = 0  // absolute position of the sample after the newest
     /// The oldest absolute position the pre-roll may hand to a turn: where the input
     /// resumed after its last rest (what came before is another moment).
     private var preRollValidFrom = 0
@@ -70,14 +73,14 @@ public final class Recorder: @unchecked Sendable {
     var mode = Mode.idle
     /// The number of the recording the current (or next hands-free) turn answers.
     var recordingNumber: UInt64 = 0
-    private var turn: PagedBytes
-    private var turnLevel = SignalLevel.zero
+    var turn: PagedBytes
+    var turnLevel = SignalLevel.zero
     var turnSpeechOnset: Int?
     var turnSpeechSamples = 0
     var turnStartPosition = 0
     /// The absolute position after the last turn's last sample: no later turn's pre-roll
     /// reaches back before it (the same audio is never in two turns).
-    private var lastTurnEnd = 0
+    var lastTurnEnd = 0
     private let maximumTurnSamples: Int
     private var meter = SignalLevel.zero
     private let meterInterval: Int
@@ -294,6 +297,7 @@ public final class Recorder: @unchecked Sendable {
     /// Speech ended at `end`, by either rule: told, and counted in the turn's speech.
     func speechEnded(at end: Int) {
         onEvent(.speechStopped)
+        lastSpeechEndWait = Double(max(0, preRollEnd - end)) / Double(format.sampleRate * format.channels)
         if case .recording = mode, let onset = turnSpeechOnset {
             turnSpeechSamples += end - max(onset, turnStartPosition)
             turnSpeechOnset = nil
@@ -414,36 +418,5 @@ public final class Recorder: @unchecked Sendable {
         #else
         for s in samples { withUnsafeBytes(of: s.littleEndian) { turn.append($0) } }
         #endif
-    }
-
-    func finishTurn(_ reason: RecordedTurn.EndReason) {
-        if let onset = turnSpeechOnset {
-            turnSpeechSamples += detector.position - max(onset, turnStartPosition)
-            turnSpeechOnset = nil
-        }
-        let dataBytes = turn.count - WAVEncoder.headerSize
-        turn.withUnsafeMutableBytes { bytes in
-            WAVEncoder.writeHeader(format: format, dataByteCount: dataBytes, into: bytes)
-        }
-        // A copy at the turn's size, handed to the caller; the buffer's pages go back below.
-        let wav = [UInt8](unsafeUninitializedCapacity: turn.count) { copy, count in
-            count = turn.withUnsafeBytes { copy.initialize(fromContentsOf: $0) }
-        }
-        // The seed's gate (RMS above 300) and, with the learned rule, Silero's: noise or music
-        // loud enough for the gate but with no speech in it is not an answer.
-        let gate = SpeechGate(threshold: configuration.detector.gateThreshold).holdsSpeech(turnLevel)
-        let vadHeardSpeech = vadStream == nil
-            || turnVADSpeechSamples >= endpointer.configuration.minimumSpeechMilliseconds * format.sampleRate / 1000
-        var result = RecordedTurn(
-            wav: wav, format: format, endReason: reason, level: turnLevel,
-            speechDuration: Double(turnSpeechSamples) / Double(format.sampleRate * format.channels),
-            holdsSpeech: gate && vadHeardSpeech && reason != .backgroundSpeech,
-            recording: recordingNumber
-        )
-        result.finishedProbability = lastFinishedProbability
-        turn.removeAll()
-        lastTurnEnd = preRollEnd
-        mode = .idle
-        onEvent(.turn(result))
     }
 }

@@ -16,22 +16,49 @@ public struct TurnEndpointerConfiguration: Hashable, Sendable {
     /// ...and only louder than this RMS: Silero hears speech in babble far below the
     /// learner, which must not start a turn. The 300-RMS gate's start factor by default.
     public var minimumLevel: Double = 360
-    /// At a pause this long, smart-turn is asked whether the turn sounds finished. 150 ms:
-    /// on the recorded hesitations it cuts no more than asking at 200 ms does (docs/audio.md),
-    /// and the answer comes 50 ms sooner.
+    /// At a pause this long, smart-turn is first asked whether the turn sounds finished.
+    /// 150 ms: on the recorded hesitations it cuts no more than asking at 200 ms does
+    /// (docs/audio.md), and the answer comes 50 ms sooner.
     public var pauseMilliseconds: Int = 150
+    /// While the learner stays silent after an unfinished answer, smart-turn is asked again
+    /// at these points into the pause, each with its own threshold (``finishedProbability``'s
+    /// distance from 1 times `distance`): its answer moves as the silence grows (on the
+    /// tuning voices a finished answer's median is 0.93 at 150 ms and 0.97 at 250 ms, its
+    /// 25th percentile 0.22 and 0.66), and a hesitation's climbs too (median 0.07, then 0.21,
+    /// 0.68 at 500 ms), so the threshold rises with the pause: 0.96 at 250 ms. Asked once at
+    /// 150 ms, the tuning set's median finished answer waited for the ceiling; asked again at
+    /// 250 ms, it ends there. Questions at 350, 500, 700, 1,000 and 1,400 ms (at 0.99, where
+    /// hesitations reach too) ended no further answer and cut none fewer: they are not asked,
+    /// and smart-turn runs at most twice a pause (docs/audio.md has the sweep). Chosen on the
+    /// tuning voices only (``HesitantSpeech``: 312 stimuli in quiet, 312 at 10 dB SNR).
+    /// Points before ``pauseMilliseconds`` are skipped.
+    public var laterQuestions: [Question] = [Question(250, distance: 4.0 / 7)]
+
+    /// A later question: its point into the pause, and its threshold's distance from 1 as a
+    /// fraction of the first question's.
+    public struct Question: Hashable, Sendable {
+        public var milliseconds: Int
+        public var distance: Float
+        public init(_ milliseconds: Int, distance: Float) {
+            self.milliseconds = milliseconds
+            self.distance = distance
+        }
+    }
     /// smart-turn is asked this long before the pause reaches that point, about the pause
     /// heard so far played on back and forth to its length (``Decision/askModel(pauseStart:continuing:)``),
     /// and its answer is taken when the pause gets there: the ~100 ms the model takes to answer
     /// no longer comes on top of the pause. 0 asks at the point itself, on the audio as heard.
     public var questionLeadMilliseconds: Int = 96
-    /// A pause this long ends the turn whatever the model said.
-    public var maximumPauseMilliseconds: Int = 3_000
-    /// smart-turn's probability at or above which the turn is finished, in a quiet room.
-    /// pipecat's 0.5 cuts more than half of learners' mid-phrase hesitations on recorded
-    /// voices; 0.93 cuts at most a sixth, and half the finished phrases still end at once
-    /// (docs/audio.md, the turn-taking proof). In noise the threshold rises
-    /// (``finishedThreshold``).
+    /// A pause this long ends the turn whatever the model said. 2 s: the ceiling is what a
+    /// finished answer the model hears as unfinished waits (a phrase that ends a clause, not a
+    /// sentence: a tenth to a fifth of them), and what a learner may pause for without being
+    /// cut off; 3 s kept every 2 s hesitation and made those answers wait a second longer.
+    public var maximumPauseMilliseconds: Int = 2_000
+    /// smart-turn's probability at or above which the turn is finished at the first question,
+    /// in a quiet room. pipecat's 0.5 cuts more than half of learners' mid-phrase hesitations
+    /// on recorded voices; 0.93 at most a sixth (docs/audio.md, the turn-taking proof). The
+    /// later questions' thresholds keep their distance from 1 in proportion
+    /// (``laterQuestions``), and in noise every threshold rises (``finishedThreshold``).
     public var finishedProbability: Float = 0.93
     /// The longest turn.
     public var maximumTurnMilliseconds: Int = 60_000
@@ -116,6 +143,8 @@ public struct TurnEndpointer: Sendable {
     private var onset = 0
     private var pauseStart: Int?
     private var asked = false
+    /// Which question of the pause is next or in flight: 0 the first, k the k-th later one.
+    private var questionIndex = 0
     /// Where the pause being asked about reaches its question point, and the answer that came
     /// before it did (held until then: the learner may still go on).
     private var questionPoint = 0
@@ -160,6 +189,7 @@ public struct TurnEndpointer: Sendable {
         candidateOnset = nil
         pauseStart = nil
         asked = false
+        questionIndex = 0
         earlyAnswer = nil
         speechSamples = 0
         waitedPauses.removeAll(keepingCapacity: true)
@@ -239,6 +269,7 @@ public struct TurnEndpointer: Sendable {
                     speechSamples = candidateSpeech
                     pauseStart = nil
                     asked = false
+                    questionIndex = 0
                     earlyAnswer = nil
                     waitedPauses.removeAll(keepingCapacity: true)
                     return .speechStarted(onset: onset)
@@ -273,14 +304,15 @@ public struct TurnEndpointer: Sendable {
                 return .ended(end: end, ending: .backgroundSpeech)
             }
             if let pause = pauseStart {
-                // Waited: the pause reached its question point (asked ahead or not, answered
-                // or not); one the learner left before it was only a breath.
-                if asked, start >= questionPoint {
+                // Waited: the pause reached its (first) question point (asked ahead or not,
+                // answered or not); one the learner left before it was only a breath.
+                if questionIndex > 0 || (asked && start >= questionPoint) {
                     if waitedPauses.count == Self.waitedPausesKept { waitedPauses.removeFirst() }
                     waitedPauses.append((pause, start))
                 }
                 pauseStart = nil
                 asked = false
+                questionIndex = 0
                 earlyAnswer = nil
                 return .resumed
             }
@@ -304,13 +336,37 @@ public struct TurnEndpointer: Sendable {
             }
             return .none
         }
-        let question = samples(questionMilliseconds)
+        guard let question = questionMilliseconds(questionIndex).map(samples) else { return .none }  // no more: the ceiling
         if end - pause >= question - samples(configuration.questionLeadMilliseconds) {
             asked = true
             questionPoint = pause + question
             return .askModel(pauseStart: pause, continuing: max(0, questionPoint - end))
         }
         return .none
+    }
+
+    /// The pause at which question `index` of a pause is asked (0: ``TurnEndpointerConfiguration/pauseMilliseconds``,
+    /// then ``TurnEndpointerConfiguration/laterQuestions`` after it), nil past the last.
+    func questionMilliseconds(_ index: Int) -> Int? {
+        guard index > 0 else { return configuration.pauseMilliseconds }
+        var k = 0
+        for later in configuration.laterQuestions where later.milliseconds > configuration.pauseMilliseconds {
+            k += 1
+            if k == index { return later.milliseconds }
+        }
+        return nil
+    }
+
+    /// The threshold of question `index` in a quiet room.
+    func quietThreshold(_ index: Int) -> Float {
+        let first = configuration.finishedProbability
+        guard index > 0 else { return first }
+        var k = 0
+        for later in configuration.laterQuestions where later.milliseconds > configuration.pauseMilliseconds {
+            k += 1
+            if k == index { return 1 - (1 - first) * later.distance }
+        }
+        return first
     }
 
     /// How loud speech must be to start a turn, in dB: the configuration's minimum, and
@@ -330,23 +386,18 @@ public struct TurnEndpointer: Sendable {
         unheardSamples = 0
     }
 
-    /// The probability that ends a turn now: ``TurnEndpointerConfiguration/finishedProbability``
-    /// in a quiet room, rising as the room's signal-to-noise ratio falls from 25 dB to 12 dB
-    /// until its distance from 1 is half the quiet one (0.93 → 0.965). In noise smart-turn
-    /// hears finished turns in hesitations far more often (at 10 dB SNR in pink noise the
-    /// median hesitation scores 0.88, in quiet 0.66): at 0.93 it cut a third of them there,
-    /// at 0.965 a fifth (docs/audio.md).
+    /// The probability that ends a turn at the question now due: its quiet threshold
+    /// (``TurnEndpointerConfiguration/finishedProbability`` for the first, then
+    /// ``TurnEndpointerConfiguration/laterQuestions``), rising as the room's signal-to-noise
+    /// ratio falls from 25 dB to 12 dB until its distance from 1 is three quarters of the
+    /// quiet one (0.93 → 0.9475 at the first question). In noise smart-turn hears finished
+    /// turns in hesitations more often (at 10 dB SNR in pink noise the median hesitation
+    /// scores 0.39 at 150 ms, in quiet 0.07): the quiet thresholds cut up to 29 % of the
+    /// tuning set's hesitations there, these 24 %; halving the distance cut 18 % but sent
+    /// the median finished answer to the ceiling (docs/audio.md).
     public var finishedThreshold: Float {
-        let quiet = configuration.finishedProbability
-        return quiet + (1 - quiet) * 0.5 * Float(noisiness)
-    }
-
-    /// When a pause is put to smart-turn: ``TurnEndpointerConfiguration/pauseMilliseconds`` in
-    /// quiet, up to 50 ms later in noise, where its first answers are the least steady (at
-    /// 10 dB SNR, asked at 200 ms with 0.965 it cut a fifth of the hesitations and ended two
-    /// thirds of the finished phrases at once; asked at 150 ms, half).
-    public var questionMilliseconds: Int {
-        configuration.pauseMilliseconds + Int((50 * noisiness).rounded())
+        let quiet = quietThreshold(questionIndex)
+        return 1 - (1 - quiet) * (1 - 0.25 * Float(noisiness))
     }
 
     /// The room's signal-to-noise ratio in dB, once both levels are known.
@@ -379,6 +430,10 @@ public struct TurnEndpointer: Sendable {
             inSpeech = false
             return .ended(end: lastSpeechEnd, ending: .finished(probability: probability))
         }
+        // Unfinished for now: the next question of the pause, if there is one, is asked as
+        // the silence reaches it.
+        asked = false
+        questionIndex += 1
         return .stillListening(probability: probability)
     }
 }

@@ -19,8 +19,11 @@ public final class VoiceActivityStream {
     /// The last 8 s at 16 kHz, a ring; `recentEnd` counts every 16 kHz sample written.
     private var recent: [Int16]
     private var recentEnd = 0
-    /// Input samples consumed so far.
+    /// Input samples consumed so far, counted from ``origin``.
     public private(set) var position = 0
+    /// The position of the stream's first sample: 0, or the caller's own count of the
+    /// samples it had before this stream joined it (``start(at:)``).
+    public private(set) var origin = 0
 
     public init(model: any VoiceActivityModel, inputRate: Int = 24_000) throws(Resampler.Failure) {
         self.model = model
@@ -33,6 +36,16 @@ public final class VoiceActivityStream {
         frame = [Float](repeating: 0, count: SileroVAD.frameLength)
         recent = [Int16](repeating: 0, count: WhisperFeatures.windowSamples)
         model.reset()  // a new stream (a recorder reopened) starts the model afresh
+    }
+
+    /// Numbers this stream's samples in the caller's count, from `position` on: a recorder
+    /// that adopts its models after it opened (the daemon loads them beside the running
+    /// microphone) hears speech start and end at its own positions, where its pre-roll and
+    /// its turns are counted. Before the first period only.
+    public func start(at position: Int) {
+        precondition(self.position == origin, "a stream is placed before it is fed")
+        self.position = position
+        origin = position
     }
 
     /// Forgets the stream: the model's state, a partial frame, the recent audio.
@@ -147,6 +160,6 @@ public final class VoiceActivityStream {
 
     /// An input position in the 16 kHz ring's count.
     private func resampledPosition(_ inputPosition: Int) -> Int {
-        inputPosition * SileroVAD.sampleRate / inputRate
+        (inputPosition - origin) * SileroVAD.sampleRate / inputRate
     }
 }

@@ -72,10 +72,10 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public var speechEndpointExplicit = false
     /// `model`: a pause this long is put to smart-turn...
     public var speechPauseMilliseconds = 150
-    /// ...and one this long ends the turn whatever it said.
-    public var speechMaxPauseMilliseconds = 3_000
-    /// `model`: smart-turn's probability at or above which a pause ends the turn in a quiet
-    /// room (``TurnEndpointer/finishedThreshold`` raises it in noise).
+    /// ...and one this long ends the turn whatever it said (``TurnEndpointerConfiguration/maximumPauseMilliseconds``).
+    public var speechMaxPauseMilliseconds = 2_000
+    /// `model`: smart-turn's probability that ends a turn at a pause's first question in a
+    /// quiet room (the later questions' follow it: ``TurnEndpointer/finishedThreshold``).
     public var speechFinishedProbability = 0.93
     /// `model`: where the model files are (the package installs them here).
     public var speechModelsDirectory = "/usr/share/practiced/models"
@@ -363,12 +363,12 @@ struct ConfigurationKey: Sendable {
                              configuration.speechEndpointExplicit = true
                              return true
                          }, current: { $0.speechEndpoint.rawValue }),
-        .integer("speech.pause_ms", 100...2_000, unit: "milliseconds", help: "speech.endpoint = model: a pause this long is put to smart-turn",
+        .integer("speech.pause_ms", 100...2_000, unit: "milliseconds", help: "speech.endpoint = model: a pause this long is first put to smart-turn (asked once more at 250 ms while the learner stays silent)",
                  \.speechPauseMilliseconds),
         .integer("speech.max_pause_ms", 200...10_000, unit: "milliseconds",
                  help: "speech.endpoint = model: a pause this long ends the turn whatever smart-turn said", \.speechMaxPauseMilliseconds),
         ConfigurationKey(name: "speech.finished_probability", allowed: "a probability from 0.5 to 0.99",
-                         help: "speech.endpoint = model: smart-turn's probability at or above which a pause ends the turn in a quiet room (it rises in noise)",
+                         help: "speech.endpoint = model: smart-turn's probability at or above which a pause ends the turn at its first question in a quiet room (the later questions' thresholds follow it, and all rise in noise)",
                          apply: { configuration, text in
                              guard let value = Double(text), value >= 0.5, value <= 0.99 else { return false }
                              configuration.speechFinishedProbability = value

@@ -60,6 +60,8 @@ extension Metric {
 
     // Hearing: the learned end of turn.
     static let turnModel = Metric("practiced_turn_model_seconds", .histogram, help: "How long smart-turn took to answer at a pause.")
+    static let turnEndWait = Metric("practiced_turn_end_wait_seconds", .histogram, buckets: [0.1, 0.2, 0.3, 0.5, 0.7, 1, 1.5, 2, 3, 5],
+                                    help: "How long a hands-free turn waited after the learner's last word before it ended: what learners wait before the tutor's round trip.")
     static let turnModelAnswers = Metric("practiced_turn_model_answers_total", .counter, label: "decision",
                                          help: "smart-turn's answers at pauses, by what the recorder did.")
     static let speechEndpointDegraded = Metric("practiced_speech_endpoint_degraded", .gauge,
@@ -92,7 +94,7 @@ extension Metric {
     /// Every series, in the order docs/operations.md lists them.
     public static let all: [Metric] = [
         sessions, turns, turnsRecovered, voiceBargeIns, repliesIncomplete, turnEndToUpload, firstAudio, firstAudioToSound,
-        turnRoundTrip, reply, cueAnswers, spoolSetAside, turnModel, turnModelAnswers, speechEndpointDegraded, visits, visitLength, idleWarnings, visitActive,
+        turnRoundTrip, reply, cueAnswers, spoolSetAside, turnModel, turnEndWait, turnModelAnswers, speechEndpointDegraded, visits, visitLength, idleWarnings, visitActive,
         playbackUnderruns, xruns, deviceLosses,
         devicePeriods, deviceParks, controlRequests, controlErrors, slowClientsDropped, clients, uptime, backendProbe,
     ]

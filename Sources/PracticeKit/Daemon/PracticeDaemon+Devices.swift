@@ -52,6 +52,7 @@ extension PracticeDaemon {
             metrics.increment(.turnModelAnswers, waiting ? "wait" : "end")
             server?.publish(Event.SpeechPaused(probability: (Double(probability) * 1000).rounded() / 1000, waiting: waiting))
         case .turn(let turn):
+            if let wait = turn.endWait { metrics.observe(.turnEndWait, seconds: wait) }
             flow?.recorded(turn)
         }
     }

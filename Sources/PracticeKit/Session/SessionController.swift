@@ -292,7 +292,8 @@ public final class SessionController: SessionContext, @unchecked Sendable {
             recording = nil
             publish(Event.TurnRecorded(durationS: rounded(turn.duration), speechS: rounded(turn.speechDuration),
                                        rms: turn.level.rms.rounded(), endReason: TurnEndReason(turn.endReason),
-                                       finishedProbability: turn.finishedProbability.map { (Double($0) * 1000).rounded() / 1000 }))
+                                       finishedProbability: turn.finishedProbability.map { (Double($0) * 1000).rounded() / 1000 },
+                                       endWaitMs: turn.endWait.map { Int(($0 * 1000).rounded()) }))
             guard turn.holdsSpeech else {
                 // The iOS client's gate: nothing is sent.
                 countTurn("no_speech")

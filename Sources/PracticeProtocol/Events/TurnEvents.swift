@@ -23,19 +23,22 @@ extension Event {
     public struct TurnRecorded: ProtocolEvent {
         public static let name = "turn.recorded"
         public static let topic = EventTopic.session
-        public static let summary = "The recorder ended the turn (`end_reason`: released, endOfSpeech, maximumLength, finished, pause_ceiling, or background_speech, a turn then discarded; `finished_probability`: smart-turn's last answer, when it was asked)."
+        public static let summary = "The recorder ended the turn (`end_reason`: released, endOfSpeech, maximumLength, finished, pause_ceiling, or background_speech, a turn then discarded; `finished_probability`: smart-turn's last answer, when it was asked; `end_wait_ms`: for a hands-free turn that ended by itself at a pause, how long after the learner's last word)."
         public var durationS: Double
         public var speechS: Double
         public var rms: Double
         public var endReason: TurnEndReason
         public var finishedProbability: Double?
+        public var endWaitMs: Int?
 
-        public init(durationS: Double, speechS: Double, rms: Double, endReason: TurnEndReason, finishedProbability: Double? = nil) {
+        public init(durationS: Double, speechS: Double, rms: Double, endReason: TurnEndReason, finishedProbability: Double? = nil,
+                    endWaitMs: Int? = nil) {
             self.durationS = durationS
             self.speechS = speechS
             self.rms = rms
             self.endReason = endReason
             self.finishedProbability = finishedProbability
+            self.endWaitMs = endWaitMs
         }
     }
 

@@ -75,6 +75,19 @@ final class RecorderAdoptionTests: XCTestCase {
         quietUntil(3, recorder, log)
         XCTAssertEqual(endReasons(log).count, 3, "\(endReasons(log))")
         XCTAssertEqual(endReasons(log).last, .finished)
+        // Ended at the first question (150 ms into the pause, Silero's 32 ms frames late at most
+        // twice): what the learner waited, as the turn tells it.
+        let waits = log.snapshot().compactMap { if case .turn(let turn) = $0.event { return turn.endWait } else { return nil } }
+        XCTAssertEqual(waits.count, 3)
+        XCTAssertEqual(waits[0], 0.7, accuracy: 0.04, "the hangover's")
+        XCTAssertGreaterThanOrEqual(waits[2], 0.15)
+        XCTAssertLessThan(waits[2], 0.35)
+        // And it begins at its pre-roll (300 ms) before the words, as the level rule's do: the
+        // models heard the speech at the recorder's own positions, not at their stream's.
+        let durations = log.snapshot().compactMap { if case .turn(let turn) = $0.event { return turn.duration } else { return nil } }
+        let words = Double(speech.count) / 24_000 - 0.5
+        XCTAssertLessThan(durations[2], 0.3 + words + waits[2] + 0.1, "the turn begins long before the speech")
+        XCTAssertGreaterThan(durations[2], words + waits[2])
     }
 
     /// Models cannot take a stereo recorder's audio: refused, and its turns keep the level rule.

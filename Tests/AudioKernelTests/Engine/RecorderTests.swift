@@ -65,6 +65,8 @@ final class RecorderTests: XCTestCase {
             let found = samples.indices.dropLast(1200).contains { Array(samples[$0..<($0 + 1200)]) == head }
             XCTAssertTrue(found, "turn \(i) lost the first 50 ms")
             XCTAssertEqual(turn.endReason, .endOfSpeech)
+            // What the learner waited after the last word: the hangover.
+            XCTAssertEqual(try XCTUnwrap(turn.endWait, "turn \(i)'s wait"), 0.7, accuracy: 0.04)
             XCTAssertTrue(turn.holdsSpeech)
             XCTAssertEqual(turn.speechDuration, Double(speech.end - speech.start) / 24_000, accuracy: 0.1)
             XCTAssertEqual(try WAVDecoder.decode(turn.wav).samples, samples, "the WAV is valid")
@@ -235,6 +237,7 @@ final class RecorderTests: XCTestCase {
         let result = turns(log)
         XCTAssertEqual(result.count, 1)
         XCTAssertEqual(result.first?.endReason, .released)
+        XCTAssertNil(result.first?.endWait, "released: the learner waited for nothing")
         // 300 ms of pre-roll, 800 ms of speech, and the period that applied `end`.
         XCTAssertEqual(result.first?.duration ?? 0, 0.3 + 0.8 + 0.01, accuracy: 0.011)
     }
