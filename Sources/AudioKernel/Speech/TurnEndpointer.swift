@@ -25,12 +25,13 @@ public struct TurnEndpointerConfiguration: Hashable, Sendable {
     /// distance from 1 times `distance`): its answer moves as the silence grows (on the
     /// tuning voices a finished answer's median is 0.93 at 150 ms and 0.97 at 250 ms, its
     /// 25th percentile 0.22 and 0.66), and a hesitation's climbs too (median 0.07, then 0.21,
-    /// 0.68 at 500 ms), so the threshold rises with the pause: 0.96 at 250 ms. Asked once at
-    /// 150 ms, the tuning set's median finished answer waited for the ceiling; asked again at
-    /// 250 ms, it ends there. Questions at 350, 500, 700, 1,000 and 1,400 ms (at 0.99, where
-    /// hesitations reach too) ended no further answer and cut none fewer: they are not asked,
-    /// and smart-turn runs at most twice a pause (docs/audio.md has the sweep). Chosen on the
-    /// tuning voices only (``HesitantSpeech``: 312 stimuli in quiet, 312 at 10 dB SNR).
+    /// 0.68 at 500 ms), so the threshold rises with the pause: 0.96 at 250 ms. Chosen on the
+    /// tuning voices only (``HesitantSpeech``: smart-turn's answers through each pause of 312
+    /// stimuli in quiet and 312 at 10 dB SNR, offline); questions at 350, 500, 700, 1,000 and
+    /// 1,400 ms (at 0.99, where hesitations reach too) ended no further answer there and cut
+    /// none fewer, so smart-turn runs at most twice a pause. In the proof the second question
+    /// ends a finished answer sooner in noise (tuning p50 410 → 290 ms at 10 dB SNR) for more
+    /// cut-offs (docs/audio.md has both sets' figures).
     /// Points before ``pauseMilliseconds`` are skipped.
     public var laterQuestions: [Question] = [Question(250, distance: 4.0 / 7)]
 
@@ -51,8 +52,9 @@ public struct TurnEndpointerConfiguration: Hashable, Sendable {
     public var questionLeadMilliseconds: Int = 96
     /// A pause this long ends the turn whatever the model said. 2 s: the ceiling is what a
     /// finished answer the model hears as unfinished waits (a phrase that ends a clause, not a
-    /// sentence: a tenth to a fifth of them), and what a learner may pause for without being
-    /// cut off; 3 s kept every 2 s hesitation and made those answers wait a second longer.
+    /// sentence), and what a learner may pause for without being cut off (it counts from where
+    /// Silero hears the pause begin, so a 2 s hesitation resumes before it); 3 s made those
+    /// answers wait a second longer (the proof's p90 3.1 → 2.1 s).
     public var maximumPauseMilliseconds: Int = 2_000
     /// smart-turn's probability at or above which the turn is finished at the first question,
     /// in a quiet room. pipecat's 0.5 cuts more than half of learners' mid-phrase hesitations
@@ -116,7 +118,7 @@ public struct TurnEndpointer: Sendable {
         /// Speech started at `onset` (the first speech frame's start).
         case speechStarted(onset: Int)
         /// A pause is ``TurnEndpointerConfiguration/questionLeadMilliseconds`` short of
-        /// ``questionMilliseconds``: ask smart-turn about the audio up to now with the pause
+        /// a question point (``TurnEndpointerConfiguration/pauseMilliseconds``, then its ``TurnEndpointerConfiguration/laterQuestions``): ask smart-turn about the audio up to now with the pause
         /// continued by `continuing` samples (``VoiceActivityStream/copyRecent(into:omitting:continuing:)``),
         /// that is about the moment the pause reaches its question point. The pause began at
         /// `pauseStart`. The answer (``answer(_:)``) counts from that point on.
@@ -336,7 +338,7 @@ public struct TurnEndpointer: Sendable {
             }
             return .none
         }
-        guard let question = questionMilliseconds(questionIndex).map(samples) else { return .none }  // no more: the ceiling
+        guard let question = question(questionIndex).map({ samples($0.milliseconds) }) else { return .none }  // no more: the ceiling
         if end - pause >= question - samples(configuration.questionLeadMilliseconds) {
             asked = true
             questionPoint = pause + question
@@ -345,28 +347,18 @@ public struct TurnEndpointer: Sendable {
         return .none
     }
 
-    /// The pause at which question `index` of a pause is asked (0: ``TurnEndpointerConfiguration/pauseMilliseconds``,
-    /// then ``TurnEndpointerConfiguration/laterQuestions`` after it), nil past the last.
-    func questionMilliseconds(_ index: Int) -> Int? {
-        guard index > 0 else { return configuration.pauseMilliseconds }
+    /// Question `index` of a pause: where it is asked and its threshold in a quiet room (0:
+    /// ``TurnEndpointerConfiguration/pauseMilliseconds`` at ``TurnEndpointerConfiguration/finishedProbability``,
+    /// then the ``TurnEndpointerConfiguration/laterQuestions`` after it); nil past the last.
+    func question(_ index: Int) -> (milliseconds: Int, quietThreshold: Float)? {
+        let first = configuration.finishedProbability
+        guard index > 0 else { return (configuration.pauseMilliseconds, first) }
         var k = 0
         for later in configuration.laterQuestions where later.milliseconds > configuration.pauseMilliseconds {
             k += 1
-            if k == index { return later.milliseconds }
+            if k == index { return (later.milliseconds, 1 - (1 - first) * later.distance) }
         }
         return nil
-    }
-
-    /// The threshold of question `index` in a quiet room.
-    func quietThreshold(_ index: Int) -> Float {
-        let first = configuration.finishedProbability
-        guard index > 0 else { return first }
-        var k = 0
-        for later in configuration.laterQuestions where later.milliseconds > configuration.pauseMilliseconds {
-            k += 1
-            if k == index { return 1 - (1 - first) * later.distance }
-        }
-        return first
     }
 
     /// How loud speech must be to start a turn, in dB: the configuration's minimum, and
@@ -391,12 +383,12 @@ public struct TurnEndpointer: Sendable {
     /// ``TurnEndpointerConfiguration/laterQuestions``), rising as the room's signal-to-noise
     /// ratio falls from 25 dB to 12 dB until its distance from 1 is three quarters of the
     /// quiet one (0.93 → 0.9475 at the first question). In noise smart-turn hears finished
-    /// turns in hesitations more often (at 10 dB SNR in pink noise the median hesitation
-    /// scores 0.39 at 150 ms, in quiet 0.07): the quiet thresholds cut up to 29 % of the
-    /// tuning set's hesitations there, these 24 %; halving the distance cut 18 % but sent
+    /// turns in hesitations more often (at 10 dB SNR in pink noise the tuning set's median
+    /// hesitation scores 0.39 at 150 ms, in quiet 0.07): offline, the quiet thresholds cut up
+    /// to 29 % of its hesitations there, these 24 %; halving the distance cut 18 % but sent
     /// the median finished answer to the ceiling (docs/audio.md).
     public var finishedThreshold: Float {
-        let quiet = quietThreshold(questionIndex)
+        let quiet = question(questionIndex)?.quietThreshold ?? configuration.finishedProbability
         return 1 - (1 - quiet) * (1 - 0.25 * Float(noisiness))
     }
 
