@@ -107,6 +107,13 @@ test("still listening: shown while the recorder waits through a pause, gone when
   assert.equal(step.state.stillListening, false);
 });
 
+test("still listening: a pause told after the turn moved on is not the turn's", () => {
+  const uploading = reduce(initialState(), { event: "session.stage", data: { stage: "uploading", session_id: "s", mode: "conversation" } }).state;
+  const step = reduce(uploading, { event: "speech.paused", data: { waiting: true, probability: 0.2 } });
+  assert.equal(step.state.stillListening, false);
+  assert.deepEqual(step.changed, []);
+});
+
 test("how the daemon hears comes with the snapshot and follows speech.models", () => {
   const failed = { endpoint: "hangover", configured: "model", models: "failed", error: "missing" };
   let { state, changed } = reduce(initialState(), { event: "snapshot", data: { session: { stage: "idle" }, speech: failed } });

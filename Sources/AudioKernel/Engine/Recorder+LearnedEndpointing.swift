@@ -86,6 +86,11 @@ extension Recorder {
             // A question asked ahead of this pause's point is not needed any more.
             endpointing?.worker.withdraw(token: question)
         case .stillListening(let p):
+            // Told of the turn being recorded only: a pause going on after the turn ended
+            // (done pressed in it) is still followed, and asked about, for a listen that may
+            // take it up; its "more to come" told then kept "still listening" on the page
+            // over the upload and the reply.
+            guard case .recording = mode else { break }
             onEvent(.speechPaused(probability: p, waiting: true, after: lastAnswerSeconds))
         case .speechStarted(let onset):
             lastFinishedProbability = nil

@@ -131,8 +131,9 @@ export function reduce(state, event) {
       return { state: next, changed: stopped ? ["stage", "level"] : ["level"] };
     }
     // Learned endpointing: the learner paused and smart-turn heard more to come.
+    // Only while recording: a pause waited through after the turn ended is no turn's.
     case Event.SpeechPaused: {
-      const waiting = data.waiting === true;
+      const waiting = data.waiting === true && state.session?.stage === "recording";
       return waiting === state.stillListening ? { state, changed: [] } : { state: { ...state, stillListening: waiting }, changed: ["stage"] };
     }
     case Event.ReviewProgress: return { state: { ...state, reviewProgress: data }, changed: ["review"] };
