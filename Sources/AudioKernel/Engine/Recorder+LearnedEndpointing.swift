@@ -64,14 +64,18 @@ extension Recorder {
             // Barge-in: above its level, for as long as the level rule asks (300 ms).
             minimumSpeech = max(configuration.detector.bargeInMinimumSpeechMilliseconds, endpointer.configuration.minimumSpeechMilliseconds)
         }
+        let frameSamples = 768 * format.sampleRate / 24_000
         stream.process(period) { probability, end, rms in
             if case .recording = mode, probability >= endpointer.configuration.speechProbability {
-                turnVADSpeechSamples += 768 * format.sampleRate / 24_000
+                turnVADSpeechSamples += frameSamples
             }
             // While the kiosk speaks half-duplex no speech may start (its frames count as
-            // masked, level 0); over an echo-cancelled input only speech above the barge-in level.
+            // masked, level 0); over an echo-cancelled input only speech above the barge-in
+            // level and above the kiosk's residue predicted in the frame (the residue is the
+            // tutor's voice, speech to Silero: a frame of it began the start's window and
+            // the turn opened with the tutor).
             let frameLevel = !playing ? rms
-                : inputIsEchoCancelled ? (rms >= bargeInLevel ? rms : 0)
+                : inputIsEchoCancelled ? (rms >= bargeInLevel && !echoTrack.isResidue(positions: (end - frameSamples)..<end) ? rms : 0)
                 : endpointer.inSpeech ? rms : 0
             apply(endpointer.frame(probability: probability, end: end, level: frameLevel, minimumSpeechMilliseconds: minimumSpeech))
         }

@@ -64,6 +64,8 @@ public final class Recorder: @unchecked Sendable {
     var turnVADSpeechSamples = 0
     var preRoll: [Int16]
     var preRollEnd = 0  // absolute position of the sample after the newest
+    /// The pre-roll's blocks beside the kiosk's voice predicted in them (a barge-in's start).
+    let echoTrack: EchoResidueTrack
     /// The oldest absolute position the pre-roll may hand to a turn: where the input
     /// resumed after its last rest (what came before is another moment).
     private var preRollValidFrom = 0
@@ -126,6 +128,7 @@ public final class Recorder: @unchecked Sendable {
                               configuration.detector.bargeInMinimumSpeechMilliseconds)
         let ringSize = preRollSamples + (onsetWindow + 1_000) * samplesPerMillisecond
         preRoll = [Int16](repeating: 0, count: ringSize)
+        echoTrack = EchoResidueTrack(blockSamples: 10 * samplesPerMillisecond, capacityBlocks: ringSize / (10 * samplesPerMillisecond) + 1)
         maximumTurnSamples = configuration.detector.maximumTurnMilliseconds * samplesPerMillisecond
         meterInterval = max(1, configuration.levelIntervalMilliseconds * samplesPerMillisecond)
         pending.reserveCapacity(16)
@@ -214,7 +217,7 @@ public final class Recorder: @unchecked Sendable {
     }
 
     /// Whether speech is going on by the rule in use.
-    private var speechInProgress: Bool { vadStream == nil ? detector.inSpeech : endpointer.inSpeech }
+    var speechInProgress: Bool { vadStream == nil ? detector.inSpeech : endpointer.inSpeech }
 
     /// On the capture thread, after a rest: the pre-roll starts again here, and the level
     /// meter's partial interval is dropped.
@@ -266,6 +269,8 @@ public final class Recorder: @unchecked Sendable {
         }
 
         let playing = kioskIsPlaying
+        // The kiosk's voice as the microphone hears it, learned while it speaks alone.
+        echoTrack.add(period, reference: playing && inputIsEchoCancelled ? followedEchoReference : nil, learning: !speechInProgress)
         let kiosk = playing && inputIsEchoCancelled ? kioskLevel : 0
         let decision = detector.process(level, speaker: !playing ? .silent : inputIsEchoCancelled ? .overEchoCancelledInput(kioskLevel: kiosk) : .halfDuplex)
         if case .recording = mode {
@@ -289,7 +294,7 @@ public final class Recorder: @unchecked Sendable {
         case .listening, .recording: onEvent(.speechStarted(recording: recordingNumber))
         }
         if case .listening = mode {
-            startTurn(from: heldDownOnset(onset) - preRollSamples, handsFree: true)
+            startTurn(from: bargeInStart(onset: onset), handsFree: true)
         }
         if case .recording = mode, turnSpeechOnset == nil { turnSpeechOnset = onset }
     }
@@ -327,6 +332,9 @@ public final class Recorder: @unchecked Sendable {
     /// How loud the followed player has been in the last half second (0 without one), what a
     /// barge-in is weighed against (read on the capture thread).
     private var kioskLevel: Double { inbox.withLock { $0.player?.outputLevel ?? 0 } }
+
+    /// What the followed player handed its device (nil without one).
+    private var followedEchoReference: EchoReference? { inbox.withLock { $0.player?.echoReference } }
 
     private func apply(_ command: Command) {
         switch (command, mode) {

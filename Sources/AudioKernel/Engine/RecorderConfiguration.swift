@@ -4,6 +4,11 @@ public struct RecorderConfiguration: Hashable, Sendable {
     /// Audio kept from before the speech onset (or before push-to-talk), so the first
     /// syllable is never clipped.
     public var preRollMilliseconds: Int = 300
+    /// The pre-roll of a turn that starts over the kiosk's voice (voice barge-in): what comes
+    /// before the learner there is the tutor's residue, not a quiet room, and a turn opening
+    /// with it had the backend hear the tutor; the first syllables a canceller held down are
+    /// found before the onset anyway (``Recorder/heldDownOnset(_:)``).
+    public var bargeInPreRollMilliseconds: Int = 200
     /// How often a level event is sent (about 15 times a second).
     public var levelIntervalMilliseconds: Int = 66
     /// Whether the input is echo-cancelled, so that speech may start while the kiosk is

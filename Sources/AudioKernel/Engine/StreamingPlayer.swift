@@ -57,6 +57,8 @@ public final class StreamingPlayer: @unchecked Sendable {
     private(set) var mix: MixLayer!
     /// How loud the kiosk has been in the last half second (``outputLevel``).
     private let envelope: OutputEnvelope
+    /// What was handed to the device, 10 ms a block, for the recorder's residual-echo estimate.
+    let echoReference: EchoReference
     private let drainFallbackSamples: Int
 
     /// A player on a playback device; call ``start()`` to open it.
@@ -89,6 +91,7 @@ public final class StreamingPlayer: @unchecked Sendable {
         volumeRamp = VolumeRamp(length: configuration.volumeRampMilliseconds * perMillisecond)
         drainFallbackSamples = drainFallback * format.channels
         envelope = OutputEnvelope(samplesPerSecond: 1000 * perMillisecond)
+        echoReference = EchoReference(samplesPerSecond: 1000 * perMillisecond)
         reply = PlaybackLayer(capacity: configuration.capacitySeconds * 1000 * perMillisecond)
         intake = ReplyIntake(ring: reply.ring, samplesPerSecond: 1000 * perMillisecond, clock: clock)
         mix = MixLayer(capacity: 8 * 1000 * perMillisecond, fadeSamples: fadeSamples, samplesPerSecond: 1000 * perMillisecond,
@@ -263,6 +266,7 @@ public final class StreamingPlayer: @unchecked Sendable {
         mix.render(over: buffer)
         volumeRamp.apply(Float(bitPattern: volumeBits.load(ordering: .acquiring)), to: buffer)
         envelope.add(UnsafeBufferPointer(buffer))
+        echoReference.add(UnsafeBufferPointer(buffer))
     }
 
     private func renderReply(into buffer: UnsafeMutableBufferPointer<Float>) {
