@@ -28,7 +28,7 @@ enum SpeechCommand {
                audiokernel-demo speech turn MODEL.onnx INPUT.{wav,f32}
                audiokernel-demo speech turn MODEL.onnx --features FEATURES.f32 [--dump DIR]
                audiokernel-demo speech features AUDIO.f32 OUTPUT.f32
-               audiokernel-demo speech endpoint SILERO.onnx SMART_TURN.onnx INPUT.wav [--finished P] [--pause-ms N] [--kept-pause-ms N] [--lead-ms N] [--answer-ms N] [--max-pause-ms N] [--later MS:DISTANCE,…|none] [--trace [MS,MS,…]]
+               audiokernel-demo speech endpoint SILERO.onnx SMART_TURN.onnx INPUT.wav [--finished P] [--pause-ms N] [--kept-pause-ms N] [--lead-ms N] [--answer-ms N] [--max-pause-ms N] [--later MS:DISTANCE[:ABOVE],…|none] [--trace [MS,MS,…]]
                (turn takes --threads 2: the model in two lanes of rows on two threads)
         """
 
@@ -98,14 +98,15 @@ enum SpeechCommand {
             maximumPauseMilliseconds = n
             arguments.removeSubrange(at...at + 1)
         }
-        // --later MS:DISTANCE,… or --later none (endpoint): the later questions of a pause
-        // (TurnEndpointerConfiguration.laterQuestions), for the proof's policy sweeps.
+        // --later MS:DISTANCE[:ABOVE],… or --later none (endpoint): the later questions of a
+        // pause (TurnEndpointerConfiguration.laterQuestions), for the proof's policy sweeps.
         if let at = arguments.firstIndex(of: "--later"), at + 1 < arguments.count {
             let text = arguments[at + 1]
             let questions = text == "none" ? [] : text.split(separator: ",").compactMap { item -> TurnEndpointerConfiguration.Question? in
                 let parts = item.split(separator: ":")
-                guard parts.count == 2, let ms = Int(parts[0]), let distance = Float(parts[1]), ms > 0, distance > 0 else { return nil }
-                return TurnEndpointerConfiguration.Question(ms, distance: distance)
+                guard (2...3).contains(parts.count), let ms = Int(parts[0]), let distance = Float(parts[1]), ms > 0, distance > 0,
+                      let above = parts.count == 3 ? Float(parts[2]) : 0, (0...1).contains(above) else { return nil }
+                return TurnEndpointerConfiguration.Question(ms, distance: distance, askedAbove: above)
             }
             if text == "none" || questions.count == text.split(separator: ",").count {
                 laterQuestions = questions

@@ -9,6 +9,10 @@ import Foundation
 // Offline (no device; CI gates their allocations at 0):
 // - "Recorder.listening": 100 periods (1 s) of a noisy room through `Recorder.process`
 //   while listening: wall time per second of audio, mallocs.
+// - "Recorder.overTheKiosk": the same second while the kiosk speaks over an echo-cancelled
+//   input (voice barge-in), the followed player rendering a reply period by period: the
+//   barge-in level and the residual-echo estimate against what the player handed its device
+//   (50 delays searched a block); beside "Recorder.listening" plus "Player.enqueueRender".
 // - "Player.enqueueRender": 100 chunks of 10 ms enqueued and rendered (Int16 to Float32,
 //   the ring, the volume): wall time, mallocs.
 // - "Reply.feedToPlayer": the same 100 chunks as the daemon hands them over, from the
@@ -102,6 +106,36 @@ let benchmarks: @Sendable () -> Void = {
     }
 
     let chunk = noisyRoom(240).withUnsafeBytes { [UInt8]($0) }
+    Benchmark("Recorder.overTheKiosk", configuration: .init(metrics: [.wallClock, .mallocCountTotal], timeUnits: .microseconds,
+                                                           warmupIterations: 3, maxDuration: .seconds(3), thresholds: zeroMallocs)) { b in
+        var configuration = RecorderConfiguration()
+        configuration.echoCancelledInput = true
+        let recorder = Recorder(configuration: configuration) { event in blackHole(event) }
+        let player = StreamingPlayer { event in blackHole(event) }
+        recorder.follow(player)
+        recorder.listen()
+        let out = UnsafeMutableBufferPointer<Float>.allocate(capacity: 240)
+        defer { out.deallocate() }
+        player.beginReply()
+        room.withUnsafeBufferPointer { all in
+            chunk.withUnsafeBytes { bytes in
+                player.enqueue(bytes)
+                player.enqueue(bytes)
+                player.render(into: out)
+                recorder.process(UnsafeBufferPointer(rebasing: all[0..<240]))
+                b.startMeasurement()
+                var i = 0
+                while i < all.count {
+                    player.enqueue(bytes)
+                    player.render(into: out)
+                    recorder.process(UnsafeBufferPointer(rebasing: all[i..<(i + 240)]))
+                    i += 240
+                }
+                b.stopMeasurement()
+            }
+        }
+    }
+
     Benchmark("Player.enqueueRender", configuration: .init(metrics: [.wallClock, .mallocCountTotal], timeUnits: .microseconds,
                                                           warmupIterations: 3, maxDuration: .seconds(3), thresholds: zeroMallocs)) { b in
         let player = StreamingPlayer { event in blackHole(event) }

@@ -9,7 +9,8 @@ import XCTest
 /// so that a listen may take it up, and smart-turn is asked again at its later point. Its
 /// "more to come" then is of no turn; told, the page said "still listening" over the upload
 /// and the tutor's reply (CI, KioskUITestsOnCog). Silero is the real one; smart-turn's
-/// answer a stand-in that hears more to come at every question.
+/// answer a stand-in that hears more to come at every question (0.9: under both questions'
+/// thresholds, above the 0.85 the second is asked after).
 final class RecorderPauseTellingTests: XCTestCase {
     private static let models = ProcessInfo.processInfo.environment["PRACTICED_MODELS_DIR"] ?? "/opt/practiced-ci/models"
 
@@ -26,7 +27,7 @@ final class RecorderPauseTellingTests: XCTestCase {
         let asked = Awaitable(0)
         let endpointing = LearnedEndpointing(vad: vad, worker: try TurnCompletionWorker { _, _ in
             asked.update { $0 += 1 }
-            return 0.1
+            return 0.9
         })
         defer { endpointing.worker.stop() }
         let log = EventLog<RecorderEvent>()

@@ -97,30 +97,59 @@ final class TurnEndpointerTests: XCTestCase {
         XCTAssertEqual(noisy.signalToNoise ?? 0, 9.5, accuracy: 0.5, "masked frames are not a quiet room")
     }
 
-    /// An unfinished answer is not the last word: smart-turn is asked again at 250 ms into
-    /// the silence, against a threshold nearer 1 (0.96), because its probability climbs
-    /// with the silence for hesitations too; after that only the ceiling ends the pause.
-    func testAnUnfinishedAnswerIsAskedAgainAt250Milliseconds() {
+    /// An endpointer asked at 150 ms into the pause after 30 frames of speech (asked at the
+    /// point itself, no lead), answered `probability`; with where it is and where speech ended.
+    private func answeredAtTheFirstQuestion(_ probability: Float) -> (TurnEndpointer, Int, Int) {
         var configuration = TurnEndpointerConfiguration()
         configuration.questionLeadMilliseconds = 0
         var e = TurnEndpointer(configuration: configuration), at = 0
         _ = feed(&e, from: &at, frames: 30, probability: 0.9)
         let end = at
         XCTAssertEqual(feed(&e, from: &at, frames: 5, probability: 0.05), [.askModel(pauseStart: end, continuing: 0)], "150 ms")
-        XCTAssertEqual(e.answer(0.9), .stillListening(probability: 0.9))
+        XCTAssertEqual(e.answer(probability), .stillListening(probability: probability))
+        return (e, at, end)
+    }
+
+    /// An unfinished answer is not the last word: smart-turn is asked again at 250 ms into
+    /// the silence, against a threshold nearer 1 (0.96), because its probability climbs
+    /// with the silence for hesitations too; after that only the ceiling ends the pause.
+    func testAnUnfinishedAnswerIsAskedAgainAt250Milliseconds() {
+        var (e, at, end) = answeredAtTheFirstQuestion(0.9)
         XCTAssertEqual(feed(&e, from: &at, frames: 3, probability: 0.05), [.askModel(pauseStart: end, continuing: 0)], "256 ms: past 250")
         XCTAssertEqual(e.finishedThreshold, 0.96, accuracy: 0.0001)
         XCTAssertEqual(e.answer(0.955), .stillListening(probability: 0.955))
         XCTAssertEqual(feed(&e, from: &at, frames: 54, probability: 0.05), [], "no third question")
         XCTAssertEqual(feed(&e, from: &at, frames: 1, probability: 0.05), [.ended(end: end, ending: .pauseCeiling)], "2 s: the 63rd frame")
 
-        e = TurnEndpointer(configuration: configuration)
-        _ = feed(&e, from: &at, frames: 30, probability: 0.9)
-        let second = at
-        _ = feed(&e, from: &at, frames: 5, probability: 0.05)
-        XCTAssertEqual(e.answer(0.92), .stillListening(probability: 0.92))
+        let second: Int
+        (e, at, second) = answeredAtTheFirstQuestion(0.92)
         _ = feed(&e, from: &at, frames: 3, probability: 0.05)
         XCTAssertEqual(e.answer(0.97), .ended(end: second, ending: .finished(probability: 0.97)), "finished at the second question")
+    }
+
+    /// A pause smart-turn heard as a hesitation at 150 ms (under 0.85) is not asked about
+    /// again as its probability climbs with the silence: it waits for the learner or the
+    /// ceiling, and smart-turn runs once.
+    func testAHesitationHeardAtTheFirstQuestionIsNotAskedAgain() {
+        var (e, at, end) = answeredAtTheFirstQuestion(0.84)
+        XCTAssertEqual(feed(&e, from: &at, frames: 57, probability: 0.05), [], "asked again")
+        XCTAssertEqual(feed(&e, from: &at, frames: 1, probability: 0.05), [.ended(end: end, ending: .pauseCeiling)])
+        // In noise (9.5 dB SNR) the first answer says less: the gate is open, and a pause
+        // heard at 0.5 is asked about again at 250 ms.
+        var configuration = TurnEndpointerConfiguration()
+        configuration.questionLeadMilliseconds = 0
+        var noisy = TurnEndpointer(configuration: configuration), from = 0
+        _ = feed(&noisy, from: &from, frames: 40, probability: 0.05, level: 1_000)
+        _ = feed(&noisy, from: &from, frames: 30, probability: 0.9)
+        let noisyEnd = from
+        XCTAssertEqual(feed(&noisy, from: &from, frames: 5, probability: 0.05, level: 1_000), [.askModel(pauseStart: noisyEnd, continuing: 0)])
+        XCTAssertEqual(noisy.answer(0.5), .stillListening(probability: 0.5))
+        XCTAssertEqual(feed(&noisy, from: &from, frames: 3, probability: 0.05, level: 1_000), [.askModel(pauseStart: noisyEnd, continuing: 0)], "not asked again in noise")
+        // The next pause is asked at its first question again.
+        (e, at, _) = answeredAtTheFirstQuestion(0.3)
+        XCTAssertEqual(feed(&e, from: &at, frames: 5, probability: 0.9), [.resumed])
+        let next = at
+        XCTAssertEqual(feed(&e, from: &at, frames: 5, probability: 0.05), [.askModel(pauseStart: next, continuing: 0)], "the next pause")
     }
 
     /// speech.finished_probability moves every question's threshold: their distances from 1
@@ -310,8 +339,8 @@ extension TurnEndpointerTests {
         var e = TurnEndpointer(), at = 0
         _ = feed(&e, from: &at, frames: 30, probability: 0.9)
         _ = feed(&e, from: &at, frames: 2, probability: 0.05)
-        XCTAssertEqual(e.answer(0.3), .none)
-        XCTAssertEqual(feed(&e, from: &at, frames: 3, probability: 0.05), [.stillListening(probability: 0.3)])
+        XCTAssertEqual(e.answer(0.9), .none)
+        XCTAssertEqual(feed(&e, from: &at, frames: 3, probability: 0.05), [.stillListening(probability: 0.9)])
         // Told once; the next question is the 250 ms one, asked 96 ms ahead (at 192 ms, about
         // the pause carried on to 250 ms: 1,392 samples).
         XCTAssertEqual(feed(&e, from: &at, frames: 1, probability: 0.05).map { "\($0)" }, ["askModel(pauseStart: 23040, continuing: 1392)"])
