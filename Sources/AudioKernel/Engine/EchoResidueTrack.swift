@@ -22,8 +22,9 @@ final class EchoResidueTrack {
     /// A track of `capacityBlocks` blocks of `blockSamples` samples each.
     init(blockSamples: Int, capacityBlocks: Int) {
         self.blockSamples = max(1, blockSamples)
+        // Separate buffers (a copy would share one, and its first write allocate).
         microphone = [Float](repeating: 0, count: max(1, capacityBlocks))
-        predicted = microphone
+        predicted = [Float](repeating: 0, count: max(1, capacityBlocks))
         reference = [Float](repeating: 0, count: ResidualEchoEstimator.referenceBlocks)
     }
 

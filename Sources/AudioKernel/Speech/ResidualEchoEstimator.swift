@@ -54,8 +54,13 @@ struct ResidualEchoEstimator {
     private(set) var estimate: (delay: Int, gain: Float, correlation: Float)?
 
     init() {
+        // Each its own buffer: copies of one would share it, and the first write to each on
+        // the capture thread would allocate (copy-on-write: 4 mallocs, in the benchmark gate).
         sumY = [Float](repeating: 0, count: Self.lags)
-        sumYY = sumY; sumXY = sumY; sumMF = sumY; sumFF = sumY
+        sumYY = [Float](repeating: 0, count: Self.lags)
+        sumXY = [Float](repeating: 0, count: Self.lags)
+        sumMF = [Float](repeating: 0, count: Self.lags)
+        sumFF = [Float](repeating: 0, count: Self.lags)
     }
 
     /// The residue predicted for a microphone block of power `microphone` (PCM16 units
