@@ -1,5 +1,6 @@
 @testable import AudioKernel
 import Foundation
+import SpeechModels
 import TestSupport
 
 /// Builds a microphone signal: noise, with "utterances" (voiced bursts) at given times.
@@ -61,5 +62,23 @@ extension Recorder {
                 i += period
             }
         }
+    }
+}
+
+/// A recorder on the learned rule over an echo-cancelled input, following a player, and
+/// listening. smart-turn is not asked before a barge-in: a stand-in answers 0 (more to come;
+/// the debug build's model would take most of a minute to load). The caller stops the worker.
+enum EchoCancelledRoom {
+    static func learned(models: String) throws -> (Recorder, StreamingPlayer, EventLog<RecorderEvent>, LearnedEndpointing) {
+        let vad = try SileroVAD(onnx: [UInt8](Data(contentsOf: URL(fileURLWithPath: models + "/silero_vad_op18_ifless.onnx"))))
+        let endpointing = LearnedEndpointing(vad: vad, worker: try TurnCompletionWorker { _, _ in 0 })
+        var configuration = RecorderConfiguration()
+        configuration.echoCancelledInput = true
+        let log = EventLog<RecorderEvent>()
+        let recorder = Recorder(configuration: configuration, endpointing: endpointing) { log.append($0) }
+        let player = StreamingPlayer { _ in }
+        recorder.follow(player)
+        recorder.listen()
+        return (recorder, player, log, endpointing)
     }
 }

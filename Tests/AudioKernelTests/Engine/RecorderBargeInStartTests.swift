@@ -32,18 +32,10 @@ final class RecorderBargeInStartTests: XCTestCase {
     /// The room: `tutor` played, its echo `echoLoss` dB down and 40 ms late, `learner` (if any)
     /// from `start`; 2.5 s of quiet after, for the turn to end at its pause ceiling.
     private func bargeIn(tutor: [Int16], learner: [Int16], at start: Int, echoLoss: Double) throws -> BargeIn {
-        let vad = try SileroVAD(onnx: [UInt8](Data(contentsOf: URL(fileURLWithPath: Self.models + "/silero_vad_op18_ifless.onnx"))))
         // smart-turn hears more to come at every pause: the ceiling ends the turn, so that a
         // pause in the learner's prompt cannot cut it.
-        let endpointing = LearnedEndpointing(vad: vad, worker: try TurnCompletionWorker { _, _ in 0 })
+        let (recorder, player, log, endpointing) = try EchoCancelledRoom.learned(models: Self.models)
         defer { endpointing.worker.stop() }
-        var configuration = RecorderConfiguration()
-        configuration.echoCancelledInput = true
-        let log = EventLog<RecorderEvent>()
-        let recorder = Recorder(configuration: configuration, endpointing: endpointing) { log.append($0) }
-        let player = StreamingPlayer { _ in }
-        recorder.follow(player)
-        recorder.listen()
         player.beginReply()
         player.enqueue(WAVBuilder.samples(tutor))
         player.endReply()

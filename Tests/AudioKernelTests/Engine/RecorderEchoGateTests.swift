@@ -42,22 +42,6 @@ final class RecorderEchoGateTests: XCTestCase {
         }
     }
 
-    /// A recorder on the learned rule over an echo-cancelled input, following a player, and
-    /// listening. smart-turn is not asked before a barge-in: a stand-in answers (the debug
-    /// build's model would take most of a minute to load).
-    private func learnedRoom() throws -> (Recorder, StreamingPlayer, EventLog<RecorderEvent>) {
-        let vad = try SileroVAD(onnx: [UInt8](Data(contentsOf: URL(fileURLWithPath: Self.models + "/silero_vad_op18_ifless.onnx"))))
-        let endpointing = LearnedEndpointing(vad: vad, worker: try TurnCompletionWorker { _, _ in 0 })
-        var configuration = RecorderConfiguration()
-        configuration.echoCancelledInput = true
-        let log = EventLog<RecorderEvent>()
-        let recorder = Recorder(configuration: configuration, endpointing: endpointing) { log.append($0) }
-        let player = StreamingPlayer { _ in }
-        recorder.follow(player)
-        recorder.listen()
-        return (recorder, player, log)
-    }
-
     /// The raw echo of `reply`: 13 dB down and 40 ms late, what a canceller that lost track
     /// passes; with `learner` speaking over it from `start`.
     private func echo(of reply: [Int16], with learner: [Int16] = [], from start: Int = 0) -> [Int16] {
@@ -124,7 +108,7 @@ final class RecorderEchoGateTests: XCTestCase {
     /// than 1,200 RMS, but not within 12 dB of the tutor: no barge-in in the whole reply. The
     /// learner speaking over the next reply's echo interrupts it.
     func testTheLearnedRuleDoesNotTakeTheTutorsRawEchoForTheLearner() throws {
-        let (recorder, player, log) = try learnedRoom()
+        let (recorder, player, log, _) = try EchoCancelledRoom.learned(models: Self.models)
         // Three seconds of each reply: Silero in a debug build is slow.
         let reply = try Array(voice("reply-1").prefix(72_000))
         play(reply, on: player, hearing: echo(of: reply), into: recorder)
@@ -146,7 +130,7 @@ final class RecorderEchoGateTests: XCTestCase {
     func testTheLearnedRuleOnHumanVoices() throws {
         /// A prompt at 24 kHz, its speech at −21 dBFS.
         func voice(_ reader: String, _ name: String) throws -> [Int16] { try HumanSpeech.voice(reader, name, speechLevel: -21) }
-        let (recorder, player, log) = try learnedRoom()
+        let (recorder, player, log, _) = try EchoCancelledRoom.learned(models: Self.models)
         let tutor = try voice("en_US_f_Allison", "agent-alreadyon")
         play(tutor, on: player, hearing: echo(of: tutor), into: recorder)
         XCTAssertEqual(speechStarts(log), 0, "Allison's own echo interrupted her")

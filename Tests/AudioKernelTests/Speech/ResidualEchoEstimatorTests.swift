@@ -7,7 +7,7 @@ import XCTest
 final class ResidualEchoEstimatorTests: XCTestCase {
     /// A speech-like reference: syllables of 50–200 ms at −20 to −40 dBFS with gaps between.
     private func reference(blocks: Int, seed: UInt64 = 7) -> [Float] {
-        var generator = SplitMix(seed: seed)
+        var generator = SeededGenerator(seed: seed)
         var powers: [Float] = []
         while powers.count < blocks {
             let loud = Float(pow(10, -(20 + Double(generator.next() % 20)) / 10)) * 32_768 * 32_768
@@ -77,18 +77,5 @@ final class ResidualEchoEstimatorTests: XCTestCase {
         XCTAssertNil(estimator.estimate)
         _ = run(&estimator, microphone: microphone, far: [Float](repeating: 0, count: 300))
         XCTAssertNil(estimator.estimate, "learned from a silent kiosk")
-    }
-}
-
-/// A small deterministic generator (the tests' signals are the same every run).
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
