@@ -62,7 +62,8 @@ final class RecorderFirstWordTests: XCTestCase {
     /// The canceller held the learner's whole first 300 ms under the barge-in level (RMS
     /// 1000 over a residue of 700, with a dip to 260): speech is heard where the voice rises, and the turn
     /// began 300 ms before that, on the learner's first sample (on PipeWire in CI: 15 ms
-    /// into "What should I see first?"). It must begin with a pre-roll before the voice.
+    /// into "What should I see first?"). It must begin with the barge-in's pre-roll before
+    /// the voice.
     func testABargeInTurnReachesBackOverSpeechTheCancellerHeldDown() {
         var configuration = RecorderConfiguration()
         configuration.echoCancelledInput = true
@@ -74,7 +75,7 @@ final class RecorderFirstWordTests: XCTestCase {
         mic.speech(ms: 1000, amplitude: 3000)
         mic.silence(ms: 1500)
         assertOneTurn(turnStart(mic, recorder: { $0.setPlaybackActive(true) }, configuration: configuration),
-                      beginning: 280, millisecondsBefore: mic.utterances[1].start)
+                      beginning: configuration.bargeInPreRollMilliseconds, millisecondsBefore: mic.utterances[1].start)
     }
 
     /// A click long before speech (past the onset window) stays out of the turn.
