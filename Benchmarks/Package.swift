@@ -66,6 +66,19 @@ let package = Package(
             path: "Benchmarks/ResamplerBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // Rubber Band, the reference of the time-stretch benchmark.
+        .systemLibrary(name: "CRubberBand", path: "Sources/CRubberBand", providers: [.apt(["librubberband-dev"])]),
+        .executableTarget(
+            name: "TimeStretchBenchmarks",
+            dependencies: [
+                .product(name: "AudioKernel", package: "practiced"),
+                .product(name: "Benchmark", package: "benchmark"),
+                "BenchmarkGate",
+                "CRubberBand",
+            ],
+            path: "Benchmarks/TimeStretchBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
         // libavcodec, the reference of the AAC benchmark.
         .systemLibrary(name: "CAVCodec", path: "Sources/CAVCodec", providers: [.apt(["libavcodec-dev", "libavutil-dev"])]),
         .executableTarget(

@@ -9,13 +9,15 @@ import Glibc
 /// then writes a copy with a 20 ms fade-out, as the player does on `stop`.
 ///
 /// `audiokernel-demo convert IN OUT [--bitrate BPS]` converts between WAV and MPEG-4 AAC-LC
-/// (see ``Converter``); `audiokernel-demo speech …` runs the speech models on a recording
+/// (see ``Converter``); `audiokernel-demo stretch IN OUT --rate R` plays a recording slower or
+/// faster at its pitch (see ``StretchCommand``); `audiokernel-demo speech …` runs the speech models on a recording
 /// (see ``SpeechCommand``).
 @main
 struct AudioKernelDemo {
     static let usage = """
         usage: audiokernel-demo INPUT.wav [OUTPUT.wav]
                audiokernel-demo convert INPUT OUTPUT [--bitrate BPS]
+               audiokernel-demo stretch INPUT.wav OUTPUT.wav --rate R
                audiokernel-demo speech vad|turn|features ... (see `audiokernel-demo speech`)
         """
 
@@ -23,6 +25,9 @@ struct AudioKernelDemo {
         let arguments = Array(CommandLine.arguments.dropFirst())
         if arguments.first == "convert" {
             exit(Converter.main(Array(arguments.dropFirst())))
+        }
+        if arguments.first == "stretch" {
+            exit(StretchCommand.main(Array(arguments.dropFirst())))
         }
         if arguments.first == "speech" {
             exit(SpeechCommand.main(Array(arguments.dropFirst())))

@@ -72,8 +72,10 @@ public enum SystemCall {
         return failure
     }
 
-    /// Reads a whole file into memory.
-    public static func readFile(atPath path: String) -> Result<[UInt8], Errno> {
+    /// Reads a whole file into memory: at most `maximumBytes`, past which it fails with
+    /// EFBIG (a device such as `/dev/zero`, or a stream that never ends, would otherwise be
+    /// read until memory runs out).
+    public static func readFile(atPath path: String, maximumBytes: Int = .max) -> Result<[UInt8], Errno> {
         let fd: Int32
         switch retryingOnInterrupt({ open(path, O_RDONLY | O_CLOEXEC) }) {
         case .success(let d): fd = d
@@ -88,7 +90,9 @@ public enum SystemCall {
             }
             switch r {
             case .success(0): return .success(bytes)
-            case .success(let n): bytes.append(contentsOf: chunk[0..<n])
+            case .success(let n):
+                guard n <= maximumBytes - bytes.count else { return .failure(Errno(rawValue: EFBIG)) }
+                bytes.append(contentsOf: chunk[0..<n])
             case .failure(let e): return .failure(e)
             }
         }

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Where the samples of a WAV file are, and in which format: the result of walking its
 /// RIFF chunks, before any sample is copied.
 public struct WAVLayout: Equatable, Sendable {
@@ -125,10 +129,16 @@ public enum WAVDecoder {
         return try result.get()
     }
 
-    /// Reads and decodes the WAV file at `path`.
+    /// The largest file ``decode(contentsOfFile:)`` reads into memory: 512 MiB, an hour and a
+    /// half of 48 kHz stereo PCM16 (a longer recording is streamed, as `play` does).
+    public static let maximumFileBytes = 512 << 20
+
+    /// Reads and decodes the WAV file at `path` (at most ``maximumFileBytes``).
     public static func decode(contentsOfFile path: String) throws(WAVError) -> DecodedWAV {
-        switch SystemCall.readFile(atPath: path) {
+        switch SystemCall.readFile(atPath: path, maximumBytes: maximumFileBytes) {
         case .success(let bytes): return try decode(bytes)
+        case .failure(let code) where code.rawValue == EFBIG:
+            throw .io(code, operation: "reading \(path) (more than \(maximumFileBytes >> 20) MiB; a WAV file read whole must be smaller)")
         case .failure(let code): throw .io(code, operation: "reading \(path)")
         }
     }
