@@ -16,6 +16,8 @@ public struct Errno: Error, RawRepresentable, Hashable, Sendable, CustomStringCo
     public static let interrupted = Errno(rawValue: EINTR)
     /// `EAGAIN`: the call would block.
     public static let wouldBlock = Errno(rawValue: EAGAIN)
+    /// A bounded read went past its bound (``SystemCall/readFile(atPath:maximumBytes:)``).
+    public static let fileTooLarge = Errno(rawValue: EFBIG)
     /// `ENOENT`: no such file or directory.
     public static let noSuchFileOrDirectory = Errno(rawValue: ENOENT)
     /// `ENODEV`: no such device.

@@ -91,7 +91,7 @@ public enum SystemCall {
             switch r {
             case .success(0): return .success(bytes)
             case .success(let n):
-                guard n <= maximumBytes - bytes.count else { return .failure(Errno(rawValue: EFBIG)) }
+                guard n <= maximumBytes - bytes.count else { return .failure(.fileTooLarge) }
                 bytes.append(contentsOf: chunk[0..<n])
             case .failure(let e): return .failure(e)
             }

@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Where the samples of a WAV file are, and in which format: the result of walking its
 /// RIFF chunks, before any sample is copied.
 public struct WAVLayout: Equatable, Sendable {
@@ -137,7 +133,7 @@ public enum WAVDecoder {
     public static func decode(contentsOfFile path: String) throws(WAVError) -> DecodedWAV {
         switch SystemCall.readFile(atPath: path, maximumBytes: maximumFileBytes) {
         case .success(let bytes): return try decode(bytes)
-        case .failure(let code) where code.rawValue == EFBIG:
+        case .failure(let code) where code == .fileTooLarge:
             throw .io(code, operation: "reading \(path) (more than \(maximumFileBytes >> 20) MiB; a WAV file read whole must be smaller)")
         case .failure(let code): throw .io(code, operation: "reading \(path)")
         }

@@ -69,6 +69,16 @@ final class FileAndNullDeviceTests: XCTestCase {
         }
     }
 
+    /// A capture file that never ends (a device) is refused at its bound, not read until the
+    /// process runs out of memory (it aborted allocating 35 GB).
+    func testFileCaptureRefusesADeviceThatNeverEnds() throws {
+        let endless = try CaptureDevice(name: .file(path: "/dev/zero", realTime: false))
+        XCTAssertThrowsError(try endless.start(onPeriod: { _ in })) { error in
+            XCTAssertEqual((error as? AudioError)?.kind, .openFailed)
+            XCTAssertTrue("\(error)".contains("more than 512 MiB"), "\(error)")
+        }
+    }
+
     func testRealTimeFilePlaybackIsPacedAndWritesAWAV() throws {
         let path = dir.appendingPathComponent("out.wav").path
         let signal = Loopback.signal(count: 12_000)  // 0.5 s

@@ -16,8 +16,12 @@ final class WAVFileCapture: CaptureBackend {
             AudioError(kind, message: message, operation: "opening WAV file '\(path)' for capture")
         }
         let bytes: [UInt8]
-        switch SystemCall.readFile(atPath: path) {
+        // Bounded as every whole-file read is: `file:/dev/zero` or a FIFO that never ends
+        // would otherwise be read until memory runs out.
+        switch SystemCall.readFile(atPath: path, maximumBytes: WAVDecoder.maximumFileBytes) {
         case .success(let read): bytes = read
+        case .failure(.fileTooLarge):
+            throw refuse(.openFailed, "more than \(WAVDecoder.maximumFileBytes >> 20) MiB; a capture file is read whole and must be smaller")
         case .failure(let code): throw refuse(.openFailed, "\(code)")
         }
         let parsed = bytes.withUnsafeBytes { raw in Result { () throws(WAVError) -> WAVLayout in try WAVDecoder.parse(raw) } }
