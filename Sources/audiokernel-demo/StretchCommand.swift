@@ -51,7 +51,7 @@ enum StretchCommand {
         }
         let wav: DecodedWAV
         do { wav = try WAVDecoder.decode(contentsOfFile: input) } catch { throw Failure(description: "\(input): \(error)") }
-        let mono = monoSpeech(wav)
+        let mono = try monoSpeech(wav)
         print("input    \(input): \(wav.format.sampleRate) Hz, \(wav.format.channels) channel(s), \(AudioKernelDemo.format(wav.duration, 3)) s")
 
         let writer: WAVFileWriter
@@ -83,36 +83,34 @@ enum StretchCommand {
         print("wrote    \(output) (24 kHz mono PCM16)")
     }
 
-    /// The recording as the kiosk's speech: its channels averaged, at 24 kHz.
-    static func monoSpeech(_ wav: DecodedWAV) -> [Float] {
-        let channels = max(1, wav.format.channels)
+    /// The recording as the kiosk's speech, mixed down to mono and at 24 kHz by the engine's
+    /// ``InputConverter`` (as `play` takes a clip); the resampler's delay is dropped from the
+    /// start and drained from the end, so the speech keeps its length.
+    static func monoSpeech(_ wav: DecodedWAV) throws -> [Float] {
+        let rate = WAVFormat.speech.sampleRate, channels = max(1, wav.format.channels)
+        let chunk = 4_096
+        let converter: InputConverter
+        do {
+            converter = try InputConverter(source: wav.format.streamFormat, maximumFrames: chunk, targetRate: rate, targetChannels: 1, quality: .high)
+        } catch { throw Failure(description: "\(error)") }
         let frames = wav.samples.count / channels
-        var mono = [Float](repeating: 0, count: frames)
-        for f in 0..<frames {
-            var sum: Float = 0
-            for c in 0..<channels { sum += Float(wav.samples[f * channels + c]) }
-            mono[f] = sum / Float(channels) / 32_768
-        }
-        guard wav.format.sampleRate != WAVFormat.speech.sampleRate,
-              let resampler = try? Resampler(inputRate: wav.format.sampleRate, outputRate: WAVFormat.speech.sampleRate, quality: .high) else { return mono }
-        var converted: [Float] = []
-        converted.reserveCapacity(frames * WAVFormat.speech.sampleRate / wav.format.sampleRate + 64)
-        var out = [Float](repeating: 0, count: resampler.maximumOutputFrames(forInputFrames: resampler.maximumInputFrames))
-        mono.withUnsafeBufferPointer { all in
+        var mono: [Float] = []
+        mono.reserveCapacity(frames * rate / wav.format.sampleRate + chunk)
+        func feed(_ samples: UnsafeBufferPointer<Int16>) {
             var next = 0
-            while next < all.count {
-                let n = min(resampler.maximumInputFrames, all.count - next)
-                let count = out.withUnsafeMutableBufferPointer { resampler.process(UnsafeBufferPointer(rebasing: all[next..<next + n]), into: $0) }
-                converted += out[0..<count]
+            while next < samples.count / channels {
+                let n = min(chunk, samples.count / channels - next)
+                mono += converter.convert(samples.baseAddress! + next * channels, frames: n)
                 next += n
             }
         }
-        // The filters' delay: its first frames are the filter filling, and it is owed at the end.
-        let delay = min(Int(resampler.delay.rounded()), converted.count)
-        let tail = [Float](repeating: 0, count: resampler.maximumInputFrames)
-        let drained = out.withUnsafeMutableBufferPointer { o in tail.withUnsafeBufferPointer { resampler.process(UnsafeBufferPointer(rebasing: $0[0..<min($0.count, delay + 64)]), into: o) } }
-        converted += out[0..<drained]
-        let wanted = frames * WAVFormat.speech.sampleRate / wav.format.sampleRate
-        return Array(converted.dropFirst(delay).prefix(wanted))
+        wav.samples.withUnsafeBufferPointer { feed($0) }
+        let delay = Int(converter.delayFrames.rounded())
+        if delay > 0 {
+            // The input's last samples are still in the filter: zeros push them out.
+            let zeros = [Int16](repeating: 0, count: (delay * wav.format.sampleRate / rate + 64) * channels)
+            zeros.withUnsafeBufferPointer { feed($0) }
+        }
+        return Array(mono.dropFirst(delay).prefix(frames * rate / wav.format.sampleRate))
     }
 }
