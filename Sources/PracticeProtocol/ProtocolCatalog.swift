@@ -8,14 +8,14 @@ public enum ProtocolCatalog {
         // The control server.
         Command.Hello.self, Command.Subscribe.self, Command.Unsubscribe.self,
         // The daemon.
-        Command.Ping.self, Command.Status.self, Command.Devices.self, Command.Play.self, Command.PlaybackStop.self,
+        Command.Ping.self, Command.Status.self, Command.Devices.self, Command.Play.self, Command.PlaybackStop.self, Command.PlaybackRate.self,
         Command.VolumeGet.self, Command.VolumeSet.self,
         Command.LevelWatch.self, Command.ConfigGet.self, Command.Metrics.self,
         // The visit.
         Command.VisitTouch.self, Command.VisitEnd.self,
         // The session.
         Command.SessionStart.self, Command.SessionEnd.self, Command.SessionClose.self, Command.SessionGet.self,
-        Command.TurnStart.self, Command.Listen.self, Command.TurnStop.self, Command.TurnCancel.self, Command.Say.self,
+        Command.TurnStart.self, Command.Listen.self, Command.TurnStop.self, Command.TurnCancel.self, Command.Say.self, Command.ReplyReplay.self, Command.TurnReplay.self,
         Command.ReviewGet.self, Command.CorrectionAsk.self, Command.ReviewFinish.self,
         Command.SpoolList.self, Command.SpoolRetry.self, Command.SpoolDiscard.self, Command.Topics.self, Command.Profile.self,
         // Cue practice (backend.kind = chatterbox).
@@ -37,13 +37,14 @@ public enum ProtocolCatalog {
         // Replies.
         Event.Transcript.self, Event.ReplyText.self, Event.ReplyAudioStarted.self, Event.ReplyRetrying.self, Event.ReplyTiming.self,
         Event.ReplyMalformed.self, Event.ReplyIncomplete.self, Event.ReplyWaiting.self, Event.ReplyDrained.self, Event.ReplyFinished.self,
+        Event.ReplyReplaying.self, Event.ReplyReplayFinished.self, Event.TurnReplaying.self, Event.TurnReplayFinished.self,
         Event.GreetingFailed.self, Event.GreetingUnanswered.self,
         // Review.
         Event.ReviewProgress.self, Event.ReviewReady.self, Event.ReviewFailed.self, Event.ReviewFinishFailed.self,
         Event.CorrectionAdded.self, Event.CorrectionFailed.self,
         // Audio.
         Event.Level.self, Event.SpeechStarted.self, Event.SpeechStopped.self, Event.SpeechPaused.self, Event.SpeechModels.self, Event.PlaybackStarted.self, Event.PlaybackUnderrun.self,
-        Event.PlaybackFinished.self, Event.PlaybackFailed.self, Event.VolumeChanged.self, Event.DeviceState.self, Event.DeviceXrun.self, Event.DeviceLost.self, Event.DeviceRestored.self,
+        Event.PlaybackFinished.self, Event.PlaybackFailed.self, Event.VolumeChanged.self, Event.PlaybackRateChanged.self, Event.DeviceState.self, Event.DeviceXrun.self, Event.DeviceLost.self, Event.DeviceRestored.self,
         // Daemon.
         Event.ConfigReloaded.self, Event.ConfigReloadFailed.self,
         // The visit.

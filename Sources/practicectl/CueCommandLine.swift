@@ -24,7 +24,8 @@ extension PracticeCtl {
                                and evaluation (--timeout, default 120 s here)
           results RECORDING    a recording's transcript and evaluation (asked again if needed)
           history [LIMIT]      the learner's recordings, newest first (20 by default)
-          hear RECORDING       play a recording through the speaker
+          hear RECORDING [RATE]
+                               play a recording through the speaker (at RATE: 0.5 to 2.0)
         """
 
     /// What a cue command line asks for: one request, or a conversation with the daemon.
@@ -73,8 +74,10 @@ extension PracticeCtl {
             guard rest.count <= 1 else { usageError("history takes a limit at most") }
             return .request(Command.CueHistory.name, rest.first.map { ["limit": .int(number($0, "the limit"))] } ?? .object([]))
         case "hear":
-            guard rest.count == 1 else { usageError("hear needs a recording's id (see `practicectl history`)") }
-            return .request(Command.CuePlay.name, ["recording_id": .int(number(rest[0], "a recording's id"))])
+            guard (1...2).contains(rest.count) else { usageError("hear needs a recording's id (see `practicectl history`), and a rate at most") }
+            guard rest.count == 2 else { return .request(Command.CuePlay.name, ["recording_id": .int(number(rest[0], "a recording's id"))]) }
+            guard let rate = parseRate(rest[1]) else { usageError("hear ID RATE: a rate such as 0.75, 0.75x or 75%, not '\(rest[1])'") }
+            return .request(Command.CuePlay.name, ["recording_id": .int(number(rest[0], "a recording's id")), "rate": .double(rate)])
         default:
             return nil
         }

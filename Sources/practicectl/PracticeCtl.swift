@@ -47,7 +47,7 @@ struct PracticeCtl {
           config               the daemon's configuration
           metrics              Prometheus metrics
           call COMMAND [JSON]  any command, with its arguments as a JSON object
-        \(cueUsage)
+        \(replayUsage)\n\(cueUsage)
 
         --wait-for EVENT[,EVENT...] works with every command but level: it subscribes to the
         events' topics, sends the command, then prints the events until one of those arrives
@@ -176,7 +176,7 @@ struct PracticeCtl {
     /// The daemon's command for a command line (a usage error exits here).
     static func plan(_ command: String, _ rest: [String]) -> Plan {
         if let (name, args) = sessionCommand(command, rest) { return .request(name, args) }
-        if let plan = cuePlan(command, rest) { return plan }
+        if let plan = cuePlan(command, rest) ?? replayPlan(command, rest) { return plan }
         switch command {
         case "ping", "status", "devices", "topics", "config", "metrics":
             guard rest.isEmpty else { usageError("\(command) takes no arguments") }

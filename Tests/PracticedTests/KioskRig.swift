@@ -35,6 +35,9 @@ final class KioskRig {
     private let speaker: CaptureDevice
     /// Samples the speaker played (the `kiosk.monitor` source), louder than a whisper.
     let heard = Awaitable((loud: 0, total: 0))
+    /// When the monitor heard a sound begin after quiet (uptime ns, as the period arrived:
+    /// the monitor's own latency is in it).
+    let soundOnsets = Awaitable([UInt64]())
     private let extraArguments: [String]
 
     static let learner: [Int16] = try! WAVDecoder.decode(contentsOfFile: SimulatorHarness.samplesDirectory + "/learner-1.wav").samples
@@ -80,13 +83,18 @@ final class KioskRig {
             learnerVoice = try StreamingPlayer(device: AudioDeviceName(parsing: "pulse:\(EchoCancellingRoom.room)"), stream: stream) { _ in }
             try learnerVoice?.start()
         }
-        let heard = heard
+        let (heard, onsets) = (heard, soundOnsets)
+        let quietSamples = Awaitable(Int.max)
         try speaker.start(onPeriod: { period in
             let loud = period.reduce(0) { $0 + (abs(Int($1)) > 500 ? 1 : 0) }
             heard.update {
                 $0.loud += loud
                 $0.total += period.count
             }
+            // A sound's onset: a loud period after a tenth of a second of quiet.
+            let quiet = quietSamples.value
+            if loud > 0, quiet >= 2_400 { onsets.update { $0.append(DispatchTime.now().uptimeNanoseconds) } }
+            quietSamples.update { $0 = loud > 0 ? 0 : quiet &+ period.count }
         }, onEvent: { _ in })
         extraArguments = arguments
         try startDaemon()

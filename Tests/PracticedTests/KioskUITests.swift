@@ -396,6 +396,59 @@ class KioskUITests: XCTestCase {
         try checkMessagesAgainstTheSchema()
     }
 
+    /// Hearing the tutor again (issue 69), by the page only: the profile screen's speed set
+    /// to 0.75 (in both languages), the greeting's "again" and "slower" under the tutor's
+    /// line (slower: a step below the speed in force, 0.6), the replay shown and stopped.
+    func testTheTutorIsHeardAgainSlowerAndTheSpeedIsTheLearners() throws {
+        try start(width: 800, height: 480)
+        try browser.click("#tab-profile")
+        XCTAssertNotNil(try browser.wait(for: "#speed"))
+        XCTAssertEqual(try browser.run("return document.querySelector('#rate-1').getAttribute('aria-pressed')"), "true")
+        try browser.click("#rate-0_75")
+        XCTAssertTrue(try browser.wait(until: "return window.practicedKiosk.store.playbackRate === 0.75", timeout: 10), "playback.rate_changed never came")
+        XCTAssertTrue(try browser.wait(until: "return document.querySelector('#rate-0_75').getAttribute('aria-pressed') === 'true'", timeout: 5))
+        XCTAssertEqual(try rig.daemon.client().request(Command.PlaybackRate.self)["rate"], .double(0.75))
+        try shoot("profile-speed")
+        try browser.click("#language")
+        XCTAssertNotNil(try browser.wait(for: "#speed h2", text: { $0 == "The tutor's speed" }))
+        try shoot("profile-speed-english")
+        try browser.click("#language")
+
+        try browser.click("#tab-practice")
+        try browser.click("[data-topic='travel']")
+        XCTAssertNotNil(try browser.wait(for: ".line.tutor #replay", timeout: 30), "the greeting's line has no replay buttons")
+        try waitForStage("ready")
+        XCTAssertEqual(try browser.text(try XCTUnwrap(try browser.find("#replay-again"))), "↻ 再聽一次")
+        XCTAssertEqual(try browser.run("return document.querySelector('#replay-slower').dataset.rate"), "0.6")
+        try browser.click("#replay-again")
+        XCTAssertTrue(try browser.wait(until: "return window.practicedKiosk.store.replay?.rate === 0.75", timeout: 10), "the replay was not shown")
+        XCTAssertNotNil(try browser.wait(for: "#replaying"))
+        XCTAssertEqual(try browser.run("return document.querySelector('#stop').disabled"), .bool(false), "a replay can be stopped")
+        try shoot("conversation-replaying")
+        try browser.click("#stop")
+        XCTAssertTrue(try browser.wait(until: "return window.practicedKiosk.store.replay === null", timeout: 10), "the stopped replay still shows")
+        try browser.click("#replay-slower")
+        XCTAssertTrue(try browser.wait(until: "return window.practicedKiosk.store.replay?.rate === 0.6", timeout: 10))
+        // It plays to its end by itself; the buttons stay for another go.
+        XCTAssertTrue(try browser.wait(until: "return window.practicedKiosk.store.replay === null", timeout: 60), "the replay never finished")
+        XCTAssertNotNil(try browser.find("#replay-again"))
+
+        // "Hear me" on the learner's spoken line: the turn as it was sent, at its own speed.
+        XCTAssertNil(try browser.find("#hear-me"), "no spoken turn yet")
+        try holdToTalk(KioskRig.learner)
+        XCTAssertTrue(try browser.wait(until: "return document.querySelectorAll('.line.tutor').length >= 2", timeout: 30), "no reply text")
+        try waitForStage("ready")
+        let turn = try XCTUnwrap(try browser.run("return document.querySelector('#hear-me').dataset.turn").stringValue)
+        try browser.click("#hear-me")
+        XCTAssertTrue(try browser.wait(until: "return window.practicedKiosk.store.replay?.turnId === '\(turn)'", timeout: 10),
+                      "the learner's turn was not shown playing")
+        XCTAssertNotNil(try browser.wait(for: "#hearing-me"))
+        XCTAssertEqual(try count(".line.you.replaying"), 1)
+        try shoot("conversation-hear-me")
+        XCTAssertTrue(try browser.wait(until: "return window.practicedKiosk.store.replay === null", timeout: 30), "the learner's turn never finished")
+        try checkMessagesAgainstTheSchema()
+    }
+
     /// Cue practice (a daemon on Chatterbox) through the page only: sign-in with the mailed
     /// code (a wrong one told by its reason), the cards in the learner's language, a card's
     /// markdown holding HTML shown as text, an answer held aloud, its transcript and whole
@@ -472,6 +525,14 @@ class KioskUITests: XCTestCase {
         try browser.click("#hear")
         XCTAssertTrue(rig.heard.wait(timeout: 20) { $0.loud > loud + 1_000 }, "the answer was not heard again")
         XCTAssertTrue(FileManager.default.fileExists(atPath: rig.directory + "/state/cue-playback.m4a"), "played from the state folder")
+        // And slower (issue 69): the same recording at 0.75, at the same pitch.
+        let heard = rig.loudSamples
+        try browser.click("#hear-slower")
+        XCTAssertTrue(try browser.wait(until: """
+            return window.practicedKiosk.messages.some(m => m.direction === 'in' && m.message.result
+              && m.message.result.rate === 0.75 && m.message.result.recording_id !== undefined);
+            """, timeout: 20), "cue.play at 0.75 was not answered")
+        XCTAssertTrue(rig.heard.wait(timeout: 20) { $0.loud > heard + 1_000 }, "the answer was not heard again slower")
 
         // The history has it, whole.
         try browser.click("#back")

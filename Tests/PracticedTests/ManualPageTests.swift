@@ -233,7 +233,7 @@ final class ManualPageTests: XCTestCase {
         let (commands, options) = try controlHelp()
         XCTAssertEqual(try complete("practicectl "), commands.sorted())
         XCTAssertEqual(try complete("practicectl --"), options.sorted())
-        XCTAssertEqual(try complete("practicectl --json re"), ["results", "review", "review-mode"])
+        XCTAssertEqual(try complete("practicectl --json re"), ["replay", "results", "review", "review-mode"])
         XCTAssertEqual(try complete("practicectl events "), ProtocolCatalog.subscribableTopicNames)
         XCTAssertEqual(try complete("practicectl spool "), ["discard", "discard-answer", "retry"])
         XCTAssertEqual(try complete("practicectl cards "), ["shuffle"])

@@ -126,3 +126,25 @@ test("how the daemon hears comes with the snapshot and follows speech.models", (
   ({ state } = reduce(state, { event: "snapshot", data: { session: { stage: "idle" } } }));
   assert.equal(state.hearing, null);
 });
+
+test("a replay is shown while it plays, an earlier replay's end does not end a later one, and the rate follows the daemon", () => {
+  const ev = (event, data) => deepFreeze({ type: "event", event, data });
+  let state = reduce(initialState(), ev("snapshot", { session: { stage: "ready", session_id: "s1", mode: "conversation" }, playback_rate: 0.85 })).state;
+  assert.equal(state.playbackRate, 0.85, "the snapshot's rate");
+  assert.equal(state.replay, null);
+  state = reduce(state, ev("reply.replaying", { rate: 0.75, duration_s: 4, turn_id: null, greeting: true, sound: 7 })).state;
+  assert.deepEqual(state.replay, { rate: 0.75, sound: 7 });
+  state = reduce(state, ev("reply.replaying", { rate: 0.6, duration_s: 5, turn_id: null, greeting: true, sound: 8 })).state;
+  // The first replay's end arrives after the second began: the second still plays.
+  const stale = reduce(state, ev("reply.replay_finished", { interrupted: true, played_s: 0.4, turn_id: null, sound: 7 }));
+  assert.deepEqual(stale.state.replay, { rate: 0.6, sound: 8 });
+  assert.deepEqual(stale.changed, []);
+  state = reduce(stale.state, ev("reply.replay_finished", { interrupted: false, played_s: 5, turn_id: null, sound: 8 })).state;
+  assert.equal(state.replay, null);
+  state = reduce(state, ev("playback.rate_changed", { rate: 1 })).state;
+  assert.equal(state.playbackRate, 1);
+  // A session that closes takes a replay that plays with it.
+  state = reduce(state, ev("reply.replaying", { rate: 1, duration_s: 3, turn_id: null, greeting: true, sound: 9 })).state;
+  state = reduce(state, ev("session.stage", { stage: "idle", session_id: null, mode: null })).state;
+  assert.equal(state.replay, null);
+});

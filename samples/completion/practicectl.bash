@@ -4,7 +4,7 @@
 # ManualPageTests.swift checks that they agree); conversation topics come from the running
 # daemon, event topics are the protocol's, `play` completes file paths.
 
-_practicectl_commands="ping status devices topics profile start review-mode session talk done cancel listen say end review correct finish close visit spool play stop volume level events config metrics call signin signout learner cards card answer results history hear"
+_practicectl_commands="ping status devices topics profile start review-mode session talk done cancel listen say end review correct finish close visit spool play stop replay hear-me rate volume level events config metrics call signin signout learner cards card answer results history hear"
 _practicectl_options="--socket --json --timeout --wait-for --help"
 _practicectl_event_topics="level speech playback device session daemon cue visit"
 

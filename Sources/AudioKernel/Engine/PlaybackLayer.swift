@@ -20,6 +20,9 @@ final class PlaybackLayer: Sendable {
     /// samples are the ones before it. Stored before ``generation`` moves.
     let start = Atomic<Int>(0)
     let active = Atomic<Bool>(false)
+    /// The current sound is all at hand (a replay from memory): no jitter lead. Stored
+    /// before ``generation`` moves.
+    let immediate = Atomic<Bool>(false)
     /// One caller at a time on the network side, and "is this sound still the current one,
     /// and taking samples" answered in the same step as its samples are queued: a chunk of a
     /// stopped or replaced sound can never slip into the next one. A bare lock: a `Locked`
@@ -43,13 +46,14 @@ final class PlaybackLayer: Sendable {
     /// Starts the layer's next sound and returns its number, at once: a sound still playing
     /// is faded out by the device thread (``render(from:)``'s caller), which plays the new
     /// one after it. `reset` clears the caller's own producer-side state.
-    func beginNext(reset: () -> Void) -> Int {
-        producer.withLock { beginNextLocked(reset: reset) }
+    func beginNext(immediate: Bool = false, reset: () -> Void) -> Int {
+        producer.withLock { beginNextLocked(immediate: immediate, reset: reset) }
     }
 
-    private func beginNextLocked(reset: () -> Void) -> Int {
+    private func beginNextLocked(immediate: Bool, reset: () -> Void) -> Int {
         open.store(false, ordering: .releasing)
         reset()
+        self.immediate.store(immediate, ordering: .relaxed)
         ended.store(false, ordering: .relaxed)
         stopRequested.store(false, ordering: .relaxed)
         start.store(ring.writtenCount, ordering: .relaxed)
@@ -77,9 +81,11 @@ final class PlaybackLayer: Sendable {
         }
     }
 
-    /// No more samples for sound `number` (if it is still the current one, taking samples).
-    func end(_ number: Int) -> Bool {
+    /// No more samples for sound `number` (if it is still the current one, taking samples);
+    /// `finishing` queues what the producer still holds first.
+    func end(_ number: Int, finishing: () -> Void = {}) -> Bool {
         whileOpen(number) { () -> Bool in
+            finishing()
             ended.store(true, ordering: .releasing)
             open.store(false, ordering: .releasing)
             return true

@@ -24,10 +24,13 @@ public final class ReplyFeed: @unchecked Sendable {
     /// The clock the first chunk's time is read on: the daemon's one clock, whose base must be
     /// the player's sound timestamps' (Dispatch's uptime).
     private let clock: any MonotonicClock
+    /// Where the reply's audio is kept for a replay (nil: not kept).
+    public let take: ReplyTake?
 
-    public init(audio: any ReplySpeakerProvider, clock: any MonotonicClock = UptimeClock()) {
+    public init(audio: any ReplySpeakerProvider, clock: any MonotonicClock = UptimeClock(), take: ReplyTake? = nil) {
         self.audio = audio
         self.clock = clock
+        self.take = take
     }
 
     /// Queues a chunk; for the reply's first chunk, the time it came (uptime ns: Dispatch's
@@ -39,6 +42,8 @@ public final class ReplyFeed: @unchecked Sendable {
         let arrived = sawAudio ? 0 : clock.now
         let seen = state.load(ordering: .acquiring)
         guard seen & (Self.stopped | Self.ended) == 0 else { return nil }
+        // What the learner heard, or would have: a stopped reply keeps what came before the stop.
+        take?.append(bytes)
         if seen & Self.begun != 0, let reply {
             reply.speaker.enqueue(bytes, reply: reply.number)
         } else if let begun = audio.beginReply() {

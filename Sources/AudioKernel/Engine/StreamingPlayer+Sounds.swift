@@ -26,7 +26,7 @@ extension StreamingPlayer {
 
     /// No more chunks for reply `number`, if it is the current one.
     public func endReply(_ number: Int) {
-        if reply.end(number) { device?.soundArrived() }
+        if reply.end(number, finishing: { _ = intake.finish() }) { device?.soundArrived() }
     }
 
     /// Stops reply `number` if it is the current one (still coming, or playing out).

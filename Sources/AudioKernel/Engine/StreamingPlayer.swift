@@ -47,6 +47,8 @@ public final class StreamingPlayer: @unchecked Sendable {
     /// The adaptive jitter buffer: it outlives a reply, because the network's jitter does.
     private var lead: JitterLead
     private var replyLead = 0
+    /// The reply playing is all at hand (``beginReply(rate:immediate:)``).
+    private var replyImmediate = false
     /// The target lead, published for ``leadSeconds``.
     private let publishedLead = Atomic<Int>(0)
 
@@ -93,7 +95,7 @@ public final class StreamingPlayer: @unchecked Sendable {
         envelope = OutputEnvelope(samplesPerSecond: 1000 * perMillisecond)
         echoReference = EchoReference(samplesPerSecond: 1000 * perMillisecond)
         reply = PlaybackLayer(capacity: configuration.capacitySeconds * 1000 * perMillisecond)
-        intake = ReplyIntake(ring: reply.ring, samplesPerSecond: 1000 * perMillisecond, clock: clock)
+        intake = ReplyIntake(ring: reply.ring, sampleRate: format.sampleRate, channels: format.channels, clock: clock)
         mix = MixLayer(capacity: 8 * 1000 * perMillisecond, fadeSamples: fadeSamples, samplesPerSecond: 1000 * perMillisecond,
                        drainSamples: { [unowned self] in drainSamples() }, onEvent: onEvent,
                        becameInactive: { [unowned self] in notifyIfInactive() })
@@ -207,11 +209,33 @@ public final class StreamingPlayer: @unchecked Sendable {
     ///
     /// - Returns: the reply's number, which its `started` and `finished` events carry (a
     ///   late event of a stopped reply is told apart from the new one's).
+    /// - Parameters:
+    ///   - rate: the reply's own playback rate (a replay's), or nil to play at
+    ///     ``playbackRate`` as it is at each chunk. Checked by ``checkRate(_:)``.
+    ///   - immediate: the whole sound is at hand (a replay from memory): it starts with its
+    ///     first period, without the jitter buffer's lead, and teaches the lead nothing.
     @discardableResult
-    public func beginReply() -> Int {
-        let number = reply.beginNext { intake.reset() }
+    public func beginReply(rate: Double? = nil, immediate: Bool = false) -> Int {
+        let number = reply.beginNext(immediate: immediate) { intake.reset(rate: rate) }
         device?.wakeFromIdle()
         return number
+    }
+
+    /// The playback rate of replies without a rate of their own: 1.0 (the default) plays
+    /// them as they come; 0.5 to 2.0 slows or speeds them at the same pitch
+    /// (``TimeStretcher``), from a streaming reply's next chunk on. A player of more than one
+    /// channel plays at 1.0 whatever is set.
+    public var playbackRate: Double { Double(bitPattern: intake.playerRate.load(ordering: .relaxed)) }
+
+    /// Sets ``playbackRate``; refuses NaN and anything outside ``TimeStretcher/rates``.
+    public func setPlaybackRate(_ rate: Double) throws(TimeStretcher.Failure) {
+        try Self.checkRate(rate)
+        intake.playerRate.store(rate.bitPattern, ordering: .relaxed)
+    }
+
+    /// Whether `rate` is one the player plays at.
+    public static func checkRate(_ rate: Double) throws(TimeStretcher.Failure) {
+        guard rate.isFinite, TimeStretcher.rates.contains(rate) else { throw .unsupportedRate(rate) }
     }
 
     /// Samples that can be queued now without dropping any (a clip streamed from disk waits
@@ -245,6 +269,7 @@ public final class StreamingPlayer: @unchecked Sendable {
 
     /// No more chunks for this reply: `finished` follows when the device has played it all.
     public func endReply() {
+        _ = intake.finish()
         reply.ended.store(true, ordering: .releasing)
         device?.soundArrived()
     }
@@ -306,7 +331,7 @@ public final class StreamingPlayer: @unchecked Sendable {
             // Time since the first chunk, counted in rendered samples (the device's clock).
             let nowWaited = available > 0 ? waited + buffer.count : waited
             // Without a clock there is no network jitter to cover: start with the first period.
-            let leadReached = devicePaced ? available >= lead.target && nowWaited > lead.target : available >= buffer.count
+            let leadReached = devicePaced && !replyImmediate ? available >= lead.target && nowWaited > lead.target : available >= buffer.count
             if leadReached || (ended && available > 0) {
                 state = .playing
                 play(into: buffer, readable: available)
@@ -354,7 +379,8 @@ public final class StreamingPlayer: @unchecked Sendable {
         state = .prebuffering(waited: 0)
         startedReported = false
         underruns = 0
-        replyLead = lead.target
+        replyImmediate = reply.immediate.load(ordering: .relaxed)
+        replyLead = replyImmediate ? 0 : lead.target
         fade = nil
         playedSamples.store(0, ordering: .relaxed)
         reply.active.store(true, ordering: .relaxed)
@@ -396,7 +422,8 @@ public final class StreamingPlayer: @unchecked Sendable {
 
     private func finish(interrupted: Bool) {
         state = .idle
-        lead.replyFinished(peakDelay: intake.peakDelay.load(ordering: .relaxed))
+        // A sound from memory had no network to wait for: the lead learns nothing from it.
+        if !replyImmediate { lead.replyFinished(peakDelay: intake.peakDelay.load(ordering: .relaxed)) }
         publishedLead.store(lead.target, ordering: .relaxed)
         // A reply begun meanwhile plays next: the player does not fall silent in between.
         if !reply.readable(for: seenGeneration).superseded {

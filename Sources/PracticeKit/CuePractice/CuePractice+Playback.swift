@@ -11,8 +11,9 @@ extension CuePractice {
     /// visit ends (``windDownVisit()``, and at a start after a visit a killed daemon left).
     static func playbackFile(_ stateDirectory: String) -> String { FilePaths.join(stateDirectory, "cue-playback.m4a") }
 
-    /// Downloads a recording (fresh URL from the history) and plays it through `play`.
-    func playRecording(_ id: Int, _ reply: CommandReply<Command.CuePlay>) throws {
+    /// Downloads a recording (fresh URL from the history) and plays it through `play`, at
+    /// `rate` (the same pitch).
+    func playRecording(_ id: Int, rate: Double, _ reply: CommandReply<Command.CuePlay>) throws {
         let profile = try profileID()
         let path = Self.playbackFile(stateDirectory)
         let play = play
@@ -29,7 +30,7 @@ extension CuePractice {
                 if let (errno, operation) = bytes.withUnsafeBytes({ SystemCall.writeFileAtomically($0, to: path, mode: 0o600, sync: false) }) {
                     return reply.fail(ControlError(.fileError, "\(operation): \(errno)"))
                 }
-                play(path) { reply($0.map { .init(recordingId: id, durationS: $0) }) }
+                play(path, rate) { reply($0.map { .init(recordingId: id, durationS: ($0 / rate * 1000).rounded() / 1000, rate: rate) }) }
             case .failure(let error):
                 reply.fail(error)
             }

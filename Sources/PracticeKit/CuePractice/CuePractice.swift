@@ -47,7 +47,7 @@ public final class CuePractice: CueContext, @unchecked Sendable {
     let metrics: Metrics
     let cache: OfflineCache
     /// Plays a downloaded recording through the daemon's `play` (its duration, or why not).
-    let play: @Sendable (String, @escaping @Sendable (Result<Double, ControlError>) -> Void) -> Void
+    let play: @Sendable (_ path: String, _ rate: Double, @escaping @Sendable (Result<Double, ControlError>) -> Void) -> Void
     let stateDirectory: String
     private(set) var settings: CueSettings
 
@@ -72,7 +72,7 @@ public final class CuePractice: CueContext, @unchecked Sendable {
 
     public convenience init(settings: CueSettings, client: @escaping @Sendable () -> ChatterboxClient, audio: any SessionAudio, spoolDirectory: String,
                             stateDirectory: String, metrics: Metrics, logger: Logger,
-                            play: @escaping @Sendable (String, @escaping @Sendable (Result<Double, ControlError>) -> Void) -> Void,
+                            play: @escaping @Sendable (_ path: String, _ rate: Double, @escaping @Sendable (Result<Double, ControlError>) -> Void) -> Void,
                             publish: @escaping EventPublisher) {
         self.init(settings: settings, client: client, audio: audio, spoolDirectory: spoolDirectory, stateDirectory: stateDirectory,
                   metrics: metrics, logger: logger, scheduler: DispatchClock(), play: play, publish: publish)
@@ -80,7 +80,7 @@ public final class CuePractice: CueContext, @unchecked Sendable {
 
     init(settings: CueSettings, client: @escaping @Sendable () -> ChatterboxClient, audio: any SessionAudio, spoolDirectory: String,
          stateDirectory: String, metrics: Metrics, logger: Logger, scheduler: any PracticeClock,
-         play: @escaping @Sendable (String, @escaping @Sendable (Result<Double, ControlError>) -> Void) -> Void,
+         play: @escaping @Sendable (_ path: String, _ rate: Double, @escaping @Sendable (Result<Double, ControlError>) -> Void) -> Void,
          publish: @escaping EventPublisher) {
         self.settings = settings
         self.scheduler = scheduler
@@ -241,7 +241,11 @@ public final class CuePractice: CueContext, @unchecked Sendable {
             }
         }
         table.register(Command.CuePlay.self, on: queue) { [unowned self] args, reply in
-            try playRecording(args.recordingId, reply)
+            let rate = args.rate ?? 1
+            guard rate.isFinite, Command.playbackRates.contains(rate) else {
+                throw ControlError(.badArguments, "'rate' must be from \(Command.playbackRates.lowerBound) to \(Command.playbackRates.upperBound) (got \(rate))")
+            }
+            try playRecording(args.recordingId, rate: rate, reply)
         }
         table.register(Command.CueDiscard.self, on: queue) { [unowned self] args, reply in
             try delivery.discard(args.answerId)

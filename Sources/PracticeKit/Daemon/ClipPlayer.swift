@@ -42,7 +42,7 @@ final class ClipPlayer: @unchecked Sendable {
     /// player's `format`. The answer goes out when
     /// the file is open and checked, or after `play.timeout_ms` as an error even if the
     /// filesystem still hangs.
-    func play(path: String, mixed: Bool, client: ControlClientInfo, format: WAVFormat, configuration: DaemonConfiguration,
+    func play(path: String, mixed: Bool, rate: Double = 1, client: ControlClientInfo, format: WAVFormat, configuration: DaemonConfiguration,
               _ reply: CommandReply<Command.Play>) throws(ControlError) {
         guard path.hasPrefix("/") else { throw ControlError(.badArguments, "'path' must be absolute") }
         let reserved = filesInUse.withLock { count in
@@ -86,7 +86,7 @@ final class ClipPlayer: @unchecked Sendable {
                 _ = once.send(.failure(ControlError(.fileError, "\(path): \(error.message)")))
                 return
             }
-            guard !once.isSent, let target = audio.beginClip(mixed: mixed) else { return }
+            guard !once.isSent, let target = audio.beginClip(mixed: mixed, rate: rate) else { return }
             _ = once.send(.success(ProtocolEncoder.encode(Command.Play.Result(path: path, durationS: (clip.duration * 1000).rounded() / 1000,
                                                                               sound: target.number, mixed: target.mixed))))
             if let failure = Self.stream(clip, through: converter, to: audio, clip: target) {

@@ -1,4 +1,5 @@
 import AudioKernel
+import Dispatch
 import FoundationEssentials
 import Glibc
 
@@ -15,6 +16,14 @@ public protocol SessionAudio: ReplySpeakerProvider {
     /// Whether the microphone is echo-cancelled, so that the learner may interrupt the
     /// tutor by speaking (voice barge-in).
     var inputIsEchoCancelled: Bool { get }
+    /// Plays `pcm` (24 kHz mono PCM16, all at hand: a reply kept for a replay) again at
+    /// `rate`, as a sound of its own that starts without the jitter lead; the player's
+    /// number for it, nil when there is no speaker.
+    func replay(_ pcm: [UInt8], rate: Double) -> Int?
+    /// Stops sound `number` (a replay) if it is still the one playing.
+    func stop(sound number: Int)
+    /// The rate replies play at (`playback.rate`).
+    var playbackRate: Double { get }
 }
 
 public enum RecorderCommand: Sendable {
@@ -30,10 +39,19 @@ public final class KioskAudio: SessionAudio, @unchecked Sendable {
     private let lock = Lock()
     private var attachedPlayer: StreamingPlayer?
     private var recorder: Recorder?
+    private var rate = 1.0
+    /// Where a replay is fed to the player, piece by piece as it has room.
+    private let feeder = DispatchQueue(label: "practiced.replay")
 
     public init() {}
 
-    public func attach(player: StreamingPlayer?) { lock.withLock { attachedPlayer = player } }
+    /// A player reopened or replaced plays at the rate in force.
+    public func attach(player: StreamingPlayer?) {
+        lock.withLock {
+            attachedPlayer = player
+            try? player?.setPlaybackRate(rate)
+        }
+    }
     public func attach(recorder: Recorder?) { lock.withLock { self.recorder = recorder } }
 
     private var player: StreamingPlayer? { lock.withLock { attachedPlayer } }
@@ -59,10 +77,12 @@ public final class KioskAudio: SessionAudio, @unchecked Sendable {
     }
 
     /// Starts a clip streamed in pieces; feed it with ``enqueue(samples:clip:)`` and end it
-    /// with ``endClip(_:)``.
-    public func beginClip(mixed: Bool) -> Clip? {
+    /// with ``endClip(_:)``. A clip plays at its own speed, whatever `playback.rate` says of
+    /// replies, unless `rate` says otherwise (a cue recording heard again slower); a mixed
+    /// one always at 1.0.
+    public func beginClip(mixed: Bool, rate: Double = 1) -> Clip? {
         guard let player else { return nil }
-        return mixed ? Clip(number: player.beginMix(), mixed: true) : Clip(number: player.beginReply(), mixed: false)
+        return mixed ? Clip(number: player.beginMix(), mixed: true) : Clip(number: player.beginReply(rate: rate), mixed: false)
     }
 
     /// Samples the clip's queue can take now; nil without a player or when the clip was
@@ -87,10 +107,55 @@ public final class KioskAudio: SessionAudio, @unchecked Sendable {
     /// Plays a whole clip (the `play` command) as a reply of its own.
     public func play(_ samples: UnsafeRawBufferPointer) -> Int? {
         guard let player else { return nil }
-        let reply = player.beginReply()
+        let reply = player.beginReply(rate: 1)
         player.enqueue(samples, reply: reply)
         player.endReply(reply)
         return reply
+    }
+
+    public var playbackRate: Double { lock.withLock { rate } }
+
+    /// Sets the rate replies play at (checked by ``StreamingPlayer/checkRate(_:)``).
+    public func setPlaybackRate(_ newRate: Double) throws(TimeStretcher.Failure) {
+        try StreamingPlayer.checkRate(newRate)
+        lock.withLock {
+            rate = newRate
+            try? attachedPlayer?.setPlaybackRate(newRate)
+        }
+    }
+
+    public func replay(_ pcm: [UInt8], rate: Double) -> Int? {
+        guard let player else { return nil }
+        let number = player.beginReply(rate: rate, immediate: true)
+        feed(pcm, from: 0, rate: rate, to: player, number: number)
+        return number
+    }
+
+    public func stop(sound number: Int) { player?.stop(reply: number) }
+
+    /// A replay is fed a quarter of a second of its input at a time: its first piece is
+    /// stretched in about a millisecond, so the sound starts at once, and the rest follows
+    /// as the ring has room (a minute at 0.5 fills it).
+    static let replayPieceBytes = 12_000
+
+    private func feed(_ pcm: [UInt8], from start: Int, rate: Double, to player: StreamingPlayer, number: Int) {
+        feeder.async { [self] in
+            var offset = start
+            while offset < pcm.count {
+                guard let space = player.queueSpace(reply: number) else { return }  // stopped or replaced
+                let piece = min(Self.replayPieceBytes, pcm.count - offset)
+                // The piece at the rate, and what the stretcher held (its latency, 30 ms).
+                guard Double(space) >= Double(piece / 2) / rate + 2_048 else {
+                    // The device drains a period at a time: try again after one.
+                    let resume = offset
+                    feeder.asyncAfter(deadline: .now() + .milliseconds(20)) { [self] in feed(pcm, from: resume, rate: rate, to: player, number: number) }
+                    return
+                }
+                pcm.withUnsafeBytes { all in _ = player.enqueue(UnsafeRawBufferPointer(rebasing: all[offset..<(offset + piece)]), reply: number) }
+                offset += piece
+            }
+            player.endReply(number)
+        }
     }
 
     /// Recorder commands stay under the lock: the session and cue practice may both ask.

@@ -41,6 +41,7 @@ extension Metric {
     static let turns = Metric("practiced_turns_total", .counter, label: "outcome", help: "Turns by outcome.")
     static let turnsRecovered = Metric("practiced_turns_recovered_total", .counter, help: "Turns found in the spool at start.")
     static let voiceBargeIns = Metric("practiced_voice_barge_ins_total", .counter, help: "Replies the learner interrupted by speaking over them.")
+    static let replays = Metric("practiced_replays_total", .counter, label: "sound", help: "Sounds heard again at the learner's asking (`reply`: `reply.replay`; `turn`: `turn.replay`, the learner's own).")
     static let repliesIncomplete = Metric("practiced_replies_incomplete_total", .counter, help: "Replies whose stream broke off.")
     static let turnEndToUpload = Metric("practiced_turn_end_to_upload_seconds", .histogram,
                                         help: "From the end of the turn to the start of its upload.")
@@ -93,7 +94,7 @@ extension Metric {
 
     /// Every series, in the order docs/operations.md lists them.
     public static let all: [Metric] = [
-        sessions, turns, turnsRecovered, voiceBargeIns, repliesIncomplete, turnEndToUpload, firstAudio, firstAudioToSound,
+        sessions, turns, turnsRecovered, voiceBargeIns, replays, repliesIncomplete, turnEndToUpload, firstAudio, firstAudioToSound,
         turnRoundTrip, reply, cueAnswers, spoolSetAside, turnModel, turnEndWait, turnModelAnswers, speechEndpointDegraded, visits, visitLength, idleWarnings, visitActive,
         playbackUnderruns, xruns, deviceLosses,
         devicePeriods, deviceParks, controlRequests, controlErrors, slowClientsDropped, clients, uptime, backendProbe,

@@ -13,7 +13,8 @@ extension PracticeDaemon {
     public func snapshot() -> DaemonSnapshot {
         let (capture, playback) = devices.states
         return DaemonSnapshot(version: Self.version, capture: capture.wire, playback: playback.wire, playing: player?.isActive ?? false,
-                              session: flow?.sessionSnapshot ?? .idle, speech: devices.models.hearing, visit: visits?.state)
+                              session: flow?.sessionSnapshot ?? .idle, speech: devices.models.hearing, visit: visits?.state,
+                              playbackRate: audio.playbackRate)
     }
 
     /// Routes a request through the command table (the other flow's commands are refused
@@ -61,6 +62,14 @@ extension PracticeDaemon {
             let setAside = listing.setAside.sorted { ($0.setAsideAt, $0.id) < ($1.setAsideAt, $1.id) }
             reply.succeed(.init(turns: listing.turns, dir: listing.directory, answers: listing.answers, setAside: setAside))
         }
+        table.register(Command.PlaybackRate.self) { [unowned self] args, reply in
+            guard let rate = args.rate else { return reply.succeed(.init(rate: audio.playbackRate)) }
+            guard rate.isFinite, Command.playbackRates.contains(rate) else {
+                throw ControlError(.badArguments, "'rate' must be from \(Command.playbackRates.lowerBound) to \(Command.playbackRates.upperBound) (got \(rate))")
+            }
+            setPlaybackRate(rate, because: "asked")
+            reply.succeed(.init(rate: rate))
+        }
         table.register(Command.VolumeGet.self) { [unowned self] _, reply in reply.succeed(VolumeLevel(level: lock.withLock { volume })) }
         table.register(Command.VolumeSet.self) { [unowned self] args, reply in
             let level: Double
@@ -96,6 +105,16 @@ extension PracticeDaemon {
         table.register(Command.Metrics.self) { [unowned self] _, reply in
             reply.succeed(.init(format: "prometheus-text-0.0.4", text: metricsText()))
         }
+    }
+
+    /// Replies play at `rate` from their next chunk on (a replay keeps the rate it began
+    /// with); told when it changed.
+    func setPlaybackRate(_ rate: Double, because reason: String) {
+        let before = audio.playbackRate
+        do { try audio.setPlaybackRate(rate) } catch { return logger.error("playback rate \(rate) refused: \(error)") }
+        guard before != rate else { return }
+        logger.info("replies play at \(rate)× (\(reason); was \(before)×)")
+        server?.publish(Event.PlaybackRateChanged(rate: rate))
     }
 
     /// The daemon itself as a client: what it plays of its own (cue practice's recordings).
@@ -152,7 +171,7 @@ extension PracticeDaemon {
                                            echoCancelled: recorder.flatMap { $0.deviceFormat == nil ? nil : $0.inputIsEchoCancelled }),
                            playback: device(configuration.playbackDevice, playback, player?.deviceFormat, player?.deviceStatistics)),
             speech: devices.models.hearing,
-            playback: .init(active: player?.isActive ?? false, positionS: ((player?.position ?? 0) * 1000).rounded() / 1000),
+            playback: .init(active: player?.isActive ?? false, positionS: ((player?.position ?? 0) * 1000).rounded() / 1000, rate: audio.playbackRate),
             session: flow?.sessionSnapshot ?? .idle,
             learner: flow?.learnerSnapshot,
             visit: visits?.state,
@@ -191,7 +210,7 @@ extension PracticeDaemon {
     /// `play`: refused while the speaker is not open, or while a reply owns it unless the
     /// clip is mixed over it; otherwise the ``ClipPlayer`` opens, checks, converts and
     /// streams the file.
-    func play(path: String, mixed: Bool, client: ControlClientInfo, _ reply: CommandReply<Command.Play>) throws(ControlError) {
+    func play(path: String, mixed: Bool, client: ControlClientInfo, rate: Double = 1, _ reply: CommandReply<Command.Play>) throws(ControlError) {
         guard let player else {
             let state = devices.states.playback
             throw ControlError(.deviceError, "the playback device is not open (\(state))", retryable: true)
@@ -199,12 +218,12 @@ extension PracticeDaemon {
         guard mixed || flow.speakerIsFree else {
             throw ControlError(.invalidState, "a reply is playing; playback.stop first, or play with mix: true", retryable: true)
         }
-        try clips.play(path: path, mixed: mixed, client: client, format: player.format, configuration: lock.withLock { configuration }, reply)
+        try clips.play(path: path, mixed: mixed, rate: rate, client: client, format: player.format, configuration: lock.withLock { configuration }, reply)
     }
 
     /// `cue.play`'s download, played as the daemon's own file (it wrote it in the state
-    /// directory), as `play` would play it.
-    func playRecording(_ path: String, _ done: @escaping @Sendable (Result<Double, ControlError>) -> Void) {
+    /// directory), as `play` would play it, at `rate` (the same pitch).
+    func playRecording(_ path: String, rate: Double, _ done: @escaping @Sendable (Result<Double, ControlError>) -> Void) {
         let daemon = Self.ownClient
         let answer = CommandReply<Command.Play> { result in
             done(result.flatMap { json in
@@ -213,7 +232,7 @@ extension PracticeDaemon {
             })
         }
         workQueue.async { [self] in
-            do throws(ControlError) { try play(path: path, mixed: false, client: daemon, answer) } catch { answer.fail(error) }
+            do throws(ControlError) { try play(path: path, mixed: false, client: daemon, rate: rate, answer) } catch { answer.fail(error) }
         }
     }
 

@@ -13,6 +13,8 @@ extension PracticeDaemon {
                                  begin: { [unowned self] identity in beginVisit(identity) },
                                  end: { [unowned self] _, identity, done in
                                      flow.endVisit(forgetting: identity) { [self] in
+                                         // The next learner hears the tutor at its own speed.
+                                         setPlaybackRate(1, because: "the visit ended")
                                          // Nobody's id until the next visit draws its own.
                                          if identity == .shared { beginVisit(.shared) }
                                          done()

@@ -290,7 +290,7 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
             lock.withLock { chatterbox = client }
             return CuePractice(settings: CueSettings(), client: { [unowned self] in lock.withLock { chatterbox ?? client } }, audio: audio,
                                spoolDirectory: configuration.spoolDirectory, stateDirectory: configuration.stateDirectory, metrics: metrics,
-                               logger: logger.named("cue"), scheduler: clock, play: { [unowned self] path, done in playRecording(path, done) },
+                               logger: logger.named("cue"), scheduler: clock, play: { [unowned self] path, rate, done in playRecording(path, rate: rate, done) },
                                publish: publish)
         }
     }

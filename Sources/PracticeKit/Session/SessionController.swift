@@ -29,6 +29,7 @@ public final class SessionController: SessionContext, @unchecked Sendable {
     // The pieces (set up in init; each owns its own state).
     private var delivery: TurnDelivery!
     private var replies: ReplyPlayback!
+    private var replay: ReplayPlayback!
     private var review: ReviewPolling!
     private(set) var learner: LearnerData!
 
@@ -72,9 +73,12 @@ public final class SessionController: SessionContext, @unchecked Sendable {
         self.logger = logger
         publisher = publish
         replies = ReplyPlayback(context: self, backend: backend, audio: audio)
+        replay = ReplayPlayback(context: self, audio: audio)
+        replies.soundBegan = { [unowned self] take, turnID, greeting in replay.keep(take, turnID: turnID, greeting: greeting) }
         // The delivery owns a turn's upload and its retries; the reply streams and plays it
         // and tells the delivery, once per attempt, what became of the upload.
         delivery = TurnDelivery(context: self, spoolDirectory: spoolDirectory, uploader: replies)
+        replay.loadSpooled = { [unowned self] id, session throws(ControlError) in try delivery.spooledRecording(id, of: session) }
         review = ReviewPolling(context: self, backend: backend)
         learner = LearnerData(context: self, backend: backend, stateDirectory: stateDirectory)
         review.endedInReviewMode = { [unowned self] in close(reason: "review mode ended") }
@@ -97,7 +101,7 @@ public final class SessionController: SessionContext, @unchecked Sendable {
     }
 
     /// Whether the daemon's `play` may use the speaker now (not while a reply owns it).
-    public var speakerIsFree: Bool { queue.sync { !replies.isActive } }
+    public var speakerIsFree: Bool { queue.sync { !replies.isActive && !replay.isPlaying } }
 
     /// No session: the daemon may close the devices.
     public var isIdle: Bool { queue.sync { stage == .idle } }
@@ -143,9 +147,18 @@ public final class SessionController: SessionContext, @unchecked Sendable {
         on(table, Command.Say.self) { [unowned self] args, reply in
             guard !args.text.allSatisfy(\.isWhitespace) else { throw ControlError(.badArguments, "'text' is empty") }
             guard args.text.utf8.count <= 4_000 else { throw ControlError(.badArguments, "'text' is longer than 4,000 bytes") }
+            replay.stop()
             move(to: .uploading)
             replies.start(.text(args.text))
             reply.succeed(.init(stage: stage))
+        }
+        on(table, Command.ReplyReplay.self) { [unowned self] args, reply in
+            // In `listening` no word was heard yet; a turn being recorded is refused by its stage.
+            reply.succeed(try replay.replay(rate: args.rate))
+        }
+        on(table, Command.TurnReplay.self) { [unowned self] args, reply in
+            guard let session = active else { throw ControlError(.invalidState, "no session") }
+            reply.succeed(try replay.replayTurn(id: args.turnId, rate: args.rate, session: session.id))
         }
         on(table, Command.SessionEnd.self) { [unowned self] _, reply in review.endTalk(reply) }
         on(table, Command.ReviewGet.self) { [unowned self] _, reply in review.fetch(reply) }
@@ -209,6 +222,7 @@ public final class SessionController: SessionContext, @unchecked Sendable {
         epoch += 1
         if stage != .idle { logger.notice("session \(active?.id ?? "-") closed: \(reason)") }
         active = nil
+        replay.forget()
         replies.forgetInterruption()
         move(to: .idle)
     }
@@ -224,6 +238,7 @@ public final class SessionController: SessionContext, @unchecked Sendable {
     /// waiting for the drain, the recording, the polling.
     private func stopActivity() {
         replies.hangUpAll()
+        replay.stop()
         if recording != nil { _ = audio.record(.cancel) }
         recording = nil
         review.stop()
@@ -235,6 +250,7 @@ public final class SessionController: SessionContext, @unchecked Sendable {
     private func startRecording(handsFree: Bool) throws(ControlError) {
         bargeInListening = nil  // the recorder's new command supersedes that listening
         replies.bargeIn()
+        replay.stop()
         guard let number = audio.startRecording(handsFree: handsFree) else {
             throw ControlError(.deviceError, "the microphone is not open", retryable: true)
         }
@@ -249,7 +265,11 @@ public final class SessionController: SessionContext, @unchecked Sendable {
     /// then wait for a turn that never comes.
     public func speechStarted(recording number: UInt64?) {
         queue.async { [self] in
-            if stage == .listening, let number, number == recording?.number { move(to: .recording) }
+            if stage == .listening, let number, number == recording?.number {
+                // A new turn stops a replay, as it stops a reply.
+                replay.stop()
+                move(to: .recording)
+            }
             if let number, number == bargeInListening { bargedIn(recording: number) }
         }
     }
@@ -259,20 +279,23 @@ public final class SessionController: SessionContext, @unchecked Sendable {
     /// from the speech's onset with its pre-roll.
     private func bargedIn(recording number: UInt64) {
         bargeInListening = nil
-        guard stage == .replying || stage == .greeting else { return }
-        logger.info("voice barge-in: the learner spoke over the reply")
+        guard stage == .replying || stage == .greeting || stage == .ready && replay.isPlaying else { return }
+        logger.info("voice barge-in: the learner spoke over the \(stage == .ready ? "replay" : "reply")")
         metrics.increment(.voiceBargeIns)
         replies.bargeIn()
+        replay.stop()
         recording = Recording(handsFree: true, number: number)
         move(to: .recording)
         publish(Event.TurnStarted(mode: .voiceBargeIn))
     }
 
-    /// A reply's sound began: over an echo-cancelled microphone the recorder listens under
-    /// it (otherwise it stays half-duplex, and only `turn.start` or `listen` interrupt).
+    /// A reply's sound (or a replay's) began: over an echo-cancelled microphone the recorder
+    /// listens under it (otherwise it stays half-duplex, and only `turn.start` or `listen`
+    /// interrupt).
     private func listenForBargeIn() {
-        guard bargeInListening == nil, recording == nil, !stopping, stage == .replying || stage == .greeting,
-              replies.isActive, audio.inputIsEchoCancelled else { return }
+        let replying = (stage == .replying || stage == .greeting) && replies.isActive
+        guard bargeInListening == nil, recording == nil, !stopping, replying || stage == .ready && replay.isPlaying,
+              audio.inputIsEchoCancelled else { return }
         bargeInListening = audio.startRecording(handsFree: true)
     }
 
@@ -299,7 +322,7 @@ public final class SessionController: SessionContext, @unchecked Sendable {
                 countTurn("no_speech")
                 return dropTurn(Event.TurnDiscarded(reason: .noSpeech, rms: turn.level.rms.rounded()), cancelRecorder: false)
             }
-            delivery.take(wav: turn.wav, duration: turn.duration, of: active, endedAt: endedAt)
+            replay.keepTurn(id: delivery.take(wav: turn.wav, duration: turn.duration, of: active, endedAt: endedAt), wav: turn.wav)
         }
     }
 
@@ -325,6 +348,7 @@ public final class SessionController: SessionContext, @unchecked Sendable {
     /// `playback.stop` from a client: barge-in without a new turn.
     public func stopPlayback() -> Bool {
         queue.sync {
+            if replay.stop() { return true }
             guard replies.isActive, stage == .replying || stage == .greeting else { return false }
             replies.bargeIn()
             move(to: .ready)
@@ -337,7 +361,13 @@ public final class SessionController: SessionContext, @unchecked Sendable {
         let now = self.now
         queue.async { [self] in
             replies.playerEvent(event, at: now)
+            replay.playerEvent(event)
             if case .started = event { listenForBargeIn() }
+            if stage == .ready, !replay.isPlaying, bargeInListening != nil {
+                // The replay ended with nobody speaking over it.
+                bargeInListening = nil
+                _ = audio.record(.cancel)
+            }
         }
     }
 

@@ -84,17 +84,37 @@ final class TurnDelivery: @unchecked Sendable {
 
     /// A turn with speech from the recorder: spooled and sent at once, the upload not
     /// waiting for the disk (unless the daemon stops: then the turn waits in the spool for
-    /// the next start).
-    func take(wav: [UInt8], duration: Double, of session: ActiveSession, endedAt: UInt64) {
+    /// the next start). The turn's id.
+    @discardableResult
+    func take(wav: [UInt8], duration: Double, of session: ActiveSession, endedAt: UInt64) -> String {
         let spooled = SpooledTurn(sessionID: session.id, mode: session.mode, duration: duration, bytes: wav.count)
         write(spooled, wav: wav)
         if context.stopping {
             tell(spooled.id)
             context.logger.notice("turn \(spooled.id) spooled at shutdown; it is reported at the next start")
-            return
+            return spooled.id
         }
         context.move(to: .uploading)
         send(Delivery(turn: spooled, wav: wav, recordedAt: endedAt))
+        return spooled.id
+    }
+
+    /// A turn of session `session` still in the spool, for the learner to hear
+    /// (`turn.replay`): its WAV, checked against its record. Another session's turn is not
+    /// there for this learner (it may be the last visitor's), whatever its file holds; a
+    /// damaged one is a `file_error` and is left where it is (its delivery sets it aside).
+    func spooledRecording(_ id: String, of session: String) throws(ControlError) -> [UInt8] {
+        let unknown = ControlError(.badArguments, "no turn '\(id)' in this session")
+        guard let spool else { throw unknown }
+        tell(id)  // a write still under way is waited for
+        // The headers only: whose turn it is before anything of it is read.
+        guard spool.list().turns.contains(where: { $0.id == id && $0.sessionID == session }) else { throw unknown }
+        do throws(SpoolError) {
+            return Array(try spool.load(id).wav)
+        } catch {
+            context.logger.error("turn \(id) could not be read from the spool to play it: \(error)")
+            throw ControlError(.fileError, error.isDamaged ? "turn '\(id)' in the spool is damaged: \(error.detail ?? "")" : "turn '\(id)' could not be read: \(error)")
+        }
     }
 
     /// Writes the turn to the spool on ``writer`` and tells the outcome when it is durable.

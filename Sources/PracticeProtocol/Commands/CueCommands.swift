@@ -252,21 +252,26 @@ extension Command {
         public static let name = "cue.play"
         public static let route = CommandRoute.cue
         public static let needsDevices = true
-        public static let summary = "Plays a recording through the kiosk's speaker (downloaded from the backend: the kiosk's or the phone's AAC-LC)."
+        public static let summary = "Plays a recording through the kiosk's speaker (downloaded from the backend: the kiosk's or the phone's AAC-LC), at `rate` (0.5 to 2.0, 1.0 by default; the same pitch)."
         public struct Arguments: Codable, Sendable {
             public var recordingId: Int
+            public var rate: Double?
 
-            public init(recordingId: Int) {
+            public init(recordingId: Int, rate: Double? = nil) {
                 self.recordingId = recordingId
+                self.rate = rate
             }
         }
         public struct Result: Codable, Sendable {
             public var recordingId: Int
+            /// How long it plays at its rate.
             public var durationS: Double
+            public var rate: Double
 
-            public init(recordingId: Int, durationS: Double) {
+            public init(recordingId: Int, durationS: Double, rate: Double = 1) {
                 self.recordingId = recordingId
                 self.durationS = durationS
+                self.rate = rate
             }
         }
     }

@@ -82,10 +82,13 @@ public struct DaemonStatus: Codable, Sendable {
     public struct Playback: Codable, Sendable {
         public var active: Bool
         public var positionS: Double
+        /// The rate replies play at (`playback.rate`).
+        public var rate: Double
 
-        public init(active: Bool, positionS: Double) {
+        public init(active: Bool, positionS: Double, rate: Double = 1) {
             self.active = active
             self.positionS = positionS
+            self.rate = rate
         }
     }
 
@@ -140,9 +143,11 @@ public struct DaemonSnapshot: ProtocolEvent {
     public var speech: SpeechHearing?
     /// The learner's visit (a UI shows its attract screen when there is none).
     public var visit: VisitState?
+    /// The rate replies play at (`playback.rate`).
+    public var playbackRate: Double
 
     public init(version: String, capture: DeviceRunState, playback: DeviceRunState, playing: Bool, session: SessionState, speech: SpeechHearing? = nil,
-                visit: VisitState? = nil) {
+                visit: VisitState? = nil, playbackRate: Double = 1) {
         self.version = version
         self.capture = capture
         self.playback = playback
@@ -150,5 +155,6 @@ public struct DaemonSnapshot: ProtocolEvent {
         self.session = session
         self.speech = speech
         self.visit = visit
+        self.playbackRate = playbackRate
     }
 }

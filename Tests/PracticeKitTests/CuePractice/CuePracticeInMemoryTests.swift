@@ -46,7 +46,7 @@ final class CuePracticeInMemoryTests: XCTestCase {
         let events = events
         practice = CuePractice(settings: settings, client: { client }, audio: MemoryAudio(), spoolDirectory: directory.path + "/spool",
                                stateDirectory: directory.path, metrics: Metrics(), logger: .disabled, scheduler: scheduler,
-                               play: { _, done in done(.success(1)) }) { event in
+                               play: { _, _, done in done(.success(1)) }) { event in
             events.update { $0.append(event) }
         }
         commands = CommandTable()

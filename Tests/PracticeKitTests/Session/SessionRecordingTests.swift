@@ -33,6 +33,9 @@ final class SessionRecordingTests: XCTestCase {
             return true
         }
         var inputIsEchoCancelled: Bool { recorder.inputIsEchoCancelled }
+        func replay(_ pcm: [UInt8], rate: Double) -> Int? { nil }
+        func stop(sound number: Int) {}
+        var playbackRate: Double { 1 }
     }
 
     func testATurnThatFinishesAsItsRecordingIsCancelledIsDroppedAndTheNextOneIsSent() throws {

@@ -231,7 +231,8 @@ class App {
       }),
       summary: () => renderSummary({ summary: store.summary?.summary ?? store.review?.summary ?? null, note: store.summary?.note ?? null },
                                    { close: () => this.act(Command.SessionClose) }),
-      profile: () => renderProfile({ profile: store.profile }, { evaluate: () => this.evaluate(), setGoal: (text) => this.setGoal(text) }),
+      profile: () => renderProfile({ profile: store.profile, playbackRate: store.playbackRate },
+                                   { evaluate: () => this.evaluate(), setGoal: (text) => this.setGoal(text), setRate: (rate) => this.act(Command.PlaybackRate, { rate }) }),
     };
     this.watchLevel(screen === "conversation");
     const main = el("main", { id: "screen", data: { screen } }, [screens[screen]()]);
@@ -247,7 +248,7 @@ class App {
     return {
       session: store.session, lines: store.lines, notices: store.notices, level: store.level, speaking: store.speaking,
       stillListening: store.stillListening, simpleHearing: store.state.hearing?.models === "failed", handsFree: store.handsFree, linked: store.link.state === "open", topics: store.topics,
-      talkButton: this.talkButton, sayInput: this.sayInput,
+      talkButton: this.talkButton, sayInput: this.sayInput, playbackRate: store.playbackRate, replay: store.replay,
     };
   }
 

@@ -15,7 +15,7 @@ const MAX_NOTICES = 4;
 export function initialState() {
   return {
     session: { stage: "idle", session_id: null, mode: null, topic_id: null },
-    lines: [],            // {who: "you"|"tutor", text, id}
+    lines: [],            // {who: "you"|"tutor", text, turnId (a spoken turn's), id}
     notices: [],          // {kind, key, detail, turnId, id}
     level: null,          // dBFS
     speaking: false,
@@ -27,6 +27,9 @@ export function initialState() {
     reviewProgress: null,
     summary: null,        // {summary, note}
     tab: "practice",      // practice | profile
+    /** The rate replies play at (`playback.rate`), and a replay of the last reply playing. */
+    playbackRate: 1,
+    replay: null,         // {rate, sound, turnId (the learner's turn, `turn.replay`)} while a replay plays
     startedHere: false,   // this page asked for the session in progress
     nextId: 1,
   };
@@ -52,7 +55,7 @@ export function withoutNotice(state, noticeId) {
 
 /** A new session: what the last one said goes. */
 export function newConversation(state, startedHere) {
-  return { ...state, lines: [], notices: [], review: null, reviewProgress: null, summary: null, startedHere };
+  return { ...state, lines: [], notices: [], review: null, reviewProgress: null, summary: null, replay: null, startedHere };
 }
 
 /** A correction (asked here, or told by the daemon) added to its segment once. */
@@ -70,8 +73,8 @@ export function withCorrection(state, correction) {
   };
 }
 
-function withLine(state, who, text) {
-  return { ...state, lines: [...state.lines, { who, text, id: state.nextId }], nextId: state.nextId + 1 };
+function withLine(state, who, text, turnId = null) {
+  return { ...state, lines: [...state.lines, { who, text, turnId, id: state.nextId }], nextId: state.nextId + 1 };
 }
 
 function withSession(state, session) {
@@ -87,11 +90,21 @@ export function reduce(state, event) {
   const told = (kind, key, detail = null, turnId = null) => ({ state: withNotice(state, kind, key, detail, turnId), changed: ["notices"] });
   switch (event.event) {
     case Event.DaemonSnapshot:
-      return { state: { ...withSession(state, data.session), hearing: data.speech ?? null }, changed: ["screen"] };
+      return { state: { ...withSession(state, data.session), hearing: data.speech ?? null, playbackRate: data.playback_rate ?? 1 }, changed: ["screen"] };
+    case Event.PlaybackRateChanged: return { state: { ...state, playbackRate: data.rate }, changed: ["stage"] };
+    case Event.ReplyReplaying: return { state: { ...state, replay: { rate: data.rate, sound: data.sound } }, changed: ["stage"] };
+    case Event.TurnReplaying: return { state: { ...state, replay: { rate: data.rate, sound: data.sound, turnId: data.turn_id } }, changed: ["stage"] };
+    case Event.TurnReplayFinished:
+    case Event.ReplyReplayFinished:
+      // The end of an earlier replay, after a new one began, is not the new one's.
+      if (state.replay && state.replay.sound !== data.sound) return { state, changed: [] };
+      return { state: { ...state, replay: null }, changed: ["stage"] };
     // The speech models loaded, were let go or failed.
     case Event.SpeechModels: return { state: { ...state, hearing: data.hearing ?? null }, changed: ["stage"] };
     case Event.SessionStage: {
       let next = withSession(state, data);
+      // A session that closed took its replay with it.
+      if (data.stage === "idle") next = { ...next, replay: null };
       // A pause is waited through only while recording.
       if (data.stage !== "recording") next = { ...next, stillListening: false };
       // The talk's notices stay with the talk.
@@ -102,7 +115,7 @@ export function reduce(state, event) {
     case Event.SessionCreated:
       if (state.startedHere) return { state, changed: [] };
       return { state: withNotice(newConversation(state, false), "info", "otherClient"), changed: ["notices"] };
-    case Event.Transcript: return { state: withLine(state, "you", data.text), changed: ["lines"] };
+    case Event.Transcript: return { state: withLine(state, "you", data.text, data.turn_id ?? null), changed: ["lines"] };
     case Event.ReplyText: return { state: withLine(state, "tutor", data.text), changed: ["lines"] };
     case Event.TurnDiscarded:
       // A cancel is the learner's own doing (hands-free off, `turn.cancel`): nothing to tell.

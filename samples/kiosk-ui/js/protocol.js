@@ -15,6 +15,7 @@ export const Command = Object.freeze({
   Devices: "devices",
   Play: "play",
   PlaybackStop: "playback.stop",
+  PlaybackRate: "playback.rate",
   VolumeGet: "volume.get",
   VolumeSet: "volume.set",
   LevelWatch: "level.watch",
@@ -31,6 +32,8 @@ export const Command = Object.freeze({
   TurnStop: "turn.stop",
   TurnCancel: "turn.cancel",
   Say: "say",
+  ReplyReplay: "reply.replay",
+  TurnReplay: "turn.replay",
   ReviewGet: "review.get",
   CorrectionAsk: "correction.ask",
   ReviewFinish: "review.finish",
@@ -93,6 +96,10 @@ export const Event = Object.freeze({
   ReplyWaiting: "reply.waiting", // session
   ReplyDrained: "reply.drained", // session
   ReplyFinished: "reply.finished", // session
+  ReplyReplaying: "reply.replaying", // session
+  ReplyReplayFinished: "reply.replay_finished", // session
+  TurnReplaying: "turn.replaying", // session
+  TurnReplayFinished: "turn.replay_finished", // session
   GreetingFailed: "greeting.failed", // session
   GreetingUnanswered: "greeting.unanswered", // session
   ReviewProgress: "review.progress", // session
@@ -111,6 +118,7 @@ export const Event = Object.freeze({
   PlaybackFinished: "playback.finished", // playback
   PlaybackFailed: "playback.failed", // playback
   VolumeChanged: "volume.changed", // playback
+  PlaybackRateChanged: "playback.rate_changed", // playback
   DeviceState: "device.state", // device
   DeviceXrun: "device.xrun", // device
   DeviceLost: "device.lost", // device

@@ -41,6 +41,8 @@ export class Store {
   get reviewProgress() { return this.state.reviewProgress; }
   get summary() { return this.state.summary; }
   get tab() { return this.state.tab; }
+  get playbackRate() { return this.state.playbackRate; }
+  get replay() { return this.state.replay; }
   get screen() { return screenOf(this.state); }
 
   // What the page does.

@@ -28,6 +28,8 @@ final class ReplyPlayback: TurnUploading, @unchecked Sendable {
     private var drainToken = 0
     /// The last reply was cut short: the backend may answer the next turn empty.
     private var interrupted = false
+    /// Told when a reply begins to sound, with its audio as it is kept (``ReplayPlayback``).
+    var soundBegan: (_ take: ReplyTake, _ turnID: String?, _ greeting: Bool) -> Void = { _, _, _ in }
 
     init(context: any SessionContext, backend: @escaping @Sendable () -> any ReplyBackend, audio: any SessionAudio) {
         self.context = context
@@ -47,7 +49,7 @@ final class ReplyPlayback: TurnUploading, @unchecked Sendable {
     func start(_ kind: ReplyKind) {
         guard let session = context.active else { return }
         if let draining { return waitForDrain(of: draining, then: kind) }
-        let feed = ReplyFeed(audio: audio, clock: context.scheduler)
+        let feed = ReplyFeed(audio: audio, clock: context.scheduler, take: ReplyTake(bytesPerSecond: 48_000))
         let reply = Reply(kind: kind, feed: feed, requestedAt: context.now)
         current = reply
         // Weak: the reply holds its stream, which holds this handler until it ends.
@@ -218,6 +220,7 @@ final class ReplyPlayback: TurnUploading, @unchecked Sendable {
             guard reply.feed.owns(number) else { return }
             reply.soundStarted = true
             reply.soundAt = now
+            if let take = reply.feed.take { soundBegan(take, reply.turnID, reply.isGreeting) }
             if let first = reply.firstAudioAt {
                 context.observe(.firstAudioToSound, since: first, now: now)
             }

@@ -203,5 +203,19 @@ final class MemoryAudio: SessionAudio, ReplySpeaker, @unchecked Sendable {
     func startRecording(handsFree: Bool) -> UInt64? { 1 }
     func record(_ command: RecorderCommand) -> Bool { true }
     var inputIsEchoCancelled: Bool { false }
+    /// Replays asked for: the bytes and the rate.
+    private(set) var replays: [(bytes: Int, rate: Double)] = []
+    var playbackRate = 1.0
+    /// Whether there is a speaker to replay on.
+    var speakerOpen = true
+    func replay(_ pcm: [UInt8], rate: Double) -> Int? {
+        lock.withLock {
+            guard speakerOpen else { return nil }
+            next += 1
+            replays.append((pcm.count, rate))
+            return next
+        }
+    }
+    func stop(sound number: Int) { lock.withLock { stopped.append(number) } }
     var snapshot: (begun: [Int], bytes: Int, ended: [Int], stopped: [Int]) { lock.withLock { (begun, enqueuedBytes, ended, stopped) } }
 }

@@ -42,6 +42,33 @@ final class TurnDeliveryInMemoryTests: XCTestCase {
         return context.run { uploads.last!.id }
     }
 
+    /// `turn.replay` reads a turn of the session from the spool: the WAV as it was sent;
+    /// another session's, an unknown id or a path is "no turn"; a damaged file (a byte
+    /// flipped on disk) is a `file_error` and stays in the spool.
+    func testASpooledTurnIsReadForTheLearnerOfItsSessionOnly() throws {
+        let id = take()
+        XCTAssertNotNil(context.event("turn.spooled"))
+        let wav = try context.run { () throws(ControlError) in try delivery.spooledRecording(id, of: "s1") }
+        XCTAssertEqual(wav, [UInt8](repeating: 7, count: 48_044))
+        func failure(_ id: String, of session: String) -> ControlError? {
+            context.run {
+                do throws(ControlError) { _ = try delivery.spooledRecording(id, of: session); return nil } catch { return error }
+            }
+        }
+        XCTAssertEqual(failure(id, of: "s0")?.code, .badArguments, "another session's turn")
+        XCTAssertEqual(failure("no-such-turn", of: "s1")?.code, .badArguments)
+        XCTAssertEqual(failure("../../etc/passwd", of: "s1")?.code, .badArguments)
+        // A byte of the WAV flipped on disk.
+        let path = directory.appendingPathComponent("new/\(id).turn").path
+        var bytes = try XCTUnwrap(FileManager.default.contents(atPath: path))
+        bytes[bytes.count - 100] ^= 0xFF
+        try bytes.write(to: URL(fileURLWithPath: path))
+        let damaged = failure(id, of: "s1")
+        XCTAssertEqual(damaged?.code, .fileError)
+        XCTAssertTrue(damaged?.message.contains("damaged") ?? false, damaged?.message ?? "")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: path), "left for its delivery to set aside")
+    }
+
     /// The upload does not wait for the disk: with the spool's writes held (a disk slow to
     /// sync), the turn is sent at once, and `turn.spooled` follows once the write is done.
     /// (Before, the two fsyncs came first: end of turn → upload 204 ms in the conversation

@@ -38,7 +38,11 @@ export function renderAnswer(view, actions) {
         el("button", { class: "small", id: "ask-again", text: t("askAgain"), on: { click: () => actions.askAgain(answer.recordingId) } }),
       ]));
     }
-    parts.push(el("button", { class: "secondary", id: "hear", text: t("hearAnswer"), on: { click: () => actions.play(answer.recordingId) } }));
+    parts.push(el("div", { class: "row" }, [
+      el("button", { class: "secondary", id: "hear", text: t("hearAnswer"), on: { click: () => actions.play(answer.recordingId) } }),
+      // Heard again slower, at the same pitch, as the tutor's replies can be (issue 69).
+      el("button", { class: "secondary", id: "hear-slower", text: `🐢 ${t("replaySlower")}`, on: { click: () => actions.play(answer.recordingId, 0.75) } }),
+    ]));
   }
   return el("section", { class: "screen answer", id: "screen-answer", data: { cue: cue.cue_id } }, [
     el("div", { class: "cue-head" }, [

@@ -216,7 +216,7 @@ export class CueApp {
     this.render();
   }
 
-  play(recordingId) { return this.act(Command.CuePlay, { recording_id: recordingId }); }
+  play(recordingId, rate) { return this.act(Command.CuePlay, rate ? { recording_id: recordingId, rate } : { recording_id: recordingId }); }
 
   async askAgain(recordingId) {
     if (this.answer?.recordingId === recordingId) this.answer = { ...this.answer, failed: null };
@@ -285,7 +285,7 @@ export class CueApp {
     } else if (this.cue) {
       const { level, speaking } = this.store.state;
       screen = renderAnswer({ cue: this.cue, answer: this.answer, handsFree: this.handsFree, level, speaking, talkButton: this.dressTalk() }, {
-        setHandsFree: (on) => this.setHandsFree(on), askAgain: (id) => this.askAgain(id), play: (id) => this.play(id), home: () => this.home(),
+        setHandsFree: (on) => this.setHandsFree(on), askAgain: (id) => this.askAgain(id), play: (id, rate) => this.play(id, rate), home: () => this.home(),
       });
     } else if (this.tab === "history") {
       screen = renderHistory({ history: this.history, viewing: this.viewing }, {

@@ -4,11 +4,13 @@
 // toggle (`listen` whenever the session is ready; while it records, "done" sends
 // `turn.stop`, and a pause the daemon waits through shows as still listening), stop
 // (`playback.stop`: barge-in), a
-// typed turn (`say`) and the end (結束對話 → review; 結束複習 → home).
+// typed turn (`say`) and the end (結束對話 → review; 結束複習 → home). The tutor's last line
+// carries "again" and "slower" (replay.js).
 
 import { el } from "../dom.js";
 import { language, t } from "../i18n.js";
 import { Command } from "../protocol.js";
+import { hearMeButton, replayButtons } from "./replay.js";
 
 const STAGE_KEYS = {
   idle: "stageIdle", starting: "stageStarting", greeting: "stageGreeting", ready: "stageReady", listening: "stageListening",
@@ -53,6 +55,7 @@ export function dressTalkButton(button, view) {
 }
 
 /** `view`: { session, lines, notices, level, speaking, stillListening, handsFree, linked, topics, simpleHearing,
+ *  playbackRate, replay,
  *  and the page's own talkButton and sayInput elements, kept across renders }; `actions`:
  *  { act(command, args), dismiss(noticeId), setHandsFree(on), say() }. */
 export function renderConversation(view, actions) {
@@ -61,12 +64,20 @@ export function renderConversation(view, actions) {
   // While the daemon is away nothing can be asked of it: the controls wait for it.
   const linked = view.linked;
   const canTalk = linked && ["ready", "greeting", "replying", "listening", "recording"].includes(stage);
-  const canStop = linked && ["greeting", "replying"].includes(stage);
+  const canStop = linked && (["greeting", "replying"].includes(stage) || Boolean(view.replay));
   const ready = linked && stage === "ready";
-  const lines = el("ol", { class: "lines", id: "lines" }, view.lines.map((line) =>
-    el("li", { class: `line ${line.who}`, data: { who: line.who } }, [
+  // The daemon keeps the last reply that sounded: the tutor's last line is the one heard again.
+  const lastTutor = view.lines.reduce((last, line, index) => (line.who === "tutor" ? index : last), -1);
+  // The learner's last spoken turn (a typed one has no recording).
+  const lastSpoken = view.lines.reduce((last, line, index) => (line.who === "you" && line.turnId ? index : last), -1);
+  const canReplay = linked && ["ready", "listening"].includes(stage);
+  const playing = (line, index) => view.replay && (line.turnId ? view.replay.turnId === line.turnId : index === lastTutor && !view.replay.turnId);
+  const lines = el("ol", { class: "lines", id: "lines" }, view.lines.map((line, index) =>
+    el("li", { class: `line ${line.who}` + (playing(line, index) ? " replaying" : ""), data: { who: line.who } }, [
       el("span", { class: "who", text: t(line.who) }),
       el("span", { class: "said", text: line.text }),
+      index === lastTutor ? replayButtons({ playbackRate: view.playbackRate, replay: view.replay, canReplay }, actions) : null,
+      index === lastSpoken ? hearMeButton({ turnId: line.turnId, replay: view.replay, canReplay }, actions) : null,
     ])));
   // The same button every time: a finger holding it keeps its target (a touch's events go
   // to the element it started on, and a new one would never hear the release).

@@ -1,15 +1,19 @@
 // The learner's profile (`profile`): the CEFR level with re-evaluation, 學習總覽 (progress
 // notes), 需要加強 (the three weak-point dimensions, each pattern disclosing its wrong and
-// right examples), and the learning goal. Offline, the last profile read, marked stale.
+// right examples), the learning goal, and the tutor's speed (replay.js). Offline, the last
+// profile read, marked stale.
 
 import { el } from "../dom.js";
 import { t } from "../i18n.js";
 import { ISSUE_TYPES } from "./review.js";
+import { speedControl } from "./replay.js";
 
-/** `view`: { profile } (`profile`'s answer); `actions`: { evaluate(), setGoal(text) }. */
+/** `view`: { profile (`profile`'s answer), playbackRate }; `actions`: { evaluate(), setGoal(text), setRate(rate) }. */
 export function renderProfile(view, actions) {
   const answer = view.profile;
-  if (!answer) return el("section", { class: "screen profile", id: "screen-profile" }, [el("p", { class: "muted", text: t("loading") })]);
+  // The speed is the daemon's, not the backend's: it is set even while the profile loads.
+  const speed = speedControl(view.playbackRate ?? 1, actions.setRate);
+  if (!answer) return el("section", { class: "screen profile", id: "screen-profile" }, [el("p", { class: "muted", text: t("loading") }), speed]);
   const profile = answer.profile;
   const data = profile.profile_data ?? {};
   const weak = data.weak_points ?? {};
@@ -23,6 +27,8 @@ export function renderProfile(view, actions) {
       el("span", { class: "cefr", id: "cefr", text: profile.level ?? "—" }),
       el("button", { class: "small", id: "evaluate", text: t("reevaluate"), on: { click: () => actions.evaluate() } }),
     ]),
+    // In view without scrolling on the 7" screen: a learner who cannot follow looks for it first.
+    speed,
     el("h2", { text: t("learningOverview") }),
     el("p", { class: "progress-notes", id: "progress-notes", text: data.progress_notes || "—" }),
     el("h2", { text: t("needsWork") }),
