@@ -47,7 +47,12 @@ let package = Package(
         // ONNX reader, Whisper's log-mel features and the float and int8 kernels they need.
         // Pure computation (the shim only names its helper thread): no system library, no I/O
         // beyond the bytes it is given.
-        .target(name: "SpeechModels", dependencies: ["CAudioShim"]),
+        .target(name: "SpeechModels", dependencies: ["CAudioShim", "CSpeechKernels"]),
+        // The package's one C of its own (issue 70): the models' integer inner loops for the
+        // instruction sets baseline x86-64 lacks (AVX2, AVX-VNNI, AVX-512 VNNI), each compiled
+        // for its target by clang's per-function attribute, chosen at run time from the CPU's
+        // features. Kernels only: no model, no graph, no allocation.
+        .target(name: "CSpeechKernels"),
 
         // The network layer, which knows nothing of practice: the epoll thread the daemon's
         // sockets wait on, the client's own HTTP/1.1 transport with TLS through the system's

@@ -29,7 +29,9 @@ enum SpeechCommand {
                audiokernel-demo speech turn MODEL.onnx --features FEATURES.f32 [--dump DIR]
                audiokernel-demo speech features AUDIO.f32 OUTPUT.f32
                audiokernel-demo speech endpoint SILERO.onnx SMART_TURN.onnx INPUT.wav [--finished P] [--pause-ms N] [--kept-pause-ms N] [--lead-ms N] [--answer-ms N] [--max-pause-ms N] [--later MS:DISTANCE[:ABOVE],…|none] [--trace [MS,MS,…]]
-               (turn takes --threads 2: the model in two lanes of rows on two threads)
+               (turn takes --threads 2: the model in two lanes of rows on two threads; every
+               command --kernels auto|portable|avx2|avx-vnni|avx512-vnni: which build of the
+               integer kernels runs, auto the best this CPU runs, as the daemon chooses)
         """
 
     nonisolated(unsafe) static var threads = 1
@@ -115,6 +117,15 @@ enum SpeechCommand {
         }
         if let at = arguments.firstIndex(of: "--threads"), at + 1 < arguments.count, let n = Int(arguments[at + 1]), (1...2).contains(n) {
             threads = n
+            arguments.removeSubrange(at...at + 1)
+        }
+        if let at = arguments.firstIndex(of: "--kernels"), at + 1 < arguments.count {
+            do throws(KernelVariant.Unavailable) {
+                try KernelVariant.use(try KernelVariant.named(arguments[at + 1]))
+            } catch {
+                printError("audiokernel-demo speech: \(error)")
+                return 2
+            }
             arguments.removeSubrange(at...at + 1)
         }
         do {

@@ -4,6 +4,7 @@ import PracticeControl
 import PracticeKit
 import PracticeNet
 import PracticeProtocol
+import SpeechModels
 import TestSupport
 import XCTest
 
@@ -135,6 +136,23 @@ final class LearnedEndpointingTests: XCTestCase {
         XCTAssertEqual(hearing(client)?["models"], "ready")
         XCTAssertTrue(threads(daemon).contains("smart-turn"), "\(threads(daemon))")
         XCTAssertTrue(daemon.log.contains("learned endpointing: models loaded in"), daemon.log)
+        // On the best kernels this CPU runs (issue 70), said in the log and in status.
+        XCTAssertEqual(hearing(client)?["kernels"]?.stringValue, KernelVariant.best.rawValue)
+        XCTAssertTrue(daemon.log.contains("on the \(KernelVariant.best.rawValue) kernels"), daemon.log)
+    }
+
+    /// `speech.kernels` holds the daemon to a build of the kernels; one this CPU cannot run,
+    /// or a name that is none, stops the start (exit 78) naming the key.
+    func testTheKernelsCanBeHeldToTheOnesNamedAndAnUnknownOneStopsTheStart() throws {
+        let daemon = try DaemonHarness(arguments: ["--speech-models-dir", Self.models, "--speech-kernels", "portable"])
+        XCTAssertEqual(hearing(try daemon.client())?["kernels"], "portable")
+        var refused = ["avx9000", "../portable"]
+        refused += KernelVariant.allCases.filter { !$0.isSupported }.map(\.rawValue)
+        for name in refused {
+            let bad = try DaemonHarness(arguments: ["--speech-models-dir", Self.models, "--speech-kernels", name], waitReady: false)
+            XCTAssertEqual(try XCTUnwrap(bad.process.waitForExit(timeout: 20), name), 78, name)
+            XCTAssertTrue(bad.log.contains("speech.kernels"), bad.log)
+        }
     }
 
     /// The models are loaded for a session and let go when the devices close idle: an idle

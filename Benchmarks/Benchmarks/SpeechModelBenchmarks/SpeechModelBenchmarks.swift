@@ -91,19 +91,35 @@ let benchmarks: @Sendable () -> Void = {
     }
     for threads in [1, 2] {
         Benchmark("SmartTurn.8s.\(threads)-thread", configuration: config) { b in
-            let model = try! SmartTurnModel(onnx: modelBytes("smart-turn-v3.2-cpu.onnx"), threads: threads)
-            var features = [Float](repeating: 0, count: WhisperFeatures.bins * WhisperFeatures.frames)
-            audio.withUnsafeBufferPointer { audio in
-                features.withUnsafeMutableBufferPointer { WhisperFeatures().compute(audio, into: $0.baseAddress!) }
-            }
-            features.withUnsafeBufferPointer { features in
-                blackHole(model.probability(features: features.baseAddress!))  // warm
-                b.startMeasurement()
-                for _ in b.scaledIterations {
-                    blackHole(model.probability(features: features.baseAddress!))
-                }
-            }
+            // As the daemon runs it, whichever ran before.
+            smartTurnWindows(b, audio: audio, threads: threads, variant: KernelVariant.best)
+        }
+    }
+    // Each build of the integer kernels this host runs (issue 70), one thread: the same
+    // window as above, so that the variants' times sit beside each other and beside
+    // onnxruntime's (`reference.py speed`) in one run.
+    for variant in KernelVariant.supported {
+        Benchmark("SmartTurn.8s.1-thread.\(variant.rawValue)", configuration: config) { b in
+            smartTurnWindows(b, audio: audio, threads: 1, variant: variant)
         }
     }
     BenchmarkGate.capIfGating()
+}
+
+/// smart-turn on one window of `audio`, again and again, on `variant`'s kernels (chosen
+/// before the measurement: choosing may allocate).
+func smartTurnWindows(_ b: Benchmark, audio: [Float], threads: Int, variant: KernelVariant) {
+    try! KernelVariant.use(variant)
+    let model = try! SmartTurnModel(onnx: modelBytes("smart-turn-v3.2-cpu.onnx"), threads: threads)
+    var features = [Float](repeating: 0, count: WhisperFeatures.bins * WhisperFeatures.frames)
+    audio.withUnsafeBufferPointer { audio in
+        features.withUnsafeMutableBufferPointer { WhisperFeatures().compute(audio, into: $0.baseAddress!) }
+    }
+    features.withUnsafeBufferPointer { features in
+        blackHole(model.probability(features: features.baseAddress!))  // warm
+        b.startMeasurement()
+        for _ in b.scaledIterations {
+            blackHole(model.probability(features: features.baseAddress!))
+        }
+    }
 }

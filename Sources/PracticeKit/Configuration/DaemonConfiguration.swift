@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import PracticeProtocol
 import PracticeSupport
+import SpeechModels
 
 /// Everything `practiced` can be told, with its defaults. Resolved by
 /// ``ConfigurationLoader`` from the config file, then the environment, then flags.
@@ -82,6 +83,9 @@ public struct DaemonConfiguration: Equatable, Sendable {
     /// `model`: smart-turn on this many threads, each taking its lane of rows in every stage
     /// (2: about 1.6 times as fast on two cores, for the same CPU).
     public var speechModelThreads = 2
+    /// `model`: the build of the models' integer kernels (``KernelVariant``): `auto`, the
+    /// best this CPU runs, or one by name (a CPU that misreports its features, a test).
+    public var speechKernels = "auto"
     public var minimumSpeechMilliseconds = 250
     public var maximumTurnSeconds = 60
     public var levelIntervalMilliseconds = 66
@@ -376,6 +380,13 @@ struct ConfigurationKey: Sendable {
                          }, current: { String.printf("%g", $0.speechFinishedProbability) }),
         .path("speech.models_dir", help: "speech.endpoint = model: the directory of the model files (sha256-checked at start)", \.speechModelsDirectory),
         .integer("speech.model_threads", 1...2, unit: "threads", help: "speech.endpoint = model: threads smart-turn runs on", \.speechModelThreads),
+        ConfigurationKey(name: "speech.kernels", allowed: "auto, or one of \(KernelVariant.allCases.map(\.rawValue).joined(separator: ", ")) that this CPU runs",
+                         help: "speech.endpoint = model: the build of the models' integer kernels, auto the best this CPU runs",
+                         apply: { configuration, text in
+                             guard (try? KernelVariant.named(text.lowercased())) != nil else { return false }
+                             configuration.speechKernels = text.lowercased()
+                             return true
+                         }, current: { $0.speechKernels }),
         .integer("speech.max_turn_s", 1...600, unit: "seconds", help: "the longest turn", \.maximumTurnSeconds),
         .integer("audio.level_interval_ms", 10...1_000, unit: "milliseconds", help: "input level events", \.levelIntervalMilliseconds),
         .path("socket.path", help: "the control socket", \.socketPath),
@@ -427,18 +438,6 @@ public enum BackendKind: String, Sendable, CaseIterable {
     case talkco
     /// Chatterbox's cue practice (`/rpc/*` through its gateway, uploads to its files service).
     case chatterbox
-}
-
-/// A configuration value that is not allowed; start-up stops with this message.
-public struct ConfigurationError: Error, Equatable, CustomStringConvertible {
-    public var key: String
-    public var value: String
-    public var source: String
-    public var allowed: String
-
-    public var description: String {
-        allowed.isEmpty ? "\(source): \(key)" : "invalid \(key) = '\(value)' (\(source)): allowed is \(allowed)"
-    }
 }
 
 /// How a hands-free turn ends (`speech.endpoint`).

@@ -5,6 +5,7 @@ import Glibc
 import PracticeControl
 import PracticeProtocol
 import PracticeSupport
+import SpeechModels
 import Synchronization
 
 /// The daemon: the control server, the microphone and speaker (recorder and streaming
@@ -134,6 +135,8 @@ public final class PracticeDaemon: ControlCommandHandler, @unchecked Sendable {
         // (``SpeechModelKeeper``). Missing or damaged files stop the start only when
         // `speech.endpoint = model` was asked for by name; by default the daemon hears by the
         // hangover rule and says so.
+        // The kernels the models run on: checked when the configuration was read.
+        try? KernelVariant.use(KernelVariant.named(configuration.speechKernels))
         do {
             let directory = configuration.speechModelsDirectory, threads = configuration.speechModelThreads
             try devices.models.configure(endpoint: configuration.speechEndpoint, explicit: configuration.speechEndpointExplicit,

@@ -1,4 +1,5 @@
 import AudioKernel
+import SpeechModels
 import Dispatch
 import PracticeProtocol
 import PracticeSupport
@@ -47,7 +48,8 @@ final class SpeechModelKeeper: @unchecked Sendable {
     var hearing: SpeechHearing {
         lock.withLock {
             let inForce = state == .ready ? SpeechEndpoint.model : .hangover
-            return SpeechHearing(endpoint: inForce.rawValue, configured: configured.rawValue, models: state, error: failure)
+            return SpeechHearing(endpoint: inForce.rawValue, configured: configured.rawValue, models: state, error: failure,
+                                 kernels: KernelVariant.current.rawValue)
         }
     }
 
@@ -103,7 +105,8 @@ final class SpeechModelKeeper: @unchecked Sendable {
                         return set(.checked)
                     }
                     loaded = models
-                    logger.info("learned endpointing: models loaded in \((clock.now - started) / 1_000_000) ms")
+                    logger.info("learned endpointing: models loaded in \((clock.now - started) / 1_000_000) ms, on the \(KernelVariant.current.rawValue) kernels "
+                                + "(this CPU runs \(KernelVariant.supported.map(\.rawValue).joined(separator: ", ")))")
                     hand(models, to: recorder)
                 case .failure(let error):
                     // Checked at start, so changed on disk since: heard by the level rule.

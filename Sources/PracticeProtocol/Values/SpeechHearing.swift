@@ -26,11 +26,15 @@ public struct SpeechHearing: Codable, Sendable, Equatable {
     public var models: SpeechModelsState
     /// Why the models failed, and what the daemon does instead (null unless `models` is `failed`).
     public var error: String?
+    /// The build of the models' integer kernels this CPU runs (`portable`, `avx2`, `avx-vnni`,
+    /// `avx512-vnni`), chosen at start from its features (`PRACTICED_SPEECH_KERNELS` overrides).
+    public var kernels: String?
 
-    public init(endpoint: String, configured: String, models: SpeechModelsState, error: String? = nil) {
+    public init(endpoint: String, configured: String, models: SpeechModelsState, error: String? = nil, kernels: String? = nil) {
         self.endpoint = endpoint
         self.configured = configured
         self.models = models
         self.error = error
+        self.kernels = kernels
     }
 }

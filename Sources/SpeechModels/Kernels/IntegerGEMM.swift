@@ -1,3 +1,5 @@
+import CSpeechKernels
+
 /// `C[m][n] = Σ_k A[m][k] · B[n][k]` with Int16 `A`, Int8 or Int16 `B` and Int32 `C`: every
 /// matrix product of the quantized transformer (weights are Int8; both operands of attention
 /// are activations). Values are centred 8-bit quantities (|a| ≤ 255, |b| ≤ 255), so a pair of
@@ -21,15 +23,15 @@ enum IntegerGEMM {
     @inline(never)
     static func multiply(_ a: UnsafePointer<Int16>, rows: Int, depth: Int, strideA: Int,
                          _ b: UnsafePointer<Int8>, columns: Int, strideB: Int,
-                         into c: UnsafeMutablePointer<Int32>, strideC: Int, panel: UnsafeMutablePointer<Int16>) {
+                         into c: UnsafeMutablePointer<Int32>, strideC: Int, panel: UnsafeMutablePointer<Int16>, variant: KernelVariant = .current) {
         let panelColumns = max(3, min(columns, panelCapacity / depth / 3 * 3))
         precondition(panelColumns * depth <= panelCapacity, "a panel of three weight rows fits the scratch")
         var n = 0
         while n < columns {
             let count = min(panelColumns, columns - n)
             widen(b + n * strideB, rows: count, depth: depth, stride: strideB, into: panel)
-            kernel(a, rows: rows, depth: depth, strideA: strideA, UnsafePointer(panel), columns: count, strideB: depth,
-                   into: c + n, strideC: strideC)
+            multiply(a, rows: rows, depth: depth, strideA: strideA, UnsafePointer(panel), columns: count, strideB: depth,
+                     into: c + n, strideC: strideC, variant: variant)
             n += count
         }
     }
@@ -46,8 +48,20 @@ enum IntegerGEMM {
         }
     }
 
+    /// On the variant in use (``KernelVariant/current``): a C kernel for the CPU's wider
+    /// instructions, or the portable one below.
     @inline(never)
     static func multiply(_ a: UnsafePointer<Int16>, rows: Int, depth: Int, strideA: Int,
+                         _ b: UnsafePointer<Int16>, columns: Int, strideB: Int,
+                         into c: UnsafeMutablePointer<Int32>, strideC: Int, variant: KernelVariant = .current) {
+        if variant != .portable,
+           practiced_gemm_s16(variant.code, a, rows, depth, strideA, b, columns, strideB, c, strideC) != 0 { return }
+        portable(a, rows: rows, depth: depth, strideA: strideA, b, columns: columns, strideB: strideB, into: c, strideC: strideC)
+    }
+
+    /// The portable kernel alone: the reference every variant is held to.
+    @inline(never)
+    static func portable(_ a: UnsafePointer<Int16>, rows: Int, depth: Int, strideA: Int,
                          _ b: UnsafePointer<Int16>, columns: Int, strideB: Int,
                          into c: UnsafeMutablePointer<Int32>, strideC: Int) {
         kernel(a, rows: rows, depth: depth, strideA: strideA, b, columns: columns, strideB: strideB, into: c, strideC: strideC)

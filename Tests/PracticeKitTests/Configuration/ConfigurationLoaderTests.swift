@@ -112,7 +112,7 @@ final class ConfigurationLoaderTests: XCTestCase {
 
     func testEveryKeyAppearsInHelpAndDescription() {
         let described = ConfigurationLoader.describe(DaemonConfiguration(environment: [:])).map(\.key)
-        XCTAssertEqual(described.count, 51)
+        XCTAssertEqual(described.count, 52)
         for key in described { XCTAssertTrue(ConfigurationLoader.usage.contains(key), key) }
     }
 }
