@@ -149,6 +149,16 @@ final class KioskRig {
         learnerVoice.endReply()
     }
 
+    /// One push-to-talk turn: `turn.start`, `samples` into the microphone (the learner's
+    /// words by default), `turn.stop` once they were all spoken.
+    func pushToTalk(_ control: ControlClient, _ samples: [Int16] = KioskRig.learner, file: StaticString = #filePath, line: UInt = #line) throws {
+        _ = try control.request(Command.TurnStart.self)
+        let before = microphone.spoken.value
+        microphone.say(samples)
+        XCTAssertTrue(microphone.spoken.wait(timeout: 10) { $0 >= before + samples.count }, file: file, line: line)
+        _ = try control.request(Command.TurnStop.self)
+    }
+
     func stop() {
         learnerVoice?.shutdown()
         microphone.stop()

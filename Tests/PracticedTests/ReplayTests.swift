@@ -123,7 +123,7 @@ final class ReplayTests: XCTestCase {
         XCTAssertEqual(control.failure(Command.TurnReplay.self)?.code, .invalidState, "no turn yet")
 
         var mark = watcher.count
-        try speak(control)
+        try rig.pushToTalk(control)
         let id = try XCTUnwrap(watcher.wait(for: Event.TurnSpooled.self, after: mark)?["data"]?["turn_id"]?.stringValue)
         XCTAssertNotNil(watcher.wait(for: Event.ReplyFinished.self, after: mark, timeout: 30))
         XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
@@ -150,7 +150,7 @@ final class ReplayTests: XCTestCase {
         // A turn left pending in the spool (the backend away), then a new learner's session.
         rig.sim.goDown()
         mark = watcher.count
-        try speak(control)
+        try rig.pushToTalk(control)
         let pending = try XCTUnwrap(watcher.wait(for: Event.TurnPending.self, after: mark, timeout: 40)?["data"]?["turn_id"]?.stringValue)
         XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
         XCTAssertEqual(try control.request(Command.TurnReplay.self, ["turn_id": .string(pending)])["turn_id"]?.stringValue, pending,
@@ -168,15 +168,6 @@ final class ReplayTests: XCTestCase {
         }
         XCTAssertEqual(control.failure(Command.TurnReplay.self)?.code, .invalidState, "the new session has no turn of its own yet")
         XCTAssertEqual(try control.request(Command.Ping.self)["pong"], true)
-    }
-
-    /// Records one push-to-talk turn of the learner's speech.
-    private func speak(_ control: ControlClient) throws {
-        _ = try control.request(Command.TurnStart.self)
-        let before = rig.microphone.spoken.value
-        rig.microphone.say(KioskRig.learner)
-        XCTAssertTrue(rig.microphone.spoken.wait(timeout: 10) { $0 >= before + KioskRig.learner.count })
-        _ = try control.request(Command.TurnStop.self)
     }
 
     /// `playback.rate 0.75`: the next reply streams slower, whole; status and the snapshot

@@ -35,14 +35,6 @@ final class TurnDeliveryTests: XCTestCase {
 
     private func spoolCount(_ control: ControlClient) throws -> Int? { try control.request(Command.SpoolList.self)["turns"]?.arrayValue?.count }
 
-    /// Records one push-to-talk turn of speech.
-    private func speak(_ control: ControlClient) throws {
-        _ = try control.request(Command.TurnStart.self)
-        let before = rig.microphone.spoken.value
-        rig.microphone.say(KioskRig.learner)
-        XCTAssertTrue(rig.microphone.spoken.wait(timeout: 10) { $0 >= before + KioskRig.learner.count })
-        _ = try control.request(Command.TurnStop.self)
-    }
 
 
     private func keys() -> [String: JSONValue] {
@@ -71,7 +63,7 @@ final class TurnDeliveryTests: XCTestCase {
         rig.sim.simulator.faults.failCount = 2
         rig.sim.simulator.faults.failStatus = 500
         let mark = watcher.count
-        try speak(control)
+        try rig.pushToTalk(control)
         guard let id = spooledTurn(watcher, after: mark) else { return }
         XCTAssertNotNil(watcher.wait(for: Event.TurnRetrying.self, after: mark))
         // Spooled before the first attempt failed: an order of events, not a count taken at a
@@ -91,7 +83,7 @@ final class TurnDeliveryTests: XCTestCase {
         let (watcher, control) = try kioskInSession { $0.pace = 1 }
         rig.sim.simulator.faults.dropAfterEvents = 6
         let mark = watcher.count
-        try speak(control)
+        try rig.pushToTalk(control)
         guard let incomplete = watcher.wait(for: Event.ReplyIncomplete.self, after: mark) else { return }
         XCTAssertNotNil(incomplete["data"]?["turn_id"]?.stringValue)
         XCTAssertNotNil(watcher.wait(for: Event.PlaybackFinished.self, after: mark, where: { $0["interrupted"] == true }))
@@ -110,7 +102,7 @@ final class TurnDeliveryTests: XCTestCase {
         let (watcher, control) = try kioskInSession()
         rig.sim.goDown()
         let mark = watcher.count
-        try speak(control)
+        try rig.pushToTalk(control)
         guard let id = spooledTurn(watcher, after: mark) else { return }
         XCTAssertNotNil(watcher.wait(for: Event.TurnRetrying.self, after: mark, timeout: 30))
         // While the backend is away the turn is on disk.
@@ -129,7 +121,7 @@ final class TurnDeliveryTests: XCTestCase {
         let (watcher, control) = try kioskInSession(arguments: ["--turn-retry-s", "2"])
         rig.sim.goDown()
         let mark = watcher.count
-        try speak(control)
+        try rig.pushToTalk(control)
         guard let pending = watcher.wait(for: Event.TurnPending.self, after: mark, timeout: 40),
               let id = pending["data"]?["turn_id"]?.stringValue else { return }
         XCTAssertNotNil(watcher.waitForStage("ready", after: mark))
@@ -152,7 +144,7 @@ final class TurnDeliveryTests: XCTestCase {
         rig.sim.simulator.faults.latencyMs = 5_000
         let mark = watcher.count
         let arrived = rig.sim.arrived.value
-        try speak(control)
+        try rig.pushToTalk(control)
         guard let id = spooledTurn(watcher, after: mark) else { return }
         XCTAssertNotNil(watcher.wait(for: Event.TurnUploading.self, after: mark))
         XCTAssertTrue(rig.sim.arrived.wait(timeout: 10) { $0 > arrived }, "the upload never reached the backend")
